@@ -1,0 +1,164 @@
+"""Pydantic models passed between the review steps.
+
+They are importable from the package (``clausegate.schemas``) on purpose: Prefect hashes a
+pydantic input by class path + data, so a CLI run and a deployment run share the cache only
+if both see the same class path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from clausegate.categories import CATEGORIES, canonical
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Notice(_Model):
+    """A warning attached to a document or review (e.g. a page that needs OCR)."""
+
+    code: str
+    message: str
+    page: int | None = None
+
+
+class ContractSource(_Model):
+    """Where a contract is and what it is: the cache keys on ``contract_id``, never on ``path``."""
+
+    path: str
+    contract_id: str = Field(pattern=SHA256_PATTERN, description="sha256 of the file's bytes")
+    size_bytes: int = Field(ge=0)
+    filename: str
+
+
+class Page(_Model):
+    number: int = Field(ge=1, description="1-based page number in the PDF")
+    text: str
+    needs_ocr: bool = Field(False, description="the page has no text layer")
+    ocr_used: bool = False
+
+
+class ParsedDocument(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    filename: str
+    pages: list[Page] = Field(min_length=1)
+    notices: list[Notice] = []
+
+    @property
+    def char_count(self) -> int:
+        return sum(len(p.text) for p in self.pages)
+
+
+class Passage(_Model):
+    """A run of sentences from one page, kept by the pre-filter."""
+
+    page: int = Field(ge=1)
+    text: str = Field(min_length=1)
+    score: float = Field(description="relevance to the playbook's categories (higher keeps)")
+    categories: dict[str, float] = Field(
+        default_factory=dict, description="per-category relevance scores for the playbook's categories"
+    )
+
+
+class FilteredDocument(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    passages: list[Passage]
+    pages_kept: list[int]
+    tokens_total: int = Field(ge=0)
+    tokens_kept: int = Field(ge=0)
+
+
+class Clause(_Model):
+    category: str
+    text: str = Field(min_length=1)
+    pages: list[int] = Field(min_length=1)
+    confidence: float = Field(ge=0.0, le=1.0)
+    source: Literal["offline", "model"]
+    model: str | None = Field(None, description="the model name when source='model'")
+
+    @field_validator("category")
+    @classmethod
+    def _known_category(cls, value: str) -> str:
+        try:
+            return canonical(value)
+        except KeyError:
+            raise ValueError(f"unknown clause category {value!r}; expected one of CUAD's 41 names") from None
+
+
+class Extraction(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    extractor: str = Field(description="'offline' or the provider name")
+    clauses: list[Clause]
+    categories_checked: list[str]
+    notices: list[Notice] = []
+
+
+class Cost(_Model):
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    eur: float = 0.0
+
+
+class GateDecision(_Model):
+    gate: str
+    decision: Literal["approve", "changes", "escalated"]
+    reviewer: str
+    comment: str = ""
+    decided_at: datetime
+
+
+class StepFailure(_Model):
+    """An explicit partial failure: which step stopped, on which field, and what to do."""
+
+    step: str
+    code: str
+    message: str
+    field: str | None = None
+
+
+ReviewStatus = Literal["complete", "partial_failure", "needs_legal"]
+
+
+class Review(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    filename: str
+    playbook: str
+    status: ReviewStatus
+    extractor: str
+    clauses: list[Clause] = []
+    missing_categories: list[str] = []
+    gated_categories: list[str] = []
+    pages_total: int = 0
+    pages_kept: list[int] = []
+    tokens_total: int = 0
+    tokens_kept: int = 0
+    warnings: list[Notice] = []
+    cost: Cost = Cost()
+    decisions: list[GateDecision] = []
+    failure: StepFailure | None = None
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+
+
+__all__ = [
+    "CATEGORIES",
+    "Clause",
+    "ContractSource",
+    "Cost",
+    "Extraction",
+    "FilteredDocument",
+    "GateDecision",
+    "Notice",
+    "Page",
+    "ParsedDocument",
+    "Passage",
+    "Review",
+    "StepFailure",
+]
