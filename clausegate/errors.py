@@ -56,6 +56,7 @@ class StepInputError(ClauseGateError):
     def __init__(self, step: str, field: str, detail: str) -> None:
         self.step = step
         self.field = field
+        self.detail = detail
         super().__init__(
             f"step '{step}' cannot run: input field '{field}' {detail}.",
             hint=f"inspect the output of the step before '{step}'; rerun after fixing it "
@@ -63,7 +64,7 @@ class StepInputError(ClauseGateError):
         )
 
     def __reduce__(self):
-        return (StepInputError, (self.step, self.field, self.message.split(f"'{self.field}' ", 1)[-1].rstrip(".")))
+        return (StepInputError, (self.step, self.field, self.detail))
 
 
 class ConfigurationError(ClauseGateError):

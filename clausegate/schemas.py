@@ -124,7 +124,7 @@ class StepFailure(_Model):
     field: str | None = None
 
 
-ReviewStatus = Literal["complete", "partial_failure", "needs_legal"]
+ReviewStatus = Literal["complete", "partial_failure", "failed", "needs_legal"]
 
 
 class Review(_Model):

@@ -1,0 +1,87 @@
+"""`clausegate` command line: review a contract locally, list playbooks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="ClauseGate: contract review as a Prefect flow.", no_args_is_help=True, add_completion=False)
+console = Console()
+
+
+def _server_label() -> str:
+    url = os.environ.get("PREFECT_API_URL")
+    return f"Prefect server {url}" if url else "a temporary local Prefect server (set PREFECT_API_URL to use yours)"
+
+
+def findings_table(review) -> Table:
+    table = Table(title=f"{review.filename} — {len(review.clauses)} clauses", show_lines=False)
+    table.add_column("Category", style="bold")
+    table.add_column("Page", justify="right")
+    table.add_column("Conf.", justify="right")
+    table.add_column("Gate")
+    table.add_column("Text", overflow="fold", max_width=70)
+    for clause in review.clauses:
+        gate = "[red]needs a person[/red]" if clause.category in review.gated_categories else ""
+        text = " ".join(clause.text.split())
+        table.add_row(clause.category, ",".join(map(str, clause.pages)), f"{clause.confidence:.2f}", gate,
+                      text[:200] + ("…" if len(text) > 200 else ""))
+    return table
+
+
+@app.command()
+def review(
+    file: Annotated[Path, typer.Argument(help="the contract PDF")],
+    playbook: Annotated[str, typer.Option(help="built-in playbook name or path to a YAML playbook")] = "default",
+    out: Annotated[Path, typer.Option(help="folder for the JSON and Markdown reports")] = Path("reports"),
+    extractor: Annotated[str | None, typer.Option(help="'offline' or a provider; default: the playbook's")] = None,
+) -> None:
+    """Review FILE with the contract-review flow and write its report."""
+    from clausegate.errors import ClauseGateError
+    from clausegate.playbook import load_playbook
+
+    try:
+        load_playbook(playbook)  # fail fast, before starting any server
+    except ClauseGateError as error:
+        console.print(f"[red]{error}[/red]")
+        raise typer.Exit(2)
+    if not file.is_file():
+        console.print(f"[red][CG-PDF-NOT-FOUND] {file} does not exist.[/red] Next step: check the path.")
+        raise typer.Exit(2)
+
+    console.print(f"Reviewing [bold]{file.name}[/bold] with playbook [bold]{playbook}[/bold] on {_server_label()}")
+    from flows.contract_review import contract_review
+
+    with console.status("running the contract-review flow…"):
+        state = contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
+                                out_dir=str(out.resolve()), return_state=True)
+    if not state.is_completed():
+        console.print(f"[red]Review did not complete:[/red] {state.message}")
+        raise typer.Exit(1)
+    result = state.result()
+    console.print(findings_table(result))
+    if result.missing_categories:
+        console.print(f"Missing ({len(result.missing_categories)}): " + ", ".join(result.missing_categories))
+    for warning in result.warnings:
+        console.print(f"[yellow]{warning.code}[/yellow] {warning.message}")
+    console.print(f"Report: {out.resolve()}")
+
+
+@app.command()
+def playbooks() -> None:
+    """List the built-in playbooks."""
+    from clausegate.playbook import builtin_playbooks, load_playbook
+
+    for name in builtin_playbooks():
+        book = load_playbook(name)
+        console.print(f"[bold]{name}[/bold]: {book.description} ({len(book.categories)} categories, gates: "
+                      f"{', '.join(book.gated_categories) or 'none'})")
+
+
+if __name__ == "__main__":
+    app()

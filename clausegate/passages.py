@@ -1,0 +1,179 @@
+"""Page text -> passages (runs of a few sentences), and the token count used everywhere.
+
+``split_passages`` is deterministic and needs no downloaded NLTK data: it uses an untrained
+``nltk.tokenize.PunktSentenceTokenizer()`` (default parameters, no ``nltk.download``).
+
+Algorithm (works on pypdf's text of one page):
+
+1. Normalise: NBSP/odd spaces -> space, runs of spaces collapsed, each line stripped.
+2. Paragraphs: a new paragraph starts after a blank line, at a line that looks like a clause
+   start (``12.``, ``3.1``, ``(a)``, ``Section 4``, ``ARTICLE V`` ...) or an ALL-CAPS heading,
+   and after a short line that ends a sentence (``.``, ``:``, ``;``).
+3. Sentences: each paragraph's lines are joined with spaces (a line-end hyphen joins words)
+   and split with Punkt; a "sentence" longer than ``MAX_CHARS`` is cut at ``;`` or spaces.
+4. Passages: consecutive sentences of a paragraph are packed into passages of at most
+   ``MAX_CHARS`` characters; a paragraph shorter than ``MIN_CHARS`` (a heading, a clause
+   number) is merged into the next one when the result still fits.
+
+So a clause normally sits in one passage, and a passage never crosses a page.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+MAX_CHARS = 900
+MIN_CHARS = 200
+
+# ``count_tokens``: one token per run of word characters, or per single punctuation mark
+# (not whitespace).  "Section 12.3(a)" -> Section, 12, ., 3, (, a, ) = 7 tokens.  It is a
+# stable, tokenizer-free proxy for LLM tokens used for every "tokens kept" figure.
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+_SPACES_RE = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200b\u202f\u205f\u3000\ufeff]+")
+_CLAUSE_START_RE = re.compile(
+    r"""^(?:
+        \d{1,3}(?:\.\d{1,3}){0,4}\.?\s          # 12.  3.1  4.2.1
+      | \(\s?(?:[a-z]{1,2}|[ivxlc]{1,5}|\d{1,2})\s?\)\s   # (a) (iv) (12)
+      | [a-z]\)\s | [A-Z]\.\s                  # a) A.
+      | (?:section|article|clause|schedule|exhibit|annex|appendix)\s+[\dIVXLC]   # Section 4
+      | [•·▪\-\*]\s                              # bullets
+    )""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_SENT_END = (".", ":", ";", "?", "!")
+
+
+def count_tokens(text: str) -> int:
+    """Number of word runs plus punctuation marks in ``text`` (see ``_TOKEN_RE``)."""
+    if not text:
+        return 0
+    return sum(1 for _ in _TOKEN_RE.finditer(text))
+
+
+@lru_cache(maxsize=1)
+def _punkt():
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    return PunktSentenceTokenizer()  # untrained: default parameters, no data files needed
+
+
+def _is_heading(line: str) -> bool:
+    letters = [c for c in line if c.isalpha()]
+    return 3 <= len(letters) and len(line) <= 80 and all(c.isupper() for c in letters)
+
+
+def _paragraphs(page_text: str) -> list[str]:
+    text = page_text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [_SPACES_RE.sub(" ", line).strip() for line in text.split("\n")]
+    paragraphs: list[list[str]] = []
+    current: list[str] = []
+    prev = ""
+    for line in lines:
+        if not line:
+            if current:
+                paragraphs.append(current)
+                current = []
+            prev = ""
+            continue
+        new_par = bool(current) and (
+            _CLAUSE_START_RE.match(line) is not None
+            or _is_heading(line)
+            or _is_heading(prev)
+            or (len(prev) < 60 and prev.endswith(_SENT_END))
+        )
+        if new_par:
+            paragraphs.append(current)
+            current = []
+        current.append(line)
+        prev = line
+    if current:
+        paragraphs.append(current)
+    out = []
+    for par in paragraphs:
+        joined = ""
+        for line in par:
+            if joined.endswith("-") and len(joined) > 1 and joined[-2].isalpha() and line[:1].islower():
+                joined = joined[:-1] + line  # re-join a word hyphenated at the line end
+            elif joined:
+                joined += " " + line
+            else:
+                joined = line
+        out.append(joined)
+    return out
+
+
+def _cut_long(sentence: str, limit: int) -> list[str]:
+    """Cut a sentence longer than ``limit`` at '; ' or else at spaces (or hard, for no spaces)."""
+    pieces: list[str] = []
+    rest = sentence
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = window.rfind("; ")
+        if cut < limit // 3:
+            cut = window.rfind(" ")
+        if cut < limit // 3:
+            cut = limit - 1  # one giant "word": hard cut
+        pieces.append(rest[: cut + 1].strip())
+        rest = rest[cut + 1 :].strip()
+    if rest:
+        pieces.append(rest)
+    return [p for p in pieces if p]
+
+
+def _sentences(paragraph: str) -> list[str]:
+    try:
+        sents = _punkt().tokenize(paragraph)
+    except Exception:  # noqa: BLE001 - Punkt on pathological input: fall back to one "sentence"
+        sents = [paragraph]
+    out: list[str] = []
+    for sent in sents:
+        sent = sent.strip()
+        if sent:
+            out.extend(_cut_long(sent, MAX_CHARS))
+    return out
+
+
+def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS) -> list[str]:
+    """Split one page's text into passages of whole sentences (deterministic; see module doc)."""
+    if not page_text or not page_text.strip():
+        return []
+    blocks: list[list[str]] = []  # each paragraph -> packed passages
+    for paragraph in _paragraphs(page_text):
+        packed: list[str] = []
+        buf = ""
+        for sent in _sentences(paragraph):
+            if buf and len(buf) + 1 + len(sent) > max_chars:
+                packed.append(buf)
+                buf = sent
+            else:
+                buf = f"{buf} {sent}" if buf else sent
+        if buf:
+            packed.append(buf)
+        if packed:
+            blocks.append(packed)
+    passages: list[str] = []
+    carry = ""
+    for packed in blocks:
+        if carry:
+            if len(carry) + 1 + len(packed[0]) <= max_chars:
+                packed = [f"{carry} {packed[0]}"] + packed[1:]
+            else:
+                passages.append(carry)
+            carry = ""
+        *full, last = packed
+        passages.extend(full)
+        if len(last) < min_chars:
+            carry = last
+        else:
+            passages.append(last)
+    if carry:
+        if passages and len(passages[-1]) + 1 + len(carry) <= max_chars:
+            passages[-1] = f"{passages[-1]} {carry}"
+        else:
+            passages.append(carry)
+    return passages
+
+
+__all__ = ["MAX_CHARS", "MIN_CHARS", "count_tokens", "split_passages"]

@@ -1,0 +1,161 @@
+"""Review playbooks: which clause categories to look for, which need a person, how each step runs.
+
+A playbook is YAML validated by pydantic (unknown keys are errors, so a typo fails fast and
+names the field).  Built-in playbooks live in ``clausegate/playbooks/``; any other value of
+``--playbook`` is read as a path to a YAML file.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from clausegate.categories import CATEGORIES, canonical
+from clausegate.errors import PlaybookError
+
+BUILTIN_DIR = Path(__file__).parent / "playbooks"
+
+CategoryName = Annotated[str, Field(description="one of CUAD's 41 category names")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _canonical_category(value: str) -> str:
+    try:
+        return canonical(value)
+    except KeyError:
+        raise ValueError(f"unknown clause category {value!r} (see clausegate.categories.CATEGORIES)") from None
+
+
+class StepPolicy(_Strict):
+    """How Prefect runs one step: timeout and retries."""
+
+    timeout_seconds: float = Field(300, gt=0)
+    retries: int = Field(0, ge=0, le=10)
+    retry_delay_seconds: list[float] = Field(default_factory=lambda: [2.0, 4.0, 8.0])
+
+
+class ParseSettings(StepPolicy):
+    max_chars: int = Field(500_000, gt=0, description="refuse documents with more extracted text")
+    max_file_mb: float = Field(50, gt=0)
+    memory_mb: int = Field(1024, ge=128, description="address-space cap of the parser process")
+    ocr: Literal["auto", "off"] = "auto"
+
+
+class ExtractSettings(StepPolicy):
+    extractor: str = Field("offline", description="'offline' or a provider block, e.g. 'anthropic/clausegate'")
+    fallback_extractor: str | None = None
+    min_confidence: float = Field(0.0, ge=0, le=1, description="drop clauses below this confidence")
+
+
+class Steps(_Strict):
+    parse: ParseSettings = ParseSettings(timeout_seconds=120)
+    prefilter: StepPolicy = StepPolicy(timeout_seconds=120)
+    extract: ExtractSettings = ExtractSettings(retries=3)
+    report: StepPolicy = StepPolicy(timeout_seconds=60)
+
+
+class Gate(_Strict):
+    category: CategoryName
+    sla_hours: float = Field(24, gt=0, description="escalate when nobody decided within this time")
+    reason: str = ""
+
+    @field_validator("category")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return _canonical_category(value)
+
+
+class Budgets(_Strict):
+    per_run_eur: float = Field(0.50, ge=0)
+    per_period_eur: float = Field(40.0, ge=0)
+    period: Literal["day", "month", "year"] = "year"
+    max_tokens_per_run: int = Field(200_000, ge=0)
+
+
+class CacheSettings(_Strict):
+    expiration_days: float = Field(30, gt=0)
+
+
+class Playbook(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str = ""
+    categories: list[CategoryName] = Field(min_length=1)
+    high_risk: list[CategoryName] = []
+    gates: list[Gate] = []
+    steps: Steps = Steps()
+    budgets: Budgets = Budgets()
+    cache: CacheSettings = CacheSettings()
+
+    @field_validator("categories", "high_risk", mode="before")
+    @classmethod
+    def _expand_all(cls, value):
+        if value == "all":
+            return list(CATEGORIES)
+        return value
+
+    @field_validator("categories", "high_risk")
+    @classmethod
+    def _canonical(cls, values: list[str]) -> list[str]:
+        names = [_canonical_category(v) for v in values]
+        return list(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _gates_and_risks_are_reviewed(self) -> "Playbook":
+        wanted = set(self.categories)
+        for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates])):
+            stray = [n for n in names if n not in wanted]
+            if stray:
+                raise ValueError(f"{field_name} names categories not in 'categories': {stray}")
+        return self
+
+    @property
+    def gated_categories(self) -> list[str]:
+        return [g.category for g in self.gates]
+
+
+def builtin_playbooks() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        location = ".".join(str(x) for x in item["loc"]) or "(top level)"
+        parts.append(f"{location}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def parse_playbook(text: str, *, origin: str = "<string>") -> Playbook:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PlaybookError(f"playbook {origin} is not valid YAML: {exc}", hint="fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise PlaybookError(f"playbook {origin} must be a YAML mapping", hint="start from clausegate/playbooks/default.yaml")
+    try:
+        return Playbook.model_validate(data)
+    except ValidationError as exc:
+        raise PlaybookError(
+            f"playbook {origin} is invalid: {_describe(exc)}",
+            hint="correct the named field(s); see clausegate/playbooks/default.yaml for a valid example",
+        ) from None
+
+
+@lru_cache(maxsize=32)
+def load_playbook(name_or_path: str) -> Playbook:
+    """Load a built-in playbook by name, or a YAML file by path."""
+    builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
+    path = builtin if builtin.is_file() else Path(name_or_path)
+    if not path.is_file():
+        raise PlaybookError(
+            f"playbook {name_or_path!r} not found",
+            hint=f"use one of {builtin_playbooks()} or a path to a .yaml file",
+        )
+    return parse_playbook(path.read_text(encoding="utf-8"), origin=str(path))

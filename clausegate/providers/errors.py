@@ -1,0 +1,373 @@
+"""Model-provider errors and the ONE mapper from an HTTP response (or a transport failure) to them.
+
+Every class has a stable ``code`` (runbook) and a ``transient`` flag read by
+:func:`clausegate.providers.retry.retry_condition`. Messages carry the HTTP status, the provider's
+error type, message and request id, never an API key or an auth header: the request's own key
+values and anything shaped like a key are scrubbed from the provider's text.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Mapping
+
+import requests
+
+from clausegate.errors import ClauseGateError
+
+__all__ = [
+    "AuthError",
+    "BadRequest",
+    "ContextTooLong",
+    "InvalidOutput",
+    "NotFound",
+    "Overloaded",
+    "OutputTruncated",
+    "ProviderError",
+    "ProviderTimeout",
+    "ProviderUnreachable",
+    "QuotaExceeded",
+    "RateLimited",
+    "ServerError",
+    "error_from_exception",
+    "error_from_response",
+    "retry_after_from_headers",
+]
+
+_MAX_PROVIDER_TEXT = 400
+_SECRET_HEADERS = ("x-api-key", "authorization")
+_KEY_SHAPED = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{3,}|Bearer\s+\S+)", re.IGNORECASE)
+_CONTEXT_TOO_LONG = re.compile(
+    r"prompt is too long|context_length_exceeded|maximum context length|context window"
+    r"|(input|prompt|context)[^.]{0,40}(too long|too large|exceeds?)",
+    re.IGNORECASE,
+)
+
+
+class ProviderError(ClauseGateError):
+    """A model call failed. ``provider``/``status``/``request_id`` say where; ``responses`` holds
+    the ModelResponses already paid for (token accounting), when there were any."""
+
+    code = "CG-MODEL"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str = "",
+        code: str | None = None,
+        provider: str = "",
+        status: int | None = None,
+        request_id: str | None = None,
+        responses: list[Any] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.request_id = request_id
+        self.responses = list(responses or [])
+        super().__init__(message, hint=hint, code=code)
+
+    def __reduce__(self):  # keep provider/status/retry_after/... when pickled into Prefect results
+        rebuild, args = super().__reduce__()
+        return (rebuild, args, dict(self.__dict__))
+
+
+class RateLimited(ProviderError):
+    """429: too many requests or tokens. ``retry_after_seconds`` comes from the provider's headers."""
+
+    code = "CG-MODEL-RATE-LIMIT"
+    transient = True
+
+    def __init__(self, message: str, *, retry_after_seconds: float | None = None, **kwargs: Any) -> None:
+        self.retry_after_seconds = retry_after_seconds
+        super().__init__(message, **kwargs)
+
+
+class QuotaExceeded(ProviderError):
+    """429 ``insufficient_quota``: the account is out of credit; waiting does not help."""
+
+    code = "CG-MODEL-QUOTA"
+
+
+class Overloaded(ProviderError):
+    """529 ``overloaded_error`` (or an OpenAI-style 503 saying "overloaded")."""
+
+    code = "CG-MODEL-OVERLOADED"
+    transient = True
+
+
+class ServerError(ProviderError):
+    """500/502/503/504 or an unreadable response envelope."""
+
+    code = "CG-MODEL-SERVER"
+    transient = True
+
+
+class ProviderTimeout(ProviderError):
+    """No answer within the block's connect/read timeout (or HTTP 408)."""
+
+    code = "CG-MODEL-TIMEOUT"
+    transient = True
+
+
+class ProviderUnreachable(ProviderError):
+    """The endpoint refused or dropped the connection (DNS, refused, reset)."""
+
+    code = "CG-MODEL-UNREACHABLE"
+    transient = True
+
+
+class ContextTooLong(ProviderError):
+    """The prompt exceeds the model's context window: permanent for the same request."""
+
+    code = "CG-MODEL-CONTEXT-TOO-LONG"
+
+
+class AuthError(ProviderError):
+    """401/403: missing, wrong or unauthorised API key."""
+
+    code = "CG-MODEL-AUTH"
+
+
+class NotFound(ProviderError):
+    """404: usually a wrong model name or base URL."""
+
+    code = "CG-MODEL-NOT-FOUND"
+
+
+class BadRequest(ProviderError):
+    """Another 4xx: the request itself is invalid."""
+
+    code = "CG-MODEL-BAD-REQUEST"
+
+
+class OutputTruncated(ProviderError):
+    """The model stopped at max_tokens (stop_reason ``max_tokens`` / finish_reason ``length``)."""
+
+    code = "CG-MODEL-TRUNCATED"
+
+
+class InvalidOutput(ProviderError):
+    """The answer is not JSON or does not match the schema, even after one repair call."""
+
+    code = "CG-MODEL-BAD-OUTPUT"
+
+
+# ---------------------------------------------------------------- rate-limit headers
+
+
+def retry_after_from_headers(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Seconds to wait before the next request, from whichever rate-limit headers are present.
+
+    Order: ``retry-after-ms``, ``retry-after`` (seconds or HTTP date), then the reset headers of
+    the exhausted limits (``anthropic-ratelimit-*-reset`` RFC 3339 times, ``x-ratelimit-reset-*``
+    durations such as ``6m0s``). With no exhausted limit known, the soonest reset is used.
+    """
+    now = now or datetime.now(timezone.utc)
+    lower = {k.lower(): v for k, v in headers.items()}
+    for parse in (_from_retry_after_ms, _from_retry_after):
+        seconds = parse(lower, now)
+        if seconds is not None:
+            return max(0.0, seconds)
+    return _from_reset_headers(lower, now)
+
+
+def _from_retry_after_ms(headers: Mapping[str, str], now: datetime) -> float | None:
+    value = headers.get("retry-after-ms")
+    return _float_or_none(value) / 1000 if _float_or_none(value) is not None else None
+
+
+def _from_retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _float_or_none(value)
+    if seconds is not None:
+        return seconds
+    try:
+        return (parsedate_to_datetime(value) - now).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _from_reset_headers(headers: Mapping[str, str], now: datetime) -> float | None:
+    resets: dict[str, float] = {}
+    exhausted: list[float] = []
+    for name, value in headers.items():
+        kind, seconds = _parse_reset_header(name, value, now)
+        if kind is None or seconds is None:
+            continue
+        resets[kind] = max(0.0, seconds)
+        if headers.get(_remaining_header(name, kind)) == "0":
+            exhausted.append(resets[kind])
+    if exhausted:
+        return max(exhausted)
+    return min(resets.values()) if resets else None
+
+
+def _parse_reset_header(name: str, value: str, now: datetime) -> tuple[str | None, float | None]:
+    if name.startswith("anthropic-ratelimit-") and name.endswith("-reset"):
+        return name, _seconds_until_rfc3339(value, now)
+    if name.startswith("x-ratelimit-reset-"):
+        return name, parse_duration(value)
+    return None, None
+
+
+def _remaining_header(reset_name: str, kind: str) -> str:
+    if reset_name.startswith("anthropic-"):
+        return reset_name[: -len("-reset")] + "-remaining"
+    return "x-ratelimit-remaining-" + reset_name[len("x-ratelimit-reset-") :]
+
+
+def _seconds_until_rfc3339(value: str, now: datetime) -> float | None:
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return (when - now).total_seconds()
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|h|m|s)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: str) -> float | None:
+    """Go-style duration (``6m0s``, ``12ms``, ``1.5s``, ``1h2m``) in seconds; a bare number is seconds."""
+    text = value.strip()
+    if _float_or_none(text) is not None:
+        return float(text)
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+
+
+def _float_or_none(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------- the mapper
+
+
+def error_from_response(response: requests.Response, *, provider: str, block_name: str) -> ProviderError:
+    """Map a non-2xx response of either protocol to one ProviderError subclass."""
+    status = response.status_code
+    error_type, error_code, text = _provider_error_fields(response)
+    text = _scrub(text, _request_secrets(response))
+    request_id = _request_id(response)
+    cls = _classify(status, error_type, error_code, text)
+    described = f"{error_type or error_code}: " if (error_type or error_code) else ""
+    message = (
+        f"{provider} returned HTTP {status} ({described}{text or response.reason or 'no message'}); "
+        f"request id {request_id or 'none'}."
+    )
+    kwargs: dict[str, Any] = {
+        "hint": _hint(cls, provider=provider, block_name=block_name),
+        "provider": provider,
+        "status": status,
+        "request_id": request_id,
+    }
+    if cls is RateLimited:
+        kwargs["retry_after_seconds"] = retry_after_from_headers(response.headers)
+    return cls(message, **kwargs)
+
+
+def error_from_exception(
+    exc: requests.RequestException, *, provider: str, block_name: str, url: str
+) -> ProviderError:
+    """Map a transport failure (timeout, refused connection) to ProviderTimeout / ProviderUnreachable."""
+    if isinstance(exc, requests.ConnectTimeout):
+        cls, what = ProviderTimeout, "connecting to"
+    elif isinstance(exc, requests.Timeout):
+        cls, what = ProviderTimeout, "waiting for an answer from"
+    else:
+        cls, what = ProviderUnreachable, "connecting to"
+    message = f"{provider}: timed out {what} {url}." if cls is ProviderTimeout else (
+        f"{provider}: could not reach {url} ({type(exc).__name__})."
+    )
+    return cls(message, hint=_hint(cls, provider=provider, block_name=block_name), provider=provider)
+
+
+def _classify(status: int, error_type: str, error_code: str, text: str) -> type[ProviderError]:
+    if status == 413 or (status in (400, 422) and _CONTEXT_TOO_LONG.search(f"{error_code} {text}")):
+        return ContextTooLong
+    if status == 429:
+        return QuotaExceeded if error_code == "insufficient_quota" or error_type == "insufficient_quota" else RateLimited
+    if status == 529 or error_type == "overloaded_error" or (status == 503 and "overloaded" in text.lower()):
+        return Overloaded
+    return _BY_STATUS.get(status) or (ServerError if status >= 500 else BadRequest)
+
+
+_BY_STATUS: dict[int, type[ProviderError]] = {401: AuthError, 403: AuthError, 404: NotFound, 408: ProviderTimeout}
+
+
+def _provider_error_fields(response: requests.Response) -> tuple[str, str, str]:
+    """(error type, error code, message) from ``{"error": {...}}`` bodies of both protocols."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "", "", " ".join(response.text.split())[:_MAX_PROVIDER_TEXT]
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, str):
+        return "", "", error[:_MAX_PROVIDER_TEXT]
+    if not isinstance(error, dict):
+        return "", "", str(body)[:_MAX_PROVIDER_TEXT]
+    code = error.get("code")
+    return (
+        str(error.get("type") or ""),
+        str(code) if code is not None else "",
+        str(error.get("message") or "")[:_MAX_PROVIDER_TEXT],
+    )
+
+
+def _request_id(response: requests.Response) -> str | None:
+    header = response.headers.get("request-id") or response.headers.get("x-request-id")
+    if header:
+        return header
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("request_id") if isinstance(body, dict) else None
+
+
+def _request_secrets(response: requests.Response) -> list[str]:
+    request = getattr(response, "request", None)
+    headers = getattr(request, "headers", None) or {}
+    values = [str(headers.get(name, "")) for name in _SECRET_HEADERS]
+    values += [value.split(" ", 1)[1] for value in values if " " in value]
+    return [value for value in values if len(value) >= 4]
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "<redacted>")
+    return _KEY_SHAPED.sub("<redacted>", text)
+
+
+_ENV_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+def _hint(cls: type[ProviderError], *, provider: str, block_name: str) -> str:
+    block = f"block '{block_name}'"
+    env = _ENV_VARS.get(provider.split(":")[0], "the provider's API-key variable")
+    hints = {
+        RateLimited: "wait and retry (the task retries honour retry-after); lower concurrency or raise the account's limits.",
+        QuotaExceeded: f"the account behind {block} is out of credit; top it up or switch the block's key.",
+        Overloaded: f"the provider is overloaded; retries switch to the fallback model of {block}.",
+        ServerError: "provider-side failure; the task retries it. If it persists check the provider's status page.",
+        ProviderTimeout: f"retry; if calls are slow raise read_timeout_seconds or lower max_output_tokens in {block}.",
+        ProviderUnreachable: f"check base_url in {block} and that the model server is running and reachable.",
+        ContextTooLong: "shorten the prompt: keep fewer passages in the pre-filter or split the contract.",
+        AuthError: f"check the API key in {block} (field api_key, or env {env}); the key was not printed.",
+        NotFound: f"check model, fallback_model and base_url in {block}.",
+        BadRequest: "the request was rejected as invalid; check the prompt and max_output_tokens.",
+    }
+    return hints.get(cls, "")

@@ -1,0 +1,106 @@
+"""Review report: JSON (the machine-readable record) and Markdown (for people and the Prefect UI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from clausegate.errors import ReportWriteError
+from clausegate.schemas import Review
+
+CLAUSE_TEXT_LIMIT = 400
+
+
+def report_stem(review: Review) -> str:
+    stem = Path(review.filename).stem.replace(" ", "_")[:60]
+    return f"{stem}-{review.contract_id[:12]}-{review.playbook}"
+
+
+def _pages(pages: list[int]) -> str:
+    if len(pages) == 1:
+        return f"p. {pages[0]}"
+    return f"pp. {pages[0]}–{pages[-1]}"
+
+
+def _cut(text: str, limit: int = CLAUSE_TEXT_LIMIT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(review: Review) -> str:
+    lines = [
+        f"# Contract review: {review.filename}",
+        "",
+        f"- **Status:** `{review.status}`",
+        f"- **Contract id:** `{review.contract_id}`",
+        f"- **Playbook:** {review.playbook} · **Extractor:** {review.extractor}",
+        f"- **Pages:** {review.pages_total} ({len(review.pages_kept)} kept by the pre-filter: "
+        f"{', '.join(map(str, review.pages_kept)) or 'none'})",
+        f"- **Text reviewed:** {review.tokens_kept:,} of {review.tokens_total:,} tokens",
+        f"- **Cost:** €{review.cost.eur:.4f} ({review.cost.calls} model calls, "
+        f"{review.cost.input_tokens + review.cost.output_tokens:,} tokens)",
+    ]
+    if review.failure:
+        f = review.failure
+        lines += ["", "## Stopped", "", f"Step **{f.step}** stopped with `{f.code}`"
+                  + (f" on field `{f.field}`" if f.field else "") + f": {_md_cell(f.message)}"]
+    if review.gated_categories:
+        lines += ["", "## Needs a person", ""]
+        lines += [f"- {c}" for c in review.gated_categories]
+    if review.decisions:
+        lines += ["", "## Decisions", "", "| Gate | Decision | Reviewer | Comment | When |", "|---|---|---|---|---|"]
+        lines += [f"| {d.gate} | {d.decision} | {_md_cell(d.reviewer)} | {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
+                  for d in review.decisions]
+    by_category: dict[str, list] = defaultdict(list)
+    for clause in review.clauses:
+        by_category[clause.category].append(clause)
+    lines += ["", f"## Clauses found ({len(review.clauses)} in {len(by_category)} categories)", ""]
+    if by_category:
+        lines += ["| Category | Page | Confidence | Text |", "|---|---|---|---|"]
+        for category, clauses in by_category.items():
+            for clause in clauses:
+                lines.append(f"| {category} | {_pages(clause.pages)} | {clause.confidence:.2f} | {_md_cell(_cut(clause.text))} |")
+    else:
+        lines.append("No clauses of the playbook's categories were found.")
+    if review.failure is None:
+        lines += ["", f"## Missing categories ({len(review.missing_categories)})", ""]
+        lines.append(", ".join(review.missing_categories) or "None: every category was found.")
+    if review.warnings:
+        lines += ["", "## Warnings", ""]
+        lines += [f"- `{w.code}`" + (f" (page {w.page})" if w.page else "") + f": {_md_cell(w.message)}" for w in review.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(review: Review, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``<stem>.json`` and ``<stem>.md`` atomically; return their paths."""
+    folder = Path(out_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = report_stem(review)
+        json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
+        _atomic_write(json_path, json.dumps(review.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+        _atomic_write(md_path, render_markdown(review))
+    except OSError as exc:
+        raise ReportWriteError(
+            f"cannot write the report to {folder}: {exc.strerror or exc}",
+            hint="choose a writable folder with --out (finished steps are cached; rerunning costs nothing)",
+        ) from None
+    return json_path, md_path

@@ -1,0 +1,138 @@
+"""Plain review steps (no Prefect here): validate the input, call the domain module, return a model.
+
+Each step validates what it is given against the model it depends on.  A missing or malformed
+field stops the step with ``StepInputError`` naming the field, so nothing downstream runs on
+garbage; the flow turns that into an explicit partial-failure review.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from clausegate.categories import CATEGORIES
+from clausegate.errors import ConfigurationError, StepInputError
+from clausegate.schemas import (
+    Extraction,
+    FilteredDocument,
+    Notice,
+    ParsedDocument,
+    Review,
+    StepFailure,
+)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def require(model: type[ModelT], data: Any, *, step: str) -> ModelT:
+    """Return ``data`` as ``model`` or raise ``StepInputError`` naming the first bad field."""
+    if isinstance(data, model):
+        return data
+    if isinstance(data, BaseModel):
+        data = data.model_dump()
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or model.__name__
+        detail = "is missing" if first["type"] == "missing" else f"is invalid ({first['msg']})"
+        raise StepInputError(step, field, detail) from None
+
+
+def prefilter_step(document: Any, categories: Iterable[str]) -> FilteredDocument:
+    parsed = require(ParsedDocument, document, step="prefilter")
+    from clausegate.prefilter import prefilter
+
+    return prefilter(parsed, list(categories))
+
+
+def extract_step(filtered: Any, categories: Iterable[str], extractor: str) -> Extraction:
+    kept = require(FilteredDocument, filtered, step="extract")
+    wanted = list(categories)
+    if extractor != "offline":
+        raise ConfigurationError(
+            f"extractor {extractor!r} is not available in this build",
+            hint="use extractor 'offline' or configure a model provider block",
+        )
+    from clausegate.extractor import extract_offline
+
+    clauses = extract_offline(kept, wanted)
+    return Extraction(
+        contract_id=kept.contract_id,
+        extractor="offline",
+        clauses=clauses,
+        categories_checked=wanted,
+    )
+
+
+def assemble_review(
+    document: Any,
+    filtered: Any,
+    extraction: Any,
+    *,
+    playbook: str,
+    gated: Iterable[str],
+    min_confidence: float = 0.0,
+) -> Review:
+    parsed = require(ParsedDocument, document, step="review")
+    kept = require(FilteredDocument, filtered, step="review")
+    found = require(Extraction, extraction, step="review")
+    clauses = sorted(
+        (c for c in found.clauses if c.confidence >= min_confidence),
+        key=lambda c: (CATEGORIES.index(c.category), c.pages[0], -c.confidence),
+    )
+    present = {c.category for c in clauses}
+    gated_found = [c for c in dict.fromkeys(gated) if c in present]
+    return Review(
+        contract_id=parsed.contract_id,
+        filename=parsed.filename,
+        playbook=playbook,
+        status="complete",
+        extractor=found.extractor,
+        clauses=clauses,
+        missing_categories=[c for c in found.categories_checked if c not in present],
+        gated_categories=gated_found,
+        pages_total=len(parsed.pages),
+        pages_kept=kept.pages_kept,
+        tokens_total=kept.tokens_total,
+        tokens_kept=kept.tokens_kept,
+        warnings=[*parsed.notices, *found.notices],
+    )
+
+
+def failed_review(
+    *,
+    contract_id: str,
+    filename: str,
+    playbook: str,
+    step: str,
+    error: Exception,
+    document: ParsedDocument | None = None,
+    filtered: FilteredDocument | None = None,
+) -> Review:
+    """An explicit partial-failure review: what finished, which step stopped and why."""
+    code = getattr(error, "code", "CG-INTERNAL")
+    failure = StepFailure(
+        step=step,
+        code=code,
+        message=str(error),
+        field=getattr(error, "field", None),
+    )
+    warnings: list[Notice] = list(document.notices) if document else []
+    return Review(
+        contract_id=contract_id,
+        filename=filename,
+        playbook=playbook,
+        status="failed" if document is None else "partial_failure",
+        extractor="none",
+        pages_total=len(document.pages) if document else 0,
+        pages_kept=filtered.pages_kept if filtered else [],
+        tokens_total=filtered.tokens_total if filtered else 0,
+        tokens_kept=filtered.tokens_kept if filtered else 0,
+        warnings=warnings,
+        failure=failure,
+    )
+
+

@@ -1,0 +1,97 @@
+"""Prefect tasks: each wraps one plain step with caching, persistence, retries and timeouts.
+
+Cache keys come from the task's inputs + source code, never from the run id, so a rerun, a
+resumed run and a retried run all reuse finished work.  The document enters the cache key
+through its sha256 (``contract_id``), never through its path: an edited file gets a new key.
+Model-dependent steps take the offline model's version as an input, so retraining invalidates
+their cache.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+
+from clausegate import steps
+from clausegate.playbook import Playbook
+from clausegate.report import render_markdown, write_report
+from clausegate.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
+
+CONTENT_KEYED = (INPUTS - "path") + TASK_SOURCE
+INPUT_KEYED = INPUTS + TASK_SOURCE
+
+
+def retry_transient_only(task, task_run, state) -> bool:
+    """Prefect ``retry_condition_fn``: retry only errors that say trying again can help."""
+    try:
+        state.result()
+    except Exception as exc:  # the task's own exception, re-raised by Prefect
+        return bool(getattr(exc, "transient", False))
+    return False
+
+
+_COMMON: dict[str, Any] = dict(persist_result=True, retry_condition_fn=retry_transient_only)
+
+
+@task(name="fingerprint", cache_policy=NO_CACHE)
+def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
+    """Read the file and hash it: always runs, so an edited file is never mistaken for the old one."""
+    from clausegate.pdf import fingerprint
+
+    return fingerprint(source, max_bytes=int(max_file_mb * 1024 * 1024))
+
+
+@task(name="parse-pdf", cache_policy=CONTENT_KEYED, **_COMMON)
+def parse_contract(contract_id: str, path: str, max_chars: int, memory_mb: int, ocr: str, time_cap_seconds: float) -> ParsedDocument:
+    from clausegate.pdf import parse_pdf
+
+    # parse_pdf re-hashes the bytes it reads and stops with CG-PDF-CHANGED if they differ.
+    source = ContractSource(path=path, contract_id=contract_id, size_bytes=Path(path).stat().st_size, filename=Path(path).name)
+    return parse_pdf(source, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb, ocr=ocr)
+
+
+@task(name="prefilter", cache_policy=INPUT_KEYED, **_COMMON)
+def prefilter_passages(document: ParsedDocument, categories: tuple[str, ...], model_version: str) -> FilteredDocument:
+    return steps.prefilter_step(document, categories)
+
+
+@task(name="extract-clauses", cache_policy=INPUT_KEYED, **_COMMON)
+def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], extractor: str, model_version: str) -> Extraction:
+    return steps.extract_step(filtered, categories, extractor)
+
+
+@task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)
+def publish_report(review: Review, out_dir: str) -> list[str]:
+    json_path, md_path = write_report(review, out_dir)
+    create_markdown_artifact(
+        key=f"review-{review.contract_id[:16]}",
+        markdown=render_markdown(review),
+        description=f"ClauseGate review of {review.filename} ({review.status})",
+    )
+    return [str(json_path), str(md_path)]
+
+
+def configured(book: Playbook) -> dict[str, Any]:
+    """The tasks with the playbook's per-step timeouts, retries and cache expiration applied."""
+    expiry = timedelta(days=book.cache.expiration_days)
+
+    def apply(task_obj, policy):
+        return task_obj.with_options(
+            timeout_seconds=policy.timeout_seconds,
+            retries=policy.retries,
+            retry_delay_seconds=policy.retry_delay_seconds,
+            cache_expiration=expiry,
+        )
+
+    s = book.steps
+    return {
+        "parse": apply(parse_contract, s.parse),
+        "prefilter": apply(prefilter_passages, s.prefilter),
+        "extract": apply(extract_clauses, s.extract),
+        "report": apply(publish_report, s.report),
+    }

@@ -1,0 +1,50 @@
+"""The contract-review flow: thin wiring of cached tasks in review order."""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger
+from prefect.states import Failed
+
+from clausegate import steps
+from clausegate.errors import ClauseGateError
+from clausegate.offline_model import model_version
+from clausegate.playbook import load_playbook
+from clausegate.tasks import configured, fingerprint_contract
+
+
+@flow(name="contract-review", flow_run_name="review-{source}", validate_parameters=True)
+def contract_review(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports"):
+    """Review one contract PDF against a playbook; write JSON + Markdown reports to ``out_dir``."""
+    logger = get_run_logger()
+    book = load_playbook(playbook)
+    run = configured(book)
+    categories = tuple(book.categories)
+    use = extractor or book.steps.extract.extractor
+    version = model_version()
+
+    contract = fingerprint_contract(source, book.steps.parse.max_file_mb)
+    logger.info("1/4 parsing %s (contract %s)", contract.filename, contract.contract_id[:12])
+    document = filtered = None
+    stage = "parse"
+    try:
+        p = book.steps.parse
+        document = run["parse"](contract.contract_id, contract.path, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
+        stage = "prefilter"
+        logger.info("2/4 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
+        filtered = run["prefilter"](document, categories, version)
+        stage = "extract"
+        logger.info("3/4 extracting with %s from %d passages on pages %s", use, len(filtered.passages), filtered.pages_kept)
+        extraction = run["extract"](filtered, categories, use, version)
+        stage = "review"
+        review = steps.assemble_review(document, filtered, extraction, playbook=book.name,
+                                       gated=book.gated_categories, min_confidence=book.steps.extract.min_confidence)
+    except ClauseGateError as error:
+        logger.error("%s stopped the review at step '%s' (run continues to write a partial report)", error.code, stage)
+        review = steps.failed_review(contract_id=contract.contract_id, filename=contract.filename, playbook=book.name,
+                                     step=stage, error=error, document=document, filtered=filtered)
+
+    paths = run["report"](review, out_dir)
+    logger.info("4/4 report: %s", ", ".join(paths))
+    if review.failure:
+        return Failed(message=f"{review.failure.code} at step '{review.failure.step}': report {paths[0]}", data=review)
+    return review

@@ -1,0 +1,50 @@
+"""Session-wide test set-up: one real Prefect server (SQLite) in a temporary PREFECT_HOME.
+
+The environment is set in ``pytest_configure`` (before test modules import prefect), so every
+in-process flow and every subprocess the tests start talk to the same server.  The server
+itself starts lazily, on the first test that asks for the ``prefect_server`` fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CUAD_DIR = ROOT.parent / "shared" / "data" / "cuad"
+sys.path.insert(0, str(ROOT))
+
+from tests.prefect_server import PrefectServer  # noqa: E402
+
+_SERVER: PrefectServer | None = None
+
+
+def pytest_configure(config):
+    global _SERVER
+    home = Path(tempfile.mkdtemp(prefix="clausegate-test-prefect-"))
+    _SERVER = PrefectServer(home)
+    os.environ.update(_SERVER.env())
+
+
+def pytest_unconfigure(config):
+    if _SERVER:
+        _SERVER.stop()
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> PrefectServer:
+    assert _SERVER is not None
+    if _SERVER.process is None:
+        _SERVER.start()
+    return _SERVER
+
+
+@pytest.fixture(scope="session")
+def cuad_dir() -> Path:
+    if not CUAD_DIR.is_dir():
+        pytest.skip("../shared/data/cuad is not present")
+    return CUAD_DIR

@@ -1,0 +1,67 @@
+"""One real Prefect server (SQLite) per test session, shared by in-process flows and subprocesses."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class PrefectServer:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.port}/api"
+        self.process: subprocess.Popen | None = None
+        self.log_path = home / "server.log"
+
+    def env(self) -> dict[str, str]:
+        return {
+            "PREFECT_HOME": str(self.home),
+            "PREFECT_API_URL": self.api_url,
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_SERVER_API_PORT": str(self.port),
+            "PREFECT_SERVER_API_HOST": "127.0.0.1",
+            "PREFECT_UI_ENABLED": "false",
+            "PREFECT_LOGGING_LEVEL": "INFO",
+        }
+
+    def start(self, timeout: float = 90) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.env()}
+        log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prefect server exited early; see {self.log_path}")
+            try:
+                if httpx.get(f"{self.api_url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"prefect server not healthy after {timeout}s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
