@@ -7,7 +7,7 @@ if both see the same class path.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -108,10 +108,14 @@ class Cost(_Model):
 
 
 class GateDecision(_Model):
-    gate: str
-    decision: Literal["approve", "changes", "escalated"]
+    """A person's (or the SLA sweeper's) answer at a human gate. A timeout is an escalation, never a rejection."""
+
+    gate: str = Field(description="the gate key")
+    categories: list[str] = Field(description="the gated categories this decision covers")
+    decision: Literal["approve", "changes", "escalate"]
     reviewer: str
     comment: str = ""
+    via: Literal["slack", "ui", "cli", "sla"] = "ui"
     decided_at: datetime
 
 
@@ -124,7 +128,7 @@ class StepFailure(_Model):
     field: str | None = None
 
 
-ReviewStatus = Literal["complete", "partial_failure", "failed", "needs_legal"]
+ReviewStatus = Literal["complete", "partial_failure", "failed", "needs_legal", "changes_requested", "pending_decision"]
 
 
 class Review(_Model):
@@ -144,7 +148,6 @@ class Review(_Model):
     cost: Cost = Cost()
     decisions: list[GateDecision] = []
     failure: StepFailure | None = None
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
 
 
 __all__ = [

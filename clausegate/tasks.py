@@ -9,21 +9,30 @@ their cache.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
 
 from clausegate import steps
 from clausegate.playbook import Playbook
 from clausegate.report import render_markdown, write_report
 from clausegate.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
 
-CONTENT_KEYED = (INPUTS - "path") + TASK_SOURCE
 INPUT_KEYED = INPUTS + TASK_SOURCE
+
+
+class ContractContent(CachePolicy):
+    """Cache key from the contract's content hash only: its path and file name play no part."""
+
+    def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
+        return inputs["source"].contract_id
+
+
+CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + ContractContent()
 
 
 def retry_transient_only(task, task_run, state) -> bool:
@@ -47,11 +56,10 @@ def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
 
 
 @task(name="parse-pdf", cache_policy=CONTENT_KEYED, **_COMMON)
-def parse_contract(contract_id: str, path: str, max_chars: int, memory_mb: int, ocr: str, time_cap_seconds: float) -> ParsedDocument:
+def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: str, time_cap_seconds: float) -> ParsedDocument:
     from clausegate.pdf import parse_pdf
 
     # parse_pdf re-hashes the bytes it reads and stops with CG-PDF-CHANGED if they differ.
-    source = ContractSource(path=path, contract_id=contract_id, size_bytes=Path(path).stat().st_size, filename=Path(path).name)
     return parse_pdf(source, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb, ocr=ocr)
 
 
@@ -74,6 +82,13 @@ def publish_report(review: Review, out_dir: str) -> list[str]:
         description=f"ClauseGate review of {review.filename} ({review.status})",
     )
     return [str(json_path), str(md_path)]
+
+
+def offline_model_version() -> str:
+    """Version of the packaged offline model (read from its metadata, without loading the weights)."""
+    from clausegate.offline_model import META_NAME, MODEL_DIR
+
+    return str(json.loads((MODEL_DIR / META_NAME).read_text(encoding="utf-8"))["version"])
 
 
 def configured(book: Playbook) -> dict[str, Any]:

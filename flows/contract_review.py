@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
 from prefect.states import Failed
 
 from clausegate import steps
 from clausegate.errors import ClauseGateError
-from clausegate.offline_model import model_version
 from clausegate.playbook import load_playbook
-from clausegate.tasks import configured, fingerprint_contract
+from clausegate.tasks import configured, fingerprint_contract, offline_model_version
 
 
-@flow(name="contract-review", flow_run_name="review-{source}", validate_parameters=True)
+def _run_name() -> str:
+    return "review-" + PurePath(str(flow_run.parameters.get("source", "contract"))).name
+
+
+@flow(name="contract-review", flow_run_name=_run_name, validate_parameters=True)
 def contract_review(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports"):
     """Review one contract PDF against a playbook; write JSON + Markdown reports to ``out_dir``."""
     logger = get_run_logger()
@@ -20,7 +26,7 @@ def contract_review(source: str, playbook: str = "default", extractor: str | Non
     run = configured(book)
     categories = tuple(book.categories)
     use = extractor or book.steps.extract.extractor
-    version = model_version()
+    version = offline_model_version()
 
     contract = fingerprint_contract(source, book.steps.parse.max_file_mb)
     logger.info("1/4 parsing %s (contract %s)", contract.filename, contract.contract_id[:12])
@@ -28,7 +34,7 @@ def contract_review(source: str, playbook: str = "default", extractor: str | Non
     stage = "parse"
     try:
         p = book.steps.parse
-        document = run["parse"](contract.contract_id, contract.path, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
+        document = run["parse"](contract, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
         stage = "prefilter"
         logger.info("2/4 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
         filtered = run["prefilter"](document, categories, version)

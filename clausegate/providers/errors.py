@@ -9,13 +9,12 @@ values and anything shaped like a key are scrubbed from the provider's text.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
-from typing import Any, Mapping
+from typing import Any
 
 import requests
 
 from clausegate.errors import ClauseGateError
+from clausegate.providers.ratelimits import retry_after_from_headers
 
 __all__ = [
     "AuthError",
@@ -33,12 +32,11 @@ __all__ = [
     "ServerError",
     "error_from_exception",
     "error_from_response",
-    "retry_after_from_headers",
 ]
 
 _MAX_PROVIDER_TEXT = 400
 _SECRET_HEADERS = ("x-api-key", "authorization")
-_KEY_SHAPED = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{3,}|Bearer\s+\S+)", re.IGNORECASE)
+_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{3,}|Bearer\s+\S+|\S*\*{4,}\S*", re.IGNORECASE)
 _CONTEXT_TOO_LONG = re.compile(
     r"prompt is too long|context_length_exceeded|maximum context length|context window"
     r"|(input|prompt|context)[^.]{0,40}(too long|too large|exceeds?)",
@@ -86,7 +84,8 @@ class RateLimited(ProviderError):
 
 
 class QuotaExceeded(ProviderError):
-    """429 ``insufficient_quota``: the account is out of credit; waiting does not help."""
+    """Out of credit (OpenAI 429 ``insufficient_quota``, Anthropic 400 "credit balance is too low"):
+    waiting does not help."""
 
     code = "CG-MODEL-QUOTA"
 
@@ -155,104 +154,6 @@ class InvalidOutput(ProviderError):
     code = "CG-MODEL-BAD-OUTPUT"
 
 
-# ---------------------------------------------------------------- rate-limit headers
-
-
-def retry_after_from_headers(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
-    """Seconds to wait before the next request, from whichever rate-limit headers are present.
-
-    Order: ``retry-after-ms``, ``retry-after`` (seconds or HTTP date), then the reset headers of
-    the exhausted limits (``anthropic-ratelimit-*-reset`` RFC 3339 times, ``x-ratelimit-reset-*``
-    durations such as ``6m0s``). With no exhausted limit known, the soonest reset is used.
-    """
-    now = now or datetime.now(timezone.utc)
-    lower = {k.lower(): v for k, v in headers.items()}
-    for parse in (_from_retry_after_ms, _from_retry_after):
-        seconds = parse(lower, now)
-        if seconds is not None:
-            return max(0.0, seconds)
-    return _from_reset_headers(lower, now)
-
-
-def _from_retry_after_ms(headers: Mapping[str, str], now: datetime) -> float | None:
-    value = headers.get("retry-after-ms")
-    return _float_or_none(value) / 1000 if _float_or_none(value) is not None else None
-
-
-def _from_retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    seconds = _float_or_none(value)
-    if seconds is not None:
-        return seconds
-    try:
-        return (parsedate_to_datetime(value) - now).total_seconds()
-    except (TypeError, ValueError):
-        return None
-
-
-def _from_reset_headers(headers: Mapping[str, str], now: datetime) -> float | None:
-    resets: dict[str, float] = {}
-    exhausted: list[float] = []
-    for name, value in headers.items():
-        kind, seconds = _parse_reset_header(name, value, now)
-        if kind is None or seconds is None:
-            continue
-        resets[kind] = max(0.0, seconds)
-        if headers.get(_remaining_header(name, kind)) == "0":
-            exhausted.append(resets[kind])
-    if exhausted:
-        return max(exhausted)
-    return min(resets.values()) if resets else None
-
-
-def _parse_reset_header(name: str, value: str, now: datetime) -> tuple[str | None, float | None]:
-    if name.startswith("anthropic-ratelimit-") and name.endswith("-reset"):
-        return name, _seconds_until_rfc3339(value, now)
-    if name.startswith("x-ratelimit-reset-"):
-        return name, parse_duration(value)
-    return None, None
-
-
-def _remaining_header(reset_name: str, kind: str) -> str:
-    if reset_name.startswith("anthropic-"):
-        return reset_name[: -len("-reset")] + "-remaining"
-    return "x-ratelimit-remaining-" + reset_name[len("x-ratelimit-reset-") :]
-
-
-def _seconds_until_rfc3339(value: str, now: datetime) -> float | None:
-    try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return (when - now).total_seconds()
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|h|m|s)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: str) -> float | None:
-    """Go-style duration (``6m0s``, ``12ms``, ``1.5s``, ``1h2m``) in seconds; a bare number is seconds."""
-    text = value.strip()
-    if _float_or_none(text) is not None:
-        return float(text)
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
-
-
-def _float_or_none(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 # ---------------------------------------------------------------- the mapper
 
 
@@ -284,22 +185,21 @@ def error_from_exception(
 ) -> ProviderError:
     """Map a transport failure (timeout, refused connection) to ProviderTimeout / ProviderUnreachable."""
     if isinstance(exc, requests.ConnectTimeout):
-        cls, what = ProviderTimeout, "connecting to"
+        cls, message = ProviderTimeout, f"{provider}: timed out connecting to {url}."
     elif isinstance(exc, requests.Timeout):
-        cls, what = ProviderTimeout, "waiting for an answer from"
+        cls, message = ProviderTimeout, f"{provider}: timed out waiting for an answer from {url}."
     else:
-        cls, what = ProviderUnreachable, "connecting to"
-    message = f"{provider}: timed out {what} {url}." if cls is ProviderTimeout else (
-        f"{provider}: could not reach {url} ({type(exc).__name__})."
-    )
+        cls, message = ProviderUnreachable, f"{provider}: could not reach {url} ({type(exc).__name__})."
     return cls(message, hint=_hint(cls, provider=provider, block_name=block_name), provider=provider)
 
 
 def _classify(status: int, error_type: str, error_code: str, text: str) -> type[ProviderError]:
     if status == 413 or (status in (400, 422) and _CONTEXT_TOO_LONG.search(f"{error_code} {text}")):
         return ContextTooLong
+    if "insufficient_quota" in (error_code, error_type) or "credit balance is too low" in text:
+        return QuotaExceeded
     if status == 429:
-        return QuotaExceeded if error_code == "insufficient_quota" or error_type == "insufficient_quota" else RateLimited
+        return RateLimited
     if status == 529 or error_type == "overloaded_error" or (status == 503 and "overloaded" in text.lower()):
         return Overloaded
     return _BY_STATUS.get(status) or (ServerError if status >= 500 else BadRequest)
@@ -357,7 +257,7 @@ _ENV_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 def _hint(cls: type[ProviderError], *, provider: str, block_name: str) -> str:
     block = f"block '{block_name}'"
-    env = _ENV_VARS.get(provider.split(":")[0], "the provider's API-key variable")
+    env = _ENV_VARS.get(provider, "the provider's API-key variable")
     hints = {
         RateLimited: "wait and retry (the task retries honour retry-after); lower concurrency or raise the account's limits.",
         QuotaExceeded: f"the account behind {block} is out of credit; top it up or switch the block's key.",

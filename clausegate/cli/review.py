@@ -1,4 +1,4 @@
-"""`clausegate` command line: review a contract locally, list playbooks."""
+"""`clausegate review` and `clausegate playbooks`."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="ClauseGate: contract review as a Prefect flow.", no_args_is_help=True, add_completion=False)
-console = Console()
+from clausegate.cli.app import app, console
 
 
 def _server_label() -> str:
@@ -82,6 +80,3 @@ def playbooks() -> None:
         console.print(f"[bold]{name}[/bold]: {book.description} ({len(book.categories)} categories, gates: "
                       f"{', '.join(book.gated_categories) or 'none'})")
 
-
-if __name__ == "__main__":
-    app()

@@ -1,0 +1,108 @@
+"""Runtime for ClauseGate's offline clause scorer (no pickle, no scikit-learn estimator state).
+
+The artifact in ``clausegate/models/`` is written by ``scripts/train_offline_model.py``:
+
+* ``offline_model.npz`` (loaded with ``allow_pickle=False``): ``vocabulary`` (str), ``idf``
+  (float32), ``coef`` (float16, categories x features), ``intercept`` (float32),
+  ``categories`` (str);
+* ``offline_model.json``: version, training metadata (date, split, contract count, sklearn
+  version, feature settings) and the tuned per-category thresholds.
+
+Scoring rebuilds scikit-learn's ``TfidfVectorizer`` transform from the stored vocabulary and
+idf (same tokenisation settings), then applies one logistic regression per category.
+Trained on CUAD v1 (Hendrycks et al., NeurIPS 2021), licensed CC BY 4.0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+MODEL_DIR = Path(__file__).resolve().parent / "models"
+NPZ_NAME = "offline_model.npz"
+META_NAME = "offline_model.json"
+
+
+@dataclass(frozen=True)
+class OfflineModel:
+    version: str
+    categories: tuple[str, ...]
+    metadata: dict
+    coef: np.ndarray  # float32, features x categories
+    intercept: np.ndarray  # float32, categories
+    vectorizer: object = field(repr=False)
+
+    @property
+    def category_index(self) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.categories)}
+
+    def extract_threshold(self, category: str) -> float:
+        return float(self.metadata["extract_threshold"][category])
+
+    def keep_thresholds(self, level: str | None = None) -> dict[str, float]:
+        level = level or self.metadata.get("keep_default_level", "balanced")
+        table = self.metadata["keep_threshold"]
+        if level not in table:
+            raise ValueError(f"unknown recall_target {level!r}; expected one of {sorted(table)}")
+        return {c: float(v) for c, v in table[level].items()}
+
+
+def _build_vectorizer(vocabulary: np.ndarray, idf: np.ndarray, features: dict):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(
+        ngram_range=tuple(features["ngram_range"]),
+        sublinear_tf=bool(features.get("sublinear_tf", True)),
+        lowercase=bool(features.get("lowercase", True)),
+        token_pattern=features["token_pattern"],
+        strip_accents=features.get("strip_accents"),
+        norm=features.get("norm", "l2"),
+        vocabulary={str(term): i for i, term in enumerate(vocabulary)},
+        dtype=np.float32,
+    )
+    vec.idf_ = idf.astype(np.float64)  # sets the fitted idf diagonal
+    return vec
+
+
+def load_model(model_dir: str | Path | None = None) -> OfflineModel:
+    """Load (and cache) the artifact from ``model_dir`` (default: the packaged one)."""
+    return _load(str(Path(model_dir) if model_dir else MODEL_DIR))
+
+
+@lru_cache(maxsize=4)
+def _load(model_dir: str) -> OfflineModel:
+    base = Path(model_dir)
+    meta = json.loads((base / META_NAME).read_text(encoding="utf-8"))
+    with np.load(base / NPZ_NAME, allow_pickle=False) as npz:
+        vocabulary = npz["vocabulary"]
+        idf = npz["idf"]
+        coef = npz["coef"].astype(np.float32)
+        intercept = npz["intercept"].astype(np.float32)
+        categories = tuple(str(c) for c in npz["categories"])
+    if coef.shape != (len(categories), len(vocabulary)):
+        raise ValueError(f"corrupt offline model artifact in {base}: coef shape {coef.shape}")
+    return OfflineModel(
+        version=str(meta["version"]),
+        categories=categories,
+        metadata=meta,
+        coef=np.ascontiguousarray(coef.T),
+        intercept=intercept,
+        vectorizer=_build_vectorizer(vocabulary, idf, meta["features"]),
+    )
+
+
+def score_passages(texts: list[str], model: OfflineModel | None = None) -> np.ndarray:
+    """Probabilities (n_passages x n_categories, order = ``load_model().categories``)."""
+    model = model or load_model()
+    if not texts:
+        return np.zeros((0, len(model.categories)), dtype=np.float32)
+    X = model.vectorizer.transform([t if isinstance(t, str) else "" for t in texts])
+    logits = np.asarray(X @ model.coef) + model.intercept
+    return (1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))).astype(np.float32)
+
+
+__all__ = ["MODEL_DIR", "OfflineModel", "load_model", "score_passages"]

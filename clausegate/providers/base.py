@@ -1,0 +1,167 @@
+"""What both protocol clients share: the response model, the session, the call path.
+
+A client makes exactly ONE HTTP request per ``complete()``: the session has no urllib3 retries
+and the client has no retry loop. Retrying is the Prefect task's job (see ``retry.py``); the
+only thing a client does about rate limits is wait out the endpoint's cooldown first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, ClassVar
+
+import requests
+from pydantic import BaseModel, SecretStr
+from requests.adapters import HTTPAdapter
+
+from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry
+from clausegate.providers.errors import (
+    RateLimited,
+    ServerError,
+    error_from_exception,
+    error_from_response,
+)
+from clausegate.providers.pricing import Pricing
+
+__all__ = ["ModelClient", "ModelResponse", "endpoint_url", "make_session"]
+
+logger = logging.getLogger("clausegate.providers")
+
+
+class ModelResponse(BaseModel):
+    """One model call's answer and usage (kept for token and cost accounting)."""
+
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+    truncated: bool = False
+    request_id: str | None = None
+    provider: str = ""
+
+
+def make_session() -> requests.Session:
+    """A session that never retries (``max_retries=0``): one call, one request."""
+    session = requests.Session()
+    adapter = HTTPAdapter(max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``base_url`` + ``path``, accepting base URLs given with or without a trailing ``/v1``."""
+    base = base_url.rstrip("/")
+    if base.endswith("/v1") and path.startswith("/v1/"):
+        base = base[: -len("/v1")]
+    return base + path
+
+
+class ModelClient:
+    """Base of the protocol clients: subclasses set ``provider``/``path`` and build/parse bodies."""
+
+    provider: ClassVar[str] = ""
+    path: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: SecretStr | str | None = None,
+        fallback_model: str | None = None,
+        fallback_base_url: str | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 120.0,
+        max_output_tokens: int = 4096,
+        pricing: Pricing | None = None,
+        block_name: str = "(unsaved block)",
+        cooldowns: CooldownRegistry | None = None,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.fallback_model = fallback_model or model
+        self.fallback_base_url = fallback_base_url or base_url
+        self._api_key = api_key if isinstance(api_key, SecretStr) or api_key is None else SecretStr(api_key)
+        self.timeout = (connect_timeout, read_timeout)
+        self.max_output_tokens = max_output_tokens
+        self.pricing = pricing or Pricing()
+        self.block_name = block_name
+        self.cooldowns = cooldowns or COOLDOWNS
+        self.session = session or make_session()
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r}, block={self.block_name!r})"
+
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        max_tokens: int | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        use_fallback: bool = False,
+    ) -> ModelResponse:
+        """One request; raises a ProviderError subclass on any failure. ``use_fallback`` switches
+        to ``fallback_model``/``fallback_base_url``; explicit ``model``/``base_url`` win over both."""
+        target_model = model or (self.fallback_model if use_fallback else self.model)
+        url = endpoint_url(base_url or (self.fallback_base_url if use_fallback else self.base_url), self.path)
+        body = self.build_body(system, user, model=target_model, max_tokens=max_tokens or self.max_output_tokens)
+        response = self._post(url, body)
+        return self._parsed(response, url)
+
+    # -- subclass hooks ------------------------------------------------------------------
+    def auth_headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def build_body(self, system: str, user: str, *, model: str, max_tokens: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse_body(self, data: dict[str, Any], request_id: str | None) -> ModelResponse:
+        raise NotImplementedError
+
+    # -- the single request ----------------------------------------------------------------
+    def _key(self) -> str | None:
+        return self._api_key.get_secret_value() if self._api_key is not None else None
+
+    def _post(self, url: str, body: dict[str, Any]) -> requests.Response:
+        waited = self.cooldowns.wait(url)
+        if waited:
+            logger.info("%s: waited %.2fs for the rate-limit cooldown of %s", self.provider, waited, url)
+        headers = {"content-type": "application/json", **self.auth_headers()}
+        started = time.monotonic()
+        try:
+            response = self.session.post(url, json=body, headers=headers, timeout=self.timeout)
+        except requests.RequestException as exc:
+            error = error_from_exception(exc, provider=self.provider, block_name=self.block_name, url=url)
+            logger.warning("%s", error)
+            raise error from None
+        logger.info(
+            "%s %s model=%s -> HTTP %s in %.2fs",
+            self.provider, url, body.get("model"), response.status_code, time.monotonic() - started,
+        )
+        return response
+
+    def _parsed(self, response: requests.Response, url: str) -> ModelResponse:
+        if not response.ok:
+            error = error_from_response(response, provider=self.provider, block_name=self.block_name)
+            if isinstance(error, RateLimited):
+                self.cooldowns.note_rate_limit(url, error.retry_after_seconds)
+            logger.warning("%s", error)
+            raise error
+        request_id = response.headers.get("request-id") or response.headers.get("x-request-id")
+        try:
+            return self.parse_body(response.json(), request_id)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ServerError(
+                f"{self.provider} answered HTTP {response.status_code} with a body that is not a valid "
+                f"response ({type(exc).__name__}); request id {request_id or 'none'}.",
+                hint=f"check that base_url in block '{self.block_name}' points at a {self.provider} API.",
+                provider=self.provider,
+                status=response.status_code,
+                request_id=request_id,
+            ) from None

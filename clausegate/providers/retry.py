@@ -1,0 +1,80 @@
+"""The retry policy for model calls, expressed as Prefect task options. Prefect owns retries.
+
+Wire a model-calling task like this::
+
+    from prefect import task
+    from clausegate.providers.retry import MODEL_RETRY_POLICY, use_fallback_now
+
+    @task(**MODEL_RETRY_POLICY)     # retries=3, retry_delay_seconds=RETRY_DELAYS,
+    def extract(...):               # retry_jitter_factor=0.5, retry_condition_fn=retry_condition
+        client = AnthropicModel.load("default").get_client()
+        result, responses = complete_json(client, system, user, Schema,
+                                          max_tokens=..., use_fallback=use_fallback_now())
+
+* ``retry_condition`` retries only transient errors (rate limit, overloaded, 5xx, timeout,
+  unreachable); permanent ones (auth, not found, bad request, context too long, truncated or
+  invalid output, any non-ClauseGate exception) fail the task on the first attempt.
+* A 429 puts the endpoint in the process-wide cooldown (``COOLDOWNS``); the retried call waits
+  until ``retry-after`` has passed (at most ``COOLDOWNS.max_wait`` = 60 s) before sending.
+* ``use_fallback_now()`` is True from the second attempt on: the retry uses the block's
+  ``fallback_model`` / ``fallback_base_url``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.tasks import exponential_backoff
+
+from clausegate.errors import ClauseGateError
+from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry
+
+__all__ = [
+    "COOLDOWNS",
+    "CooldownRegistry",
+    "MODEL_RETRY_POLICY",
+    "RETRIES",
+    "RETRY_DELAYS",
+    "RETRY_JITTER_FACTOR",
+    "is_transient",
+    "retry_condition",
+    "use_fallback_now",
+]
+
+RETRIES = 3
+RETRY_DELAYS: list[float] = exponential_backoff(backoff_factor=1)(RETRIES)  # [1, 2, 4] seconds
+RETRY_JITTER_FACTOR = 0.5  # Prefect adds up to +50 % random delay to each
+
+
+def is_transient(exc: BaseException | None) -> bool:
+    """True only for ClauseGate errors flagged transient (the model errors listed above)."""
+    return isinstance(exc, ClauseGateError) and bool(exc.transient)
+
+
+def retry_condition(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect ``retry_condition_fn``: retry only when the failure is transient."""
+    return is_transient(_exception_of(state))
+
+
+def _exception_of(state: Any) -> BaseException | None:
+    try:
+        # ``result()`` re-raises the task's exception; ``_sync`` keeps it synchronous in async tasks too
+        state.result(raise_on_failure=True, _sync=True)
+    except Exception as exc:
+        return exc
+    return None
+
+
+def use_fallback_now() -> bool:
+    """True from a task's second attempt on (``prefect.runtime.task_run.run_count > 1``)."""
+    from prefect.runtime import task_run
+
+    return (task_run.run_count or 1) > 1
+
+
+MODEL_RETRY_POLICY: dict[str, Any] = {
+    "retries": RETRIES,
+    "retry_delay_seconds": RETRY_DELAYS,
+    "retry_jitter_factor": RETRY_JITTER_FACTOR,
+    "retry_condition_fn": retry_condition,
+}

@@ -1,0 +1,28 @@
+"""Read what Prefect recorded about a flow run's tasks (the counting is done by Prefect, not by us)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+
+def task_states(flow_run_id, expected: int, timeout: float = 20.0) -> dict[str, str]:
+    """Map task name -> final state name ("Completed" = really executed, "Cached" = reused)."""
+    deadline = time.monotonic() + timeout
+    states: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        with get_client(sync_client=True) as client:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        states = {run.name.rsplit("-", 1)[0]: run.state.name
+                  for run in runs if run.state and run.state.is_final()}
+        if len(states) >= expected:
+            return states
+        time.sleep(0.5)
+    return states
+
+
+def executed(states: dict[str, str]) -> Counter:
+    return Counter(state for state in states.values())

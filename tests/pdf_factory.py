@@ -1,0 +1,241 @@
+"""Build real PDF files for tests (fpdf2 + pypdf + hand-written bytes).
+
+Every function writes to ``path`` (creating parent folders) and returns it as a ``Path``.
+The public, stable helper other tests use is::
+
+    make_text_pdf(path, pages: list[str]) -> Path
+
+Text is set in Helvetica with the Windows-1252 encoding, so ASCII, Latin-1 accents, €, curly
+quotes, dashes and … round-trip through pypdf's ``extract_text()``; characters outside
+Windows-1252 are written as "?".  Long lines wrap, so extracted text has line breaks where
+the PDF wrapped.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from pathlib import Path
+
+from fpdf import FPDF
+from pypdf import PdfWriter
+
+__all__ = [
+    "make_text_pdf",
+    "make_image_pdf",
+    "make_mixed_pdf",
+    "make_encrypted_pdf",
+    "make_empty_password_pdf",
+    "make_truncated_pdf",
+    "make_not_pdf",
+    "make_zero_page_pdf",
+    "make_huge_text_pdf",
+    "make_slow_pdf",
+    "make_memory_hungry_pdf",
+    "minimal_pdf",
+]
+
+
+def _prepare(path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _cp1252(text: str) -> str:
+    return text.encode("cp1252", "replace").decode("cp1252")
+
+
+def _new_pdf() -> FPDF:
+    pdf = FPDF(format="A4")
+    pdf.core_fonts_encoding = "windows-1252"
+    pdf.set_auto_page_break(True, margin=15)
+    pdf.set_font("helvetica", size=11)
+    return pdf
+
+
+def _text_pdf_bytes(pages: list[str]) -> bytes:
+    pdf = _new_pdf()
+    for text in pages:
+        pdf.add_page()
+        if text:
+            pdf.multi_cell(0, 5, _cp1252(text))
+    return bytes(pdf.output())
+
+
+def make_text_pdf(path: str | Path, pages: list[str]) -> Path:
+    """A PDF with one page per string in ``pages`` (a very long string may spill onto extra pages)."""
+    if not pages:
+        raise ValueError("make_text_pdf needs at least one page; use make_zero_page_pdf for an empty PDF")
+    p = _prepare(path)
+    p.write_bytes(_text_pdf_bytes(pages))
+    return p
+
+
+def _text_image_png(text: str, size: tuple[int, int] = (1240, 400)) -> bytes:
+    """A white PNG with ``text`` drawn in black (large enough for a real tesseract to read)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(image)
+    try:
+        font = ImageFont.load_default(size=40)
+    except TypeError:  # Pillow < 10.1
+        font = ImageFont.load_default()
+    y = 40
+    for line in text.splitlines() or [""]:
+        draw.text((40, y), line, fill="black", font=font)
+        y += 60
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _add_image_page(pdf: FPDF, text: str) -> None:
+    pdf.add_page()
+    pdf.image(io.BytesIO(_text_image_png(text)), x=10, y=10, w=190)
+
+
+def make_image_pdf(path: str | Path, pages: int = 1, text: str = "GOVERNING LAW\nThis Agreement is governed by\nthe laws of Delaware.") -> Path:
+    """A scanned-style PDF: every page holds only an image (of ``text``), no text layer."""
+    pdf = _new_pdf()
+    for _ in range(pages):
+        _add_image_page(pdf, text)
+    p = _prepare(path)
+    p.write_bytes(bytes(pdf.output()))
+    return p
+
+
+def make_mixed_pdf(path: str | Path, pages: list[str | None]) -> Path:
+    """Text pages for strings, an image-only page for each ``None``."""
+    pdf = _new_pdf()
+    for text in pages:
+        if text is None:
+            _add_image_page(pdf, "SCANNED PAGE\nLiability is capped at the fees paid.")
+        else:
+            pdf.add_page()
+            pdf.multi_cell(0, 5, _cp1252(text))
+    p = _prepare(path)
+    p.write_bytes(bytes(pdf.output()))
+    return p
+
+
+def _encrypt(path: str | Path, pages: list[str], user_password: str, owner_password: str, algorithm: str) -> Path:
+    writer = PdfWriter(clone_from=io.BytesIO(_text_pdf_bytes(pages)))
+    writer.encrypt(user_password=user_password, owner_password=owner_password, algorithm=algorithm)
+    p = _prepare(path)
+    with p.open("wb") as fh:
+        writer.write(fh)
+    return p
+
+
+def make_encrypted_pdf(
+    path: str | Path,
+    pages: list[str] | None = None,
+    *,
+    user_password: str = "secret",
+    owner_password: str = "owner-secret",
+    algorithm: str = "AES-256",
+) -> Path:
+    """A PDF that needs ``user_password`` to open (pypdf ``PdfWriter.encrypt``)."""
+    return _encrypt(path, pages or ["Confidential supply agreement."], user_password, owner_password, algorithm)
+
+
+def make_empty_password_pdf(
+    path: str | Path, pages: list[str] | None = None, *, algorithm: str = "AES-128"
+) -> Path:
+    """An encrypted PDF whose user password is empty (opens in any viewer; owner password restricts editing)."""
+    return _encrypt(path, pages or ["Payment is due within 30 days of invoice."], "", "owner-secret", algorithm)
+
+
+def make_truncated_pdf(path: str | Path, fraction: float = 0.5) -> Path:
+    """The first ``fraction`` of a valid multi-page PDF's bytes (an interrupted download)."""
+    data = _text_pdf_bytes([f"Page {i} of a contract. " * 40 for i in range(1, 5)])
+    p = _prepare(path)
+    p.write_bytes(data[: int(len(data) * fraction)])
+    return p
+
+
+def make_not_pdf(path: str | Path, kind: str = "png") -> Path:
+    """A file that is not a PDF, whatever its extension: kind = 'png', 'text', 'docx', 'html' or 'empty'."""
+    if kind == "png":
+        data = _text_image_png("not a pdf", (200, 60))
+    elif kind == "text":
+        data = b"This is a plain text contract, saved with a .pdf extension.\n" * 20
+    elif kind == "docx":
+        import zipfile
+
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("[Content_Types].xml", "<Types/>")
+            archive.writestr("word/document.xml", "<w:document/>")
+        data = buffer.getvalue()
+    elif kind == "html":
+        data = b"<!DOCTYPE html><html><body>Session expired, please log in.</body></html>"
+    elif kind == "empty":
+        data = b""
+    else:
+        raise ValueError(f"unknown kind {kind!r}")
+    p = _prepare(path)
+    p.write_bytes(data)
+    return p
+
+
+def minimal_pdf(objects: list[str | bytes], root: int = 1) -> bytes:
+    """Hand-written PDF bytes: ``objects[i]`` becomes object i+1; a correct xref table and trailer are added."""
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + (body if isinstance(body, bytes) else body.encode("latin-1")) + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    for offset in offsets:
+        out += f"{offset:010d} 00000 n \n".encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root {root} 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def make_zero_page_pdf(path: str | Path) -> Path:
+    """A well-formed PDF whose page tree is empty: /Pages << /Kids [] /Count 0 >>."""
+    p = _prepare(path)
+    p.write_bytes(minimal_pdf(["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>"]))
+    return p
+
+
+def make_huge_text_pdf(path: str | Path, pages: int = 10, chars_per_page: int = 3000) -> Path:
+    """A text PDF with about ``pages * chars_per_page`` characters of text."""
+    sentence = "The Supplier shall indemnify the Customer against all losses. "
+    body = (sentence * (chars_per_page // len(sentence) + 1))[:chars_per_page]
+    return make_text_pdf(path, [body] * pages)
+
+
+def _single_stream_page_pdf(content: bytes) -> bytes:
+    compressed = zlib.compress(content, 9)
+    stream = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(compressed) + compressed + b"\nendstream"
+    return minimal_pdf([
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        "/Resources << /Font << /F1 5 0 R >> >> >>",
+        stream,
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ])
+
+
+def make_slow_pdf(path: str | Path, operations: int = 300_000) -> Path:
+    """A hostile one-page PDF: a tiny file whose compressed content stream holds ``operations`` text
+    operations.  pypdf needs roughly 0.1 ms per operation (100 000 ≈ 10 s), so it trips time caps."""
+    content = b"BT /F1 12 Tf 10 10 Td (x) Tj ET\n" * operations
+    p = _prepare(path)
+    p.write_bytes(_single_stream_page_pdf(content))
+    return p
+
+
+def make_memory_hungry_pdf(path: str | Path, megabytes: int = 60) -> Path:
+    """A tiny one-page PDF whose content stream inflates to one string of ``megabytes`` MB
+    (a decompression bomb under pypdf's 75 MB per-stream limit); parsing it needs several times that."""
+    content = b"BT /F1 12 Tf 10 10 Td (" + b"A" * (megabytes * 1024 * 1024) + b") Tj ET\n"
+    p = _prepare(path)
+    p.write_bytes(_single_stream_page_pdf(content))
+    return p
