@@ -7,9 +7,11 @@ holdout contracts:
 
 * tokens kept: sum of ``tokens_kept`` / sum of ``tokens_total`` (``count_tokens``);
 * spans kept: share of the holdout's labelled spans of the playbook's categories (spans whose
-  PDF page is known) that lie in a kept passage on their page(s).  Rule
-  (``cuad_split.span_in_passage``): the span's whitespace-normalised lower-cased text is
-  contained in the passage, or, for spans of >= 4 words, >= 50% of its words occur in it;
+  PDF page is known) that lie in the kept passages of their page(s).  Rule
+  (``cuad_split.span_in_passages``): the span's whitespace-normalised lower-cased text is
+  contained in a kept passage, or, for spans of >= 4 words, >= 50% of its words occur in one
+  kept passage, or its text is contained in the page's kept passages joined in order (a long
+  clause cut into adjacent passages, all kept);
 * label pages kept: share of (contract, page) pairs holding such a span that are in pages_kept.
 
 Baseline: whole pages ranked by TF-IDF cosine between the page and the playbook's CUAD category
@@ -113,7 +115,7 @@ def evaluate(docs, cats: list[str], level: str) -> dict:
                 continue
             spans_total += 1
             label_pages.add(sp[0])
-            if any(cuad_split.span_in_passage(row["text"], t) for pg in sp for t in by_page.get(pg, [])):
+            if cuad_split.span_in_passages(row["text"], [t for pg in sp for t in by_page.get(pg, [])]):
                 spans_kept += 1
         lpages_total += len(label_pages)
         lpages_kept += len(label_pages & set(fd.pages_kept))

@@ -116,6 +116,17 @@ def words(text: str) -> list[str]:
     return _WORD_RE.findall(text.lower())
 
 
+def span_in_passages(span_text: str, passage_texts: list[str]) -> bool:
+    """The benchmark rule for "a labelled span is kept": ``span_in_passage`` for one of the
+    kept passages of the span's page(s), or the span's whitespace-normalised text is contained
+    in those kept passages joined in page order (a long clause cut into adjacent passages that
+    were all kept)."""
+    if any(span_in_passage(span_text, t) for t in passage_texts):
+        return True
+    span_n = norm_ws(span_text)
+    return bool(span_n) and len(passage_texts) > 1 and span_n in norm_ws(" ".join(passage_texts))
+
+
 def span_in_passage(span_text: str, passage_text: str) -> bool:
     """The benchmark rule: the span is "in" a passage if its whitespace-normalised, lower-cased
     text is contained in the passage's, or (spans of >= 4 words) >= 50% of its words (as a

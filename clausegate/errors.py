@@ -77,3 +77,9 @@ class ReportWriteError(ClauseGateError):
     """The report could not be written to the output folder."""
 
     code = "CG-REPORT-WRITE"
+
+
+class BudgetExceeded(ClauseGateError):
+    """A model call would exceed a token or € budget: the step degrades to the offline extractor."""
+
+    code = "CG-BUDGET-EXCEEDED"

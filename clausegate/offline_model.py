@@ -43,12 +43,27 @@ class OfflineModel:
     def extract_threshold(self, category: str) -> float:
         return float(self.metadata["extract_threshold"][category])
 
-    def keep_thresholds(self, level: str | None = None) -> dict[str, float]:
+    def keep_thresholds(self, level: str | None = None, n_categories: int | None = None) -> dict[str, float]:
+        """Pre-filter keep thresholds for a recall level and a playbook of ``n_categories``.
+
+        The level names a trade-off lambda (``keep_levels``); a playbook with fewer categories
+        uses lambda * sqrt(41 / n) (each span may cost more tokens), and the per-category
+        thresholds are interpolated geometrically on the stored lambda grid."""
         level = level or self.metadata.get("keep_default_level", "balanced")
-        table = self.metadata["keep_threshold"]
-        if level not in table:
-            raise ValueError(f"unknown recall_target {level!r}; expected one of {sorted(table)}")
-        return {c: float(v) for c, v in table[level].items()}
+        levels = self.metadata["keep_levels"]
+        if level not in levels:
+            raise ValueError(f"unknown recall_target {level!r}; expected one of {sorted(levels)}")
+        n = n_categories or len(self.categories)
+        lam = float(levels[level]) * float(np.sqrt(len(self.categories) / max(1, n)))
+        grid = np.log(np.asarray(self.metadata["keep_lambda_grid"], dtype=float))
+        x = float(np.clip(np.log(lam), grid[0], grid[-1]))
+        j = min(max(int(np.searchsorted(grid, x, side="right")) - 1, 0), len(grid) - 2)
+        w = (x - grid[j]) / (grid[j + 1] - grid[j])
+        out = {}
+        for c, row in self.metadata["keep_threshold_grid"].items():
+            a, b = np.log(max(row[j], 1e-9)), np.log(max(row[j + 1], 1e-9))
+            out[c] = float(np.exp((1 - w) * a + w * b))
+        return out
 
 
 def _build_vectorizer(vocabulary: np.ndarray, idf: np.ndarray, features: dict):

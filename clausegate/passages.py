@@ -7,8 +7,8 @@ Algorithm (works on pypdf's text of one page):
 
 1. Normalise: NBSP/odd spaces -> space, runs of spaces collapsed, each line stripped.
 2. Paragraphs: a new paragraph starts after a blank line, at a line that looks like a clause
-   start (``12.``, ``3.1``, ``(a)``, ``Section 4``, ``ARTICLE V`` ...) or an ALL-CAPS heading,
-   and after a short line that ends a sentence (``.``, ``:``, ``;``).
+   start (``12.``, ``3.1``, ``(a)``, ``Section 4``, ``ARTICLE V`` ...) or a short ALL-CAPS
+   heading, after such a heading, and after a short line that ends a sentence (``.``, ``:``, ``;``).
 3. Sentences: each paragraph's lines are joined with spaces (a line-end hyphen joins words)
    and split with Punkt; a "sentence" longer than ``MAX_CHARS`` is cut at ``;`` or spaces.
 4. Passages: consecutive sentences of a paragraph are packed into passages of at most
@@ -60,8 +60,11 @@ def _punkt():
 
 
 def _is_heading(line: str) -> bool:
+    """A short ALL-CAPS line (a title); long ALL-CAPS lines are clause text (disclaimers)."""
+    if len(line) > 60 or line.endswith((",", ";", "-")):
+        return False
     letters = [c for c in line if c.isalpha()]
-    return 3 <= len(letters) and len(line) <= 80 and all(c.isupper() for c in letters)
+    return len(letters) >= 3 and all(c.isupper() for c in letters)
 
 
 def _paragraphs(page_text: str) -> list[str]:

@@ -49,15 +49,28 @@ class ParseSettings(StepPolicy):
 
 
 class ExtractSettings(StepPolicy):
-    extractor: str = Field("offline", description="'offline' or a provider block, e.g. 'anthropic/clausegate'")
-    fallback_extractor: str | None = None
+    extractor: str = Field(
+        "offline", description="'offline', or a model block 'anthropic-model/NAME' / 'openai-compatible-model/NAME'"
+    )
     min_confidence: float = Field(0.0, ge=0, le=1, description="drop clauses below this confidence")
+    cascade_margin: float = Field(
+        0.25, ge=0, le=1, description="send a category to the model when its offline score is this close to its threshold"
+    )
+    max_output_tokens: int = Field(2048, gt=0)
+
+
+class GenerateSettings(StepPolicy):
+    provider: str | None = Field(
+        None, description="model block for redlines/questions, e.g. 'openai-compatible-model/codex'; empty: skip"
+    )
+    max_output_tokens: int = Field(1024, gt=0)
 
 
 class Steps(_Strict):
     parse: ParseSettings = ParseSettings(timeout_seconds=120)
     prefilter: StepPolicy = StepPolicy(timeout_seconds=120)
     extract: ExtractSettings = ExtractSettings(retries=3)
+    generate: GenerateSettings = GenerateSettings(retries=3)
     report: StepPolicy = StepPolicy(timeout_seconds=60)
 
 

@@ -4,11 +4,15 @@ Every page with text is split into passages (``clausegate.passages.split_passage
 passage is scored by the trained offline scorer (``clausegate.offline_model``).  Keep rule:
 
 * a passage is kept when, for at least one requested category ``c``, its probability is at
-  or above ``keep_threshold[level][c]`` from the artifact metadata.  The thresholds were tuned
-  on out-of-fold scores of CUAD's TRAIN split so that ~95% ("balanced", the default), ~97%
-  ("high") or ~99% ("max") of the labelled spans of ``c`` fall in a kept passage; choose with
-  ``recall_target``.  They are never above the extractor's threshold for ``c``, so every
-  passage the offline extractor would report survives the pre-filter;
+  or above the keep threshold of ``c`` (``OfflineModel.keep_thresholds``).  Per-category
+  thresholds come from a span-vs-token trade-off lambda tuned on out-of-fold scores of CUAD's
+  TRAIN split: ``recall_target`` "balanced" (default) / "high" / "max" are the lambdas at
+  which ~96.7% / 98% / 99% of all labelled spans (41 categories) fall in a kept passage; a
+  playbook of n categories uses lambda * sqrt(41 / n), because with fewer categories each
+  span may cost more tokens;
+* each requested category's best-scoring passage is kept when it reaches the extractor's
+  threshold, so the pre-filter never hides a clause the offline extractor would report
+  (contract-level "is it present" decisions are unchanged by filtering);
 * metadata rule: when a metadata category (Document Name, Parties, Agreement/Effective/
   Expiration Date) is requested, the first ``metadata_first_passages`` passages (3) of the
   first page with text are always kept, because CUAD's names and dates sit in the preamble.
@@ -20,6 +24,8 @@ every requested category and ``Passage.score`` the maximum of them.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from clausegate.categories import METADATA_CATEGORIES, canonical
 from clausegate.offline_model import load_model, score_passages
@@ -42,7 +48,7 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
     """Keep the passages of ``doc`` relevant to ``categories`` (see the module doc for the rule)."""
     model = load_model()
     cats = _requested(categories)
-    thresholds = model.keep_thresholds(recall_target)
+    thresholds = model.keep_thresholds(recall_target, len(cats))
     index = model.category_index
 
     texts: list[str] = []
@@ -68,6 +74,11 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
     sub = scores[:, cols]
     keep_at = [thresholds[c] for c in cats]
     keep = (sub >= keep_at).any(axis=1)
+    # a category's best passage survives whenever the extractor would report it
+    for j, c in enumerate(cats):
+        best = int(np.argmax(sub[:, j]))
+        if sub[best, j] >= model.extract_threshold(c):
+            keep[best] = True
 
     if any(c in METADATA_CATEGORIES for c in cats):
         n_first = int(model.metadata.get("metadata_first_passages", 3))

@@ -107,6 +107,28 @@ class Cost(_Model):
     eur: float = 0.0
 
 
+class Suggestion(_Model):
+    """A suggested redline / fallback wording and questions for the counterparty (generation step)."""
+
+    category: str
+    pages: list[int] = []
+    redline: str = Field(min_length=1)
+    questions: list[str] = []
+    model: str | None = None
+
+
+class CascadeSummary(_Model):
+    """What the offline-first cascade sent to the model, and what that saved."""
+
+    categories_total: int
+    categories_sent: list[str]
+    model_calls: int
+    model_calls_saved: int = Field(description="calls a model-only review would have made that the cascade avoided")
+    prompt_tokens_naive: int = Field(description="whole document + instructions for every category")
+    prompt_tokens_sent: int
+    truncated: bool = False
+
+
 class GateDecision(_Model):
     """A person's (or the SLA sweeper's) answer at a human gate. A timeout is an escalation, never a rejection."""
 
@@ -147,6 +169,9 @@ class Review(_Model):
     warnings: list[Notice] = []
     cost: Cost = Cost()
     decisions: list[GateDecision] = []
+    suggestions: list[Suggestion] = []
+    cascade: CascadeSummary | None = None
+    cost_by_step: dict[str, Cost] = {}
     failure: StepFailure | None = None
 
 

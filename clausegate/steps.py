@@ -13,14 +13,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from clausegate.categories import CATEGORIES
-from clausegate.errors import ConfigurationError, StepInputError
+from clausegate.budget import add_costs
+from clausegate.errors import StepInputError
 from clausegate.schemas import (
+    CascadeSummary,
+    Cost,
     Extraction,
     FilteredDocument,
     Notice,
     ParsedDocument,
     Review,
     StepFailure,
+    Suggestion,
 )
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -48,14 +52,10 @@ def prefilter_step(document: Any, categories: Iterable[str]) -> FilteredDocument
     return prefilter(parsed, list(categories))
 
 
-def extract_step(filtered: Any, categories: Iterable[str], extractor: str) -> Extraction:
+def extract_step(filtered: Any, categories: Iterable[str]) -> Extraction:
+    """The offline extractor (always runs first; the model cascade builds on its result)."""
     kept = require(FilteredDocument, filtered, step="extract")
     wanted = list(categories)
-    if extractor != "offline":
-        raise ConfigurationError(
-            f"extractor {extractor!r} is not available in this build",
-            hint="use extractor 'offline' or configure a model provider block",
-        )
     from clausegate.extractor import extract_offline
 
     clauses = extract_offline(kept, wanted)
@@ -75,6 +75,10 @@ def assemble_review(
     playbook: str,
     gated: Iterable[str],
     min_confidence: float = 0.0,
+    cascade: CascadeSummary | None = None,
+    suggestions: Iterable[Suggestion] = (),
+    notices: Iterable[Notice] = (),
+    cost_by_step: dict[str, Cost] | None = None,
 ) -> Review:
     parsed = require(ParsedDocument, document, step="review")
     kept = require(FilteredDocument, filtered, step="review")
@@ -98,7 +102,11 @@ def assemble_review(
         pages_kept=kept.pages_kept,
         tokens_total=kept.tokens_total,
         tokens_kept=kept.tokens_kept,
-        warnings=[*parsed.notices, *found.notices],
+        warnings=[*parsed.notices, *found.notices, *notices],
+        suggestions=list(suggestions),
+        cascade=cascade,
+        cost_by_step=cost_by_step or {},
+        cost=add_costs(*(cost_by_step or {}).values()),
     )
 
 

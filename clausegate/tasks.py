@@ -18,6 +18,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
 
 from clausegate import steps
+from clausegate.providers.retry import retry_condition
 from clausegate.playbook import Playbook
 from clausegate.report import render_markdown, write_report
 from clausegate.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
@@ -35,16 +36,7 @@ class ContractContent(CachePolicy):
 CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + ContractContent()
 
 
-def retry_transient_only(task, task_run, state) -> bool:
-    """Prefect ``retry_condition_fn``: retry only errors that say trying again can help."""
-    try:
-        state.result()
-    except Exception as exc:  # the task's own exception, re-raised by Prefect
-        return bool(getattr(exc, "transient", False))
-    return False
-
-
-_COMMON: dict[str, Any] = dict(persist_result=True, retry_condition_fn=retry_transient_only)
+_COMMON: dict[str, Any] = dict(persist_result=True, retry_condition_fn=retry_condition)
 
 
 @task(name="fingerprint", cache_policy=NO_CACHE)
@@ -69,8 +61,8 @@ def prefilter_passages(document: ParsedDocument, categories: tuple[str, ...], mo
 
 
 @task(name="extract-clauses", cache_policy=INPUT_KEYED, **_COMMON)
-def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], extractor: str, model_version: str) -> Extraction:
-    return steps.extract_step(filtered, categories, extractor)
+def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], model_version: str) -> Extraction:
+    return steps.extract_step(filtered, categories)
 
 
 @task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)

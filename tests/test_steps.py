@@ -13,7 +13,7 @@ CID = "a" * 64
 def test_extract_step_names_the_missing_field():
     with pytest.raises(StepInputError) as caught:
         steps.extract_step({"contract_id": CID, "pages_kept": [], "tokens_total": 0, "tokens_kept": 0},
-                           ["Insurance"], "offline")
+                           ["Insurance"])
     assert caught.value.field == "passages"
     assert "step 'extract'" in str(caught.value) and "is missing" in str(caught.value)
 

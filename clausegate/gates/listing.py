@@ -1,0 +1,83 @@
+"""Which gates are waiting: suspended runs with a ClauseGate gate record, most urgent first."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+from prefect.client.schemas.objects import StateType
+from pydantic import BaseModel, ConfigDict
+
+from clausegate.gates import store
+from clausegate.gates.model import GateRecord, SlackRef, now_utc
+
+
+class WaitingGate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    flow_run_id: str
+    flow_run_name: str
+    record: GateRecord
+    waiting_since: datetime
+    now: datetime
+    slack: SlackRef | None = None
+
+    @property
+    def contract(self) -> str:
+        return self.record.filename
+
+    @property
+    def age(self) -> timedelta:
+        return self.now - self.waiting_since
+
+    @property
+    def sla_deadline(self) -> datetime:
+        return self.record.sla_deadline
+
+    @property
+    def sla_left(self) -> timedelta:
+        """Negative when the SLA has passed (the sweeper escalates it)."""
+        return self.sla_deadline - self.now
+
+    @property
+    def overdue(self) -> bool:
+        return self.sla_left <= timedelta(0)
+
+
+def waiting_gates(*, now: datetime | None = None, limit: int = 200) -> list[WaitingGate]:
+    """All runs suspended at a ClauseGate gate, earliest SLA deadline first."""
+    moment = now or now_utc()
+    gates: list[WaitingGate] = []
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))),
+            limit=limit,
+        )
+        for run in runs:
+            key = store.gate_key_of(run)
+            if key is None:
+                continue
+            record = store.read_record(client, run.id, key)
+            if record is None:
+                continue
+            gates.append(WaitingGate(flow_run_id=str(run.id), flow_run_name=run.name, record=record,
+                                     waiting_since=run.state.timestamp, now=moment,
+                                     slack=store.read_slack_ref(client, run.id, key)))
+    return sorted(gates, key=lambda g: g.sla_deadline)
+
+
+def format_delta(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{sign}{days}d {hours}h"
+    if hours:
+        return f"{sign}{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{sign}{minutes}m {secs:02d}s"
+    return f"{sign}{secs}s"

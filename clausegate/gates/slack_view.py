@@ -1,0 +1,125 @@
+"""Block Kit views of a gate: the question (with buttons), the decided view, escalation and outcomes.
+
+Plain functions returning ``(fallback text, blocks)``; nothing here talks to Slack.
+
+Buttons are *value* buttons (``action_id`` ``clausegate_<decision>``, value JSON ``{"run", "gate",
+"decision"}``); the link to the Prefect UI is a link in the text, not a URL button (URL buttons
+also send an interaction and confuse users). After a decision the message is replaced by the
+decided view, which has no buttons.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timezone
+from typing import Any
+
+from clausegate.gates.model import DECISION_LABELS, DECISIONS, DecisionInfo, Finding, GateRecord
+
+ACTION_PREFIX = "clausegate_"
+ACTIONS_BLOCK_ID = "clausegate_gate"
+MAX_ROWS = 12
+SECTION_LIMIT = 3000
+ICONS = {"approve": ":white_check_mark:", "changes": ":pencil2:", "escalate": ":rotating_light:"}
+STYLES = {"approve": "primary", "escalate": "danger"}
+
+
+def _when(dt) -> str:
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _escape(text: str) -> str:
+    """Slack mrkdwn control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _cut(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(width - 1, 0)].rstrip() + "…"
+
+
+def findings_table(findings: list[Finding], *, width: int = 100, max_rows: int = MAX_ROWS) -> str:
+    """A fixed-width table (for a code block): category, page, confidence, clause cut to fit."""
+    cat_w = min(max([len("Category"), *(len(f.category) for f in findings)]), 24)
+    page_w = max([len("Page"), *(len(",".join(map(str, f.pages[:3]))) for f in findings)])
+    text_w = max(width - cat_w - page_w - 4 - 6, 20)
+    lines = [f"{'Category':<{cat_w}}  {'Page':<{page_w}}  Conf  Clause"]
+    for f in findings[:max_rows]:
+        pages = ",".join(map(str, f.pages[:3]))
+        lines.append(f"{_cut(f.category, cat_w):<{cat_w}}  {pages:<{page_w}}  {f.confidence:.2f}  {_cut(f.text, text_w)}")
+    if len(findings) > max_rows:
+        lines.append(f"… and {len(findings) - max_rows} more finding(s): see the run in Prefect")
+    return "\n".join(lines)
+
+
+def _table_block(findings: list[Finding]) -> dict[str, Any]:
+    width = 100
+    while True:  # shrink the clause column until the section fits Slack's limit
+        text = "```" + _escape(findings_table(findings, width=width)) + "```"
+        if len(text) <= SECTION_LIMIT or width <= 50:
+            break
+        width -= 10
+    if len(text) > SECTION_LIMIT:
+        text = "```" + _escape(findings_table(findings, width=50, max_rows=6)) + "```"
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
+    cats = ", ".join(record.categories)
+    reasons = "".join(f"\n• *{_escape(c)}*: {_escape(r)}" for c, r in record.reasons.items() if r)
+    return [
+        {"type": "header", "text": {"type": "plain_text", "text": _cut(f"Decision needed: {record.filename}", 150)}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": _cut(
+            f"*{_escape(record.filename)}* (playbook `{record.playbook}`): {len(record.findings)} finding(s) "
+            f"that need a person: {_escape(cats)}.{reasons}\n*SLA:* decide by {_when(record.sla_deadline)} "
+            f"({record.sla_hours:g} h); then it escalates to legal.", SECTION_LIMIT)}},
+        _table_block(record.findings),
+        {"type": "context", "elements": [
+            {"type": "mrkdwn", "text": f"Cost so far: €{record.cost_eur:.4f}"},
+            {"type": "mrkdwn", "text": f"Run `{record.flow_run_id}`"},
+            {"type": "mrkdwn", "text": f"<{run_url}|Open the run in Prefect>"},
+        ]},
+    ]
+
+
+def button_value(record: GateRecord, decision: str) -> str:
+    return json.dumps({"run": record.flow_run_id, "gate": record.key, "decision": decision}, separators=(",", ":"))
+
+
+def gate_message(record: GateRecord, run_url: str) -> tuple[str, list[dict[str, Any]]]:
+    """The question: findings, SLA, buttons Approve / Request changes / Escalate."""
+    buttons = []
+    for decision in DECISIONS:
+        button = {"type": "button", "action_id": f"{ACTION_PREFIX}{decision}",
+                  "text": {"type": "plain_text", "text": DECISION_LABELS[decision]},
+                  "value": button_value(record, decision)}
+        if decision in STYLES:
+            button["style"] = STYLES[decision]
+        buttons.append(button)
+    blocks = _summary_blocks(record, run_url) + [
+        {"type": "actions", "block_id": ACTIONS_BLOCK_ID, "elements": buttons},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text":
+            f"Or `/resolve {record.flow_run_id} approve|changes|escalate [comment]` in Slack, "
+            f"`clausegate resolve {record.flow_run_id} approve` or the form in the Prefect UI."}]},
+    ]
+    text = f"ClauseGate: {record.filename} needs a decision ({', '.join(record.categories)})"
+    return text, blocks
+
+
+def decided_message(record: GateRecord, decision: DecisionInfo, run_url: str) -> tuple[str, list[dict[str, Any]]]:
+    """The same summary, buttons replaced by who decided what (used with ``chat.update``)."""
+    comment = f"\n> {_escape(_cut(decision.comment, 500))}" if decision.comment else ""
+    stamp = (f"{ICONS[decision.decision]} *{DECISION_LABELS[decision.decision]}*: {_escape(decision.reviewer)} "
+             f"via {decision.via} at {_when(decision.decided_at)}{comment}")
+    blocks = _summary_blocks(record, run_url) + [{"type": "section", "text": {"type": "mrkdwn", "text": stamp}}]
+    blocks[0] = {"type": "header", "text": {"type": "plain_text", "text": _cut(f"Decided: {record.filename}", 150)}}
+    text = f"ClauseGate: {record.filename}: {decision.describe()}"
+    return text, blocks
+
+
+def escalation_message(record: GateRecord, run_url: str, outcome_text: str) -> tuple[str, list[dict[str, Any]]]:
+    """Posted to the escalation channel when the SLA passes without a decision."""
+    text = (f":rotating_light: SLA passed: *{_escape(record.filename)}* had no decision within "
+            f"{record.sla_hours:g} h ({', '.join(record.categories)}); escalated to legal. {outcome_text} "
+            f"<{run_url}|Open the run>")
+    return _cut(text, 3000), [{"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, SECTION_LIMIT)}}]

@@ -1,0 +1,193 @@
+"""The gate step the contract-review flow calls: one suspension, one Slack message per contract.
+
+    decisions, status, notices = run_gate(review, book)
+
+Called in the flow (not in a task: Prefect cannot suspend from a task) after the review is
+assembled. What happens:
+
+1. No gated finding, or the review did not complete: nothing (``[], review.status, []``).
+2. The run has no deployment (a plain ``clausegate review``): Prefect cannot suspend it, so the
+   review is marked ``pending_decision`` with a notice saying how to get a decision; the run
+   completes.
+3. Otherwise: the gate record is written on the run, the Slack message is posted (a cached task;
+   failure is recorded, never fatal) and the run suspends with ``wait_for_input=GateInput``
+   (the Prefect UI shows the form), ``key=gate key`` (includes the run's ``run_count``) and
+   ``timeout`` = SLA + a week. The process exits; nothing runs while the run waits.
+4. After a resume Prefect re-runs the flow from the top: finished tasks come from cache, this
+   step sees the answer is recorded, skips the Slack post, and ``suspend_flow_run`` (same key, a
+   pause that already fired) returns the answer instead of suspending again (no prefect#18326
+   loop). The decision becomes a ``GateDecision``; the status follows it: approve → ``complete``,
+   changes → ``changes_requested``, escalate (a person or the SLA) → ``needs_legal``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from prefect import get_run_logger
+from prefect.client.orchestration import get_client
+from prefect.context import FlowRunContext
+from prefect.flow_runs import suspend_flow_run
+
+from clausegate.gates import store
+from clausegate.gates.model import (
+    DECISION_PAST,
+    STATUS_BY_DECISION,
+    DecisionInfo,
+    GateInput,
+    GateRecord,
+    SlackRef,
+    findings_of,
+    gate_key,
+    now_utc,
+    slack_key,
+    stamp_key,
+    suspend_timeout_seconds,
+)
+from clausegate.gates.notify import notify_gate, stamp_decision
+from clausegate.playbook import Playbook
+from clausegate.schemas import GateDecision, Notice, Review
+
+SLACK_BLOCK_ENV = "CLAUSEGATE_SLACK_BLOCK"
+DEFAULT_SLA_HOURS = 24.0
+
+
+class GateOutcome(NamedTuple):
+    decisions: list[GateDecision]
+    status: str
+    notices: list[Notice]
+
+
+def slack_block_name() -> str:
+    from blocks.slack import DEFAULT_BLOCK_NAME
+
+    return os.environ.get(SLACK_BLOCK_ENV) or DEFAULT_BLOCK_NAME
+
+
+def load_slack_settings(name: str | None = None):
+    """The SlackSettings block, or None when it is not configured (the gate still works without Slack)."""
+    from blocks.slack import SlackSettings
+
+    try:
+        return SlackSettings.load(name or slack_block_name())
+    except (ValueError, KeyError):
+        return None
+
+
+def describe_for_ui(record: GateRecord) -> str:
+    """Markdown shown above the form in the Prefect UI."""
+    lines = [
+        f"### {record.filename} needs a decision",
+        "",
+        f"Playbook **{record.playbook}**: {len(record.findings)} finding(s) a person must see "
+        f"({', '.join(record.categories)}). SLA: decide by **{record.sla_deadline:%Y-%m-%d %H:%M} UTC** "
+        f"({record.sla_hours:g} h); after that the SLA sweeper escalates to legal.",
+        "",
+        "| Category | Page | Confidence | Clause |",
+        "|---|---|---|---|",
+    ]
+    for f in record.findings:
+        text = f.text.replace("|", "\\|")
+        lines.append(f"| {f.category} | {', '.join(map(str, f.pages))} | {f.confidence:.2f} | {text} |")
+    lines += ["", f"Cost so far: €{record.cost_eur:.4f}. Choose **approve**, **changes** or **escalate**, "
+                  "enter your name as reviewer, and resume."]
+    return "\n".join(lines)
+
+
+def _sla_hours(book: Playbook, categories: list[str]) -> float:
+    hours = [g.sla_hours for g in book.gates if g.category in categories]
+    return min(hours) if hours else DEFAULT_SLA_HOURS
+
+
+def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -> GateOutcome:
+    """Ask a person about the review's gated findings; see the module docstring."""
+    if review.status != "complete" or not review.gated_categories:
+        return GateOutcome([], review.status, [])
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        raise RuntimeError("run_gate must be called inside a flow run")
+    logger = get_run_logger()
+    flow_run = context.flow_run
+    categories = list(review.gated_categories)
+    key = gate_key(review.contract_id, categories, flow_run.run_count)
+
+    if flow_run.deployment_id is None:
+        logger.warning("gate %s: %s need a decision, but this run has no deployment and cannot wait; "
+                       "the review is marked pending_decision", key, ", ".join(categories))
+        return GateOutcome([], "pending_decision", [Notice(
+            code="CG-GATE-NO-DEPLOYMENT",
+            message=f"{', '.join(categories)} need a person's decision, but this run was started without a "
+                    "deployment and cannot wait for one. Run it as a deployment (prefect deploy; "
+                    "run_deployment / `prefect deployment run contract-review/...`) to get the decision "
+                    "asked in Slack and the Prefect UI.")])
+
+    settings = load_slack_settings(block_name)
+    with get_client(sync_client=True) as client:
+        decided = store.read_decision(client, flow_run.id, key)
+        record = store.read_record(client, flow_run.id, key)
+        if decided is None:
+            if record is None:
+                sla = _sla_hours(book, categories)
+                record = GateRecord(
+                    key=key, flow_run_id=str(flow_run.id), flow_run_name=flow_run.name, contract_id=review.contract_id,
+                    filename=review.filename, playbook=review.playbook, categories=categories,
+                    findings=findings_of(review, categories),
+                    reasons={g.category: g.reason for g in book.gates if g.category in categories},
+                    clauses_total=len(review.clauses), cost_eur=review.cost.eur, opened_at=now_utc(),
+                    sla_hours=sla, suspend_timeout_seconds=suspend_timeout_seconds(sla),
+                    allowed_reviewers=settings.reviewers_for(categories) if settings else [],
+                )
+                if not store.write_once(client, flow_run.id, record.record_key, record):
+                    record = store.read_record(client, flow_run.id, key) or record
+            ref = store.read_slack_ref(client, flow_run.id, key)
+            if ref is None:
+                ref = _notify(record, settings, logger)
+                store.write_once(client, flow_run.id, slack_key(key), ref)
+            logger.info("gate %s: waiting for a decision on %s (SLA %g h, Prefect timeout %d s); Slack: %s",
+                        key, ", ".join(categories), record.sla_hours, record.suspend_timeout_seconds,
+                        f"posted to {ref.channel}" if ref.ok else f"not posted ({ref.error})")
+
+    form = GateInput.with_initial_data(description=describe_for_ui(record))
+    # First time: suspends (the process exits here). After the resume: returns the answer.
+    answer = suspend_flow_run(wait_for_input=form, timeout=record.suspend_timeout_seconds, key=key)
+
+    with get_client(sync_client=True) as client:
+        decided = decided or store.read_decision(client, flow_run.id, key)
+        ref = store.read_slack_ref(client, flow_run.id, key)
+        stamped = store.is_stamped(client, flow_run.id, key)
+    info = decided or DecisionInfo(decision=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
+                                   via=answer.via, decided_at=now_utc())
+    decision = GateDecision(gate=key, categories=categories, decision=info.decision, reviewer=info.reviewer,
+                            comment=info.comment, via=info.via, decided_at=info.decided_at)
+    logger.info("gate %s: %s", key, info.describe())
+    notices = []
+    if ref is not None and not ref.ok:
+        notices.append(Notice(code="CG-SLACK-UNDELIVERED", message=f"The gate message was not posted to Slack "
+                              f"({ref.error}); the gate was answered via {info.via}."))
+    if ref is not None and ref.ok and not stamped and settings is not None:
+        # Decided in the Prefect UI (or the resolver could not update Slack): stamp the message now.
+        state = stamp_decision(record, ref, info, settings, return_state=True)
+        if state.is_completed():
+            with get_client(sync_client=True) as client:
+                store.write_once(client, flow_run.id, stamp_key(key), {"by": "flow"})
+        else:
+            notices.append(Notice(code="CG-SLACK-NOT-UPDATED",
+                                  message=f"The Slack message still shows buttons: {state.message}"))
+    if info.decision == "escalate":
+        notices.append(Notice(code="CG-GATE-ESCALATED", message=f"{', '.join(categories)}: "
+                              f"{DECISION_PAST['escalate']} ({'SLA passed' if info.via == 'sla' else info.reviewer}); "
+                              "legal must review before this contract proceeds."))
+    return GateOutcome([decision], STATUS_BY_DECISION[info.decision], notices)
+
+
+def _notify(record: GateRecord, settings, logger) -> SlackRef:
+    if settings is None:
+        return SlackRef(ok=False, error=f"no SlackSettings block '{slack_block_name()}'")
+    state = notify_gate(record, settings, return_state=True)
+    if state.is_completed():
+        return state.result()
+    error = state.result(raise_on_failure=False)
+    logger.warning("gate %s: Slack message not posted (%s); the gate waits anyway and can be answered in the "
+                   "Prefect UI or with `clausegate resolve`", record.key, error)
+    return SlackRef(ok=False, error=str(error)[:500])

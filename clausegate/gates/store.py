@@ -1,0 +1,105 @@
+"""Read and write the gate's records on the flow run (Prefect flow-run inputs), with a sync client."""
+
+from __future__ import annotations
+
+import json
+from typing import TypeVar
+from uuid import UUID
+
+import httpx
+from prefect.client.schemas.objects import FlowRun
+from pydantic import BaseModel, ValidationError
+
+from clausegate.gates.model import (
+    RECORD_PREFIX,
+    DecisionInfo,
+    GateRecord,
+    SlackRef,
+    record_key,
+    response_key,
+    slack_key,
+    stamp_key,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _conflict(exc: Exception) -> bool:
+    response = getattr(exc, "response", None)
+    return response is not None and getattr(response, "status_code", None) == 409
+
+
+def write_once(client, flow_run_id: UUID | str, key: str, value: BaseModel | dict) -> bool:
+    """Store ``value`` under ``key`` unless the key exists (first write wins). True if written."""
+    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    try:
+        client.create_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key=key, value=json.dumps(data))
+    except httpx.HTTPStatusError as exc:
+        if _conflict(exc):
+            return False
+        raise
+    return True
+
+
+def read_model(client, flow_run_id: UUID | str, key: str, model: type[M]) -> M | None:
+    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=key, limit=5, exclude_keys=set())
+    for item in found:
+        if item.key == key:
+            try:
+                return model.model_validate(item.decoded_value)
+            except (ValidationError, ValueError):
+                return None
+    return None
+
+
+def read_record(client, flow_run_id: UUID | str, key: str) -> GateRecord | None:
+    return read_model(client, flow_run_id, record_key(key), GateRecord)
+
+
+def read_slack_ref(client, flow_run_id: UUID | str, key: str) -> SlackRef | None:
+    return read_model(client, flow_run_id, slack_key(key), SlackRef)
+
+
+def is_stamped(client, flow_run_id: UUID | str, key: str) -> bool:
+    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=stamp_key(key), limit=1,
+                                         exclude_keys=set())
+    return any(item.key == stamp_key(key) for item in found)
+
+
+def read_decision(client, flow_run_id: UUID | str, key: str) -> DecisionInfo | None:
+    """The accepted answer of gate ``key`` (Prefect's response input) with the time it was stored."""
+    wanted = response_key(key)
+    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=wanted, limit=1,
+                                         exclude_keys=set())
+    for item in found:
+        if item.key == wanted:
+            value = item.decoded_value
+            try:
+                return DecisionInfo.model_validate({**value, "decided_at": item.created})
+            except ValidationError:
+                return None
+    return None
+
+
+def gate_key_of(flow_run: FlowRun) -> str | None:
+    """The key of the gate the run waits at (its Suspended state's pause key), if any."""
+    state = flow_run.state
+    if state is not None and state.is_paused():
+        return state.state_details.pause_key
+    return None
+
+
+def current_record(client, flow_run: FlowRun) -> GateRecord | None:
+    """The gate the run waits at, or (not waiting) its latest gate."""
+    key = gate_key_of(flow_run)
+    if key is not None:
+        return read_record(client, flow_run.id, key)
+    found = client.filter_flow_run_input(flow_run_id=flow_run.id, key_prefix=f"{RECORD_PREFIX}gate-", limit=50,
+                                         exclude_keys=set())
+    records = []
+    for item in found:
+        try:
+            records.append(GateRecord.model_validate(item.decoded_value))
+        except (ValidationError, ValueError):
+            continue
+    return max(records, key=lambda r: r.opened_at) if records else None
