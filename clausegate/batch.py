@@ -115,7 +115,7 @@ def load_source(spec: str | Path, base_dir: Path | None = None) -> ContractSourc
         except (ImportError, AttributeError, ValueError) as exc:
             raise BatchError(f"cannot load contract source {text!r}: {exc}",
                              hint="use 'python:package.module:factory' with an importable factory") from None
-        source = obj if hasattr(obj, "discover") else obj()
+        source = obj() if isinstance(obj, type) or not hasattr(obj, "discover") else obj
         if not hasattr(source, "discover"):
             raise BatchError(f"contract source {text!r} has no discover() method.",
                              hint="return an object with `name` and `discover() -> paths`")

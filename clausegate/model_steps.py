@@ -17,7 +17,7 @@ from clausegate.generation import build_generation_prompt, clauses_needing_sugge
 from clausegate.model_extraction import TRUNCATED_MARK, build_prompt, cascade_categories, naive_prompt_tokens, truncate_prompt
 from clausegate.model_tasks import BudgetContext, ask_extraction_model, ask_generation_model, provider_ref
 from clausegate.playbook import Playbook
-from clausegate.providers.errors import ContextTooLong
+from clausegate.providers.errors import ContextTooLong, OutputTruncated
 from clausegate.schemas import CascadeSummary, Clause, Cost, Extraction, FilteredDocument, Notice, ParsedDocument, Suggestion
 
 
@@ -46,20 +46,28 @@ def _with_options(task_obj, policy):
                                  retry_delay_seconds=policy.retry_delay_seconds)
 
 
-def _ask_shrinking(ask: Callable, prompt, ref, max_tokens, budget):
-    """Ask; on a context-overflow answer, halve the passages and ask again (marked [TRUNCATED])."""
+def _ask_adapting(ask: Callable, prompt, ref, max_tokens, budget, *, shrink: Callable | None = None):
+    """Ask once (Prefect retries transient errors inside ``ask``). Permanent answers that a different
+    request can fix are handled here with a new, different request, never the same one again:
+    context overflow -> fewer passages (marked [TRUNCATED]); output cut at max_tokens -> once with
+    twice the output budget."""
     notices: list[Notice] = []
+    raised_output = False
     while True:
         try:
             return ask(prompt, ref, max_tokens, budget), prompt, notices
         except ContextTooLong as error:
-            smaller = truncate_prompt(prompt)
+            smaller = shrink(prompt) if shrink else None
             if smaller is None:
                 raise
-            notices.append(Notice(code="CG-MODEL-CONTEXT-TOO-LONG",
-                                  message=f"{TRUNCATED_MARK} prompt too long for {ref.model}; sent "
-                                          f"{len(smaller.passages)} of {len(prompt.passages)} passages instead ({error.code})"))
+            notices.append(Notice(code=error.code, message=f"{TRUNCATED_MARK} prompt too long for {ref.model}; sent "
+                                                           f"{len(smaller.passages)} of {len(prompt.passages)} passages instead"))
             prompt = smaller
+        except OutputTruncated as error:
+            if raised_output:
+                raise
+            raised_output, max_tokens = True, max_tokens * 2
+            notices.append(Notice(code=error.code, message=f"answer cut at the output limit; asked again with max_tokens={max_tokens}"))
 
 
 def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extraction, book: Playbook,
@@ -79,7 +87,8 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
     budget = BudgetContext(budgets=book.budgets, run_cost=Cost())
     ask = _with_options(ask_extraction_model, settings)
     try:
-        result, prompt, notices = _ask_shrinking(ask, build_prompt(filtered, send), ref, settings.max_output_tokens, budget)
+        result, prompt, notices = _ask_adapting(ask, build_prompt(filtered, send), ref, settings.max_output_tokens, budget,
+                                                    shrink=truncate_prompt)
     except BudgetExceeded as error:
         degraded = offline.model_copy(update={"notices": [*offline.notices, _notice(error)],
                                               "extractor": f"offline (budget: {extractor} skipped)"})
@@ -107,8 +116,9 @@ def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: 
     ref = provider_ref(settings.provider)
     budget = BudgetContext(budgets=book.budgets, run_cost=run_cost)
     try:
-        result = _with_options(ask_generation_model, settings)(
-            build_generation_prompt(contract_id, targets, book), ref, settings.max_output_tokens, budget)
+        result, _, notices = _ask_adapting(_with_options(ask_generation_model, settings),
+                                            build_generation_prompt(contract_id, targets, book), ref,
+                                            settings.max_output_tokens, budget)
     except BudgetExceeded as error:
         return GenerationResult(notices=[_notice(error)])
-    return GenerationResult(suggestions=result.suggestions, notices=result.notices, cost=result.cost)
+    return GenerationResult(suggestions=result.suggestions, notices=[*notices, *result.notices], cost=result.cost)

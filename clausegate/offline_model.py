@@ -25,6 +25,7 @@ import numpy as np
 MODEL_DIR = Path(__file__).resolve().parent / "models"
 NPZ_NAME = "offline_model.npz"
 META_NAME = "offline_model.json"
+MIN_SCALED_CATEGORIES = 6
 
 
 @dataclass(frozen=True)
@@ -47,13 +48,14 @@ class OfflineModel:
         """Pre-filter keep thresholds for a recall level and a playbook of ``n_categories``.
 
         The level names a trade-off lambda (``keep_levels``); a playbook with fewer categories
-        uses lambda * sqrt(41 / n) (each span may cost more tokens), and the per-category
-        thresholds are interpolated geometrically on the stored lambda grid."""
+        uses lambda * sqrt(41 / n) (each span may cost more tokens), with n clamped to at least
+        ``MIN_SCALED_CATEGORIES`` (6, the smallest playbook the rule was validated on), and the
+        per-category thresholds are interpolated geometrically on the stored lambda grid."""
         level = level or self.metadata.get("keep_default_level", "balanced")
         levels = self.metadata["keep_levels"]
         if level not in levels:
             raise ValueError(f"unknown recall_target {level!r}; expected one of {sorted(levels)}")
-        n = n_categories or len(self.categories)
+        n = max(MIN_SCALED_CATEGORIES, n_categories or len(self.categories))
         lam = float(levels[level]) * float(np.sqrt(len(self.categories) / max(1, n)))
         grid = np.log(np.asarray(self.metadata["keep_lambda_grid"], dtype=float))
         x = float(np.clip(np.log(lam), grid[0], grid[-1]))

@@ -8,8 +8,8 @@ passage is scored by the trained offline scorer (``clausegate.offline_model``). 
   thresholds come from a span-vs-token trade-off lambda tuned on out-of-fold scores of CUAD's
   TRAIN split: ``recall_target`` "balanced" (default) / "high" / "max" are the lambdas at
   which ~96.7% / 98% / 99% of all labelled spans (41 categories) fall in a kept passage; a
-  playbook of n categories uses lambda * sqrt(41 / n), because with fewer categories each
-  span may cost more tokens;
+  playbook of n categories uses lambda * sqrt(41 / max(n, 6)), because with fewer categories
+  each span may cost more tokens (clamped at 6, the smallest playbook it was validated on);
 * each requested category's best-scoring passage is kept when it reaches the extractor's
   threshold, so the pre-filter never hides a clause the offline extractor would report
   (contract-level "is it present" decisions are unchanged by filtering);

@@ -10,6 +10,7 @@ from prefect.states import Failed
 
 from clausegate import model_steps, steps
 from clausegate.errors import ClauseGateError
+from clausegate.gates import run_gate
 from clausegate.playbook import load_playbook
 from clausegate.schemas import Cost
 from clausegate.tasks import configured, fingerprint_contract, offline_model_version
@@ -64,6 +65,8 @@ def contract_review(source: str, playbook: str = "default", extractor: str | Non
         review = steps.failed_review(contract_id=contract.contract_id, filename=contract.filename, playbook=book.name,
                                      step=stage, error=error, document=document, filtered=filtered)
 
+    decisions, status, notices = run_gate(review, book)  # human gate: suspends here when a person must decide
+    review = review.model_copy(update={"decisions": decisions, "status": status, "warnings": [*review.warnings, *notices]})
     paths = run["report"](review, out_dir)
     logger.info("5/5 report: %s (cost €%.4f, %d model calls)", ", ".join(paths), review.cost.eur, review.cost.calls)
     if review.failure:

@@ -191,8 +191,8 @@ def keep_eval(oof, tok, keep_first, top1, span_cat, span_idx, th, cols, metadata
 
 def effective_lambda(lam: float, n_categories: int) -> float:
     """Playbook-size rule (mirrored in clausegate.prefilter): fewer categories -> each span may
-    cost more tokens: lambda * sqrt(41 / n)."""
-    return lam * float(np.sqrt(len(CATEGORIES) / max(1, n_categories)))
+    cost more tokens: lambda * sqrt(41 / max(6, n))."""
+    return lam * float(np.sqrt(len(CATEGORIES) / max(6, n_categories)))
 
 
 def tune(dump: Path) -> dict:
@@ -266,7 +266,7 @@ def tune(dump: Path) -> dict:
         "extract_threshold": extract_thr,
         "keep_rule": (
             "keep a passage if, for any requested category c, score_c >= threshold_c(lambda_level * "
-            "sqrt(41 / n_requested)) (grid, geometric interpolation), or it is the document's best "
+            "sqrt(41 / max(6, n_requested))) (grid, geometric interpolation), or it is the document's best "
             "passage for c and score_c >= extract_threshold_c"
         ),
         "keep_lambda_grid": LAMBDA_GRID,

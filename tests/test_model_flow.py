@@ -202,3 +202,13 @@ def test_retry_after_failure_at_last_step_repays_no_model_call(tmp_path, anthrop
     assert state.is_completed()
     assert anthropic.calls == calls
     assert states["ask-extraction-model"] == "Cached"
+
+
+def test_truncated_output_asks_once_more_with_a_bigger_output_budget(tmp_path, anthropic):
+    pdf = make_text_pdf(tmp_path / "h.pdf", LIABILITY_PAGES)
+    book = playbook(tmp_path, save_block("anthropic", anthropic))
+    anthropic.script(["truncated", "ok"])
+    state, _ = review(tmp_path, pdf, book)
+    assert state.is_completed(), state.message
+    assert [r.body["max_tokens"] for r in anthropic.requests] == [800, 1600]
+    assert any(w.code == "CG-MODEL-TRUNCATED" for w in state.result().warnings)

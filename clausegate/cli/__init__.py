@@ -2,5 +2,9 @@
 
 from clausegate.cli.app import app
 from clausegate.cli import review  # noqa: F401  (registers `review`, `playbooks`)
+from clausegate.cli import models  # noqa: F401  (registers `model-block`, `fake-model`)
+from clausegate.cli import gates  # noqa: F401  (registers `gates`, `resolve`, `gateway`)
+from clausegate.cli import batch  # noqa: F401  (registers `batch`)
+from clausegate.cli import stack  # noqa: F401  (registers `up`, `down`, `status`)
 
 __all__ = ["app"]

@@ -18,17 +18,24 @@ def _server_label() -> str:
 
 
 def findings_table(review) -> Table:
-    table = Table(title=f"{review.filename} — {len(review.clauses)} clauses", show_lines=False)
+    """One row per category: every page it was found on, the best clause, cut to fit."""
+    table = Table(title=f"{review.filename}: {len(review.clauses)} clauses in "
+                        f"{len({c.category for c in review.clauses})} categories")
     table.add_column("Category", style="bold")
-    table.add_column("Page", justify="right")
+    table.add_column("Pages", justify="right")
     table.add_column("Conf.", justify="right")
     table.add_column("Gate")
-    table.add_column("Text", overflow="fold", max_width=70)
+    table.add_column("Best clause", overflow="fold", max_width=60)
+    by_category: dict[str, list] = {}
     for clause in review.clauses:
-        gate = "[red]needs a person[/red]" if clause.category in review.gated_categories else ""
-        text = " ".join(clause.text.split())
-        table.add_row(clause.category, ",".join(map(str, clause.pages)), f"{clause.confidence:.2f}", gate,
-                      text[:200] + ("…" if len(text) > 200 else ""))
+        by_category.setdefault(clause.category, []).append(clause)
+    for category, clauses in by_category.items():
+        best = max(clauses, key=lambda c: c.confidence)
+        pages = sorted({p for c in clauses for p in c.pages})
+        text = " ".join(best.text.split())
+        gate = "[red]needs a person[/red]" if category in review.gated_categories else ""
+        table.add_row(category, ",".join(map(str, pages)), f"{best.confidence:.2f}", gate,
+                      text[:110] + ("…" if len(text) > 110 else ""))
     return table
 
 

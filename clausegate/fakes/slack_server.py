@@ -63,6 +63,7 @@ class _Fault:
     times: int
     retry_after: int = 1
     delay: float = 5.0
+    match: str | None = None  # only calls whose arguments contain this text
 
 
 class FakeSlack:
@@ -109,10 +110,12 @@ class FakeSlack:
         self.stop()
 
     # -- control -----------------------------------------------------------------------------
-    def fail(self, method: str, kind: str, times: int = 1, *, retry_after: int = 1, delay: float = 5.0) -> None:
-        """Make the next ``times`` calls of ``method`` (``*``: any) fail with ``kind``."""
+    def fail(self, method: str, kind: str, times: int = 1, *, retry_after: int = 1, delay: float = 5.0,
+             match: str | None = None) -> None:
+        """Make the next ``times`` calls of ``method`` (``*``: any) fail with ``kind``; with ``match``,
+        only calls whose arguments contain that text (e.g. a file name) count."""
         with self._lock:
-            self._faults.setdefault(method, []).append(_Fault(kind, times, retry_after, delay))
+            self._faults.setdefault(method, []).append(_Fault(kind, times, retry_after, delay, match))
 
     def down(self) -> None:
         with self._lock:
@@ -161,17 +164,19 @@ class FakeSlack:
         raise TimeoutError(f"fake Slack got {len(self.responses)} response_url post(s), wanted {count}")
 
     # -- protocol ----------------------------------------------------------------------------
-    def _take_fault(self, method: str) -> _Fault | None:
+    def _take_fault(self, method: str, args: dict[str, Any]) -> _Fault | None:
+        text = json.dumps(args, default=str)
         with self._lock:
             if self._down:
                 return _Fault("503", 1)
             for name in (method, "*"):
                 queue = self._faults.get(name) or []
-                if queue:
-                    fault = queue[0]
+                for fault in queue:
+                    if fault.match is not None and fault.match not in text:
+                        continue
                     fault.times -= 1
                     if fault.times <= 0:
-                        queue.pop(0)
+                        queue.remove(fault)
                     return fault
         return None
 
@@ -194,7 +199,7 @@ class FakeSlack:
 
         if method not in METHODS:
             return answer(404, {"ok": False, "error": "unknown_method"}, error="unknown_method")
-        fault = self._take_fault(method)
+        fault = self._take_fault(method, args)
         if fault is not None:
             if fault.kind in HTTP_FAULTS:
                 status = HTTP_FAULTS[fault.kind]

@@ -53,8 +53,14 @@ def _outcome(kind: OutcomeKind, run_id: str, message: str, **kw) -> ResolveOutco
 
 
 def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, comment: str = "",
-                 slack_user_id: str | None = None, settings=None) -> ResolveOutcome:
-    """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases."""
+                 slack_user_id: str | None = None, settings=None, gate: str | None = None) -> ResolveOutcome:
+    """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases.
+
+    ``slack_user_id``: checked against the gate's allowed reviewers (Slack answers only).
+    ``gate``: the gate key the answer was given for (a Slack button carries it); an answer to an
+    earlier gate of the run (e.g. a message from before a ``flow-run retry``) is not applied to
+    the current one. ``settings``: a SlackSettings block, to update the gate message.
+    """
     rid = str(run_id).strip()
     word = normalise_decision(decision)
     if word is None:
@@ -68,7 +74,7 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     except ValueError as exc:
         return _outcome("rejected", rid, f"invalid answer: {exc}")
     try:
-        outcome = _resolve(uuid, answer, slack_user_id)
+        outcome = _resolve(uuid, answer, slack_user_id, gate)
     except (httpx.HTTPError, OSError) as exc:
         return _outcome("error", rid, f"could not reach the Prefect API to resume run {rid}: {exc}. "
                                       "Nothing was decided; try again.")
@@ -77,7 +83,7 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     return outcome
 
 
-def _resolve(uuid: UUID, answer: GateInput, slack_user_id: str | None) -> ResolveOutcome:
+def _resolve(uuid: UUID, answer: GateInput, slack_user_id: str | None, gate: str | None) -> ResolveOutcome:
     rid = str(uuid)
     with get_client(sync_client=True) as client:
         try:
@@ -88,6 +94,16 @@ def _resolve(uuid: UUID, answer: GateInput, slack_user_id: str | None) -> Resolv
         state_name = state.name if state else "unknown"
         record = store.current_record(client, flow_run)
         paused = state is not None and state.is_paused()
+        if gate is not None and record is not None and record.key != gate:
+            earlier = store.read_record(client, uuid, gate)
+            first = store.read_decision(client, uuid, gate) if earlier else None
+            if first is not None:
+                return _outcome("already_decided", rid, f"{earlier.filename}: already decided: {first.describe()}. "
+                                                        "Your answer was not applied.",
+                                state=state_name, decision=first, record=earlier)
+            return _outcome("not_suspended", rid, f"{record.filename}: this message is for an earlier gate of run "
+                                                  f"{rid} ({gate}); the run is {state_name} at gate {record.key}. "
+                                                  "Answer the newest message.", state=state_name, record=record)
 
         if not paused:
             if record is None:

@@ -1,0 +1,81 @@
+"""Prefect overhead: the same review as plain function calls vs. as the contract-review flow.
+
+    python bench/overhead.py [--repeat 3]
+
+Each sample contract is reviewed (a) by calling the plain modules directly, (b) by the flow with
+no cache hit (the PDF gets a unique trailing comment, so its content hash is new), and (c) by the
+flow again on the same bytes (all cache hits).  Uses PREFECT_API_URL if set, else a temporary
+local server (its start-up is excluded by a warm-up run).  Prints seconds and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def plain_review(pdf: Path, out: Path) -> None:
+    from clausegate import steps
+    from clausegate.pdf import fingerprint, parse_pdf
+    from clausegate.playbook import load_playbook
+    from clausegate.report import write_report
+
+    book = load_playbook("default")
+    source = fingerprint(pdf)
+    document = parse_pdf(source)
+    filtered = steps.prefilter_step(document, book.categories)
+    extraction = steps.extract_step(filtered, book.categories)
+    review = steps.assemble_review(document, filtered, extraction, playbook=book.name, gated=book.gated_categories)
+    write_report(review, out)
+
+
+def unique_copy(pdf: Path, folder: Path) -> Path:
+    target = folder / f"{pdf.stem}-{uuid.uuid4().hex[:8]}.pdf"
+    target.write_bytes(pdf.read_bytes() + f"\n%bench {uuid.uuid4().hex}\n".encode())
+    return target
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    from flows.contract_review import contract_review
+
+    samples = sorted((ROOT / "samples").glob("*.pdf"))
+    work = Path(tempfile.mkdtemp(prefix="cg-overhead-"))
+    flow = lambda pdf: contract_review(str(pdf), out_dir=str(work / "flow"))  # noqa: E731
+    flow(unique_copy(samples[0], work))  # warm-up: server start, imports, model load
+    plain_review(samples[0], work / "plain")
+
+    rows = []
+    for pdf in samples:
+        for _ in range(args.repeat):
+            copy = unique_copy(pdf, work)
+            rows.append((pdf.name, timed(plain_review, copy, work / "plain"), timed(flow, copy), timed(flow, copy)))
+    print(f"{'contract':45} {'plain s':>8} {'flow s':>8} {'cached s':>9}")
+    for name, plain, cold, warm in rows:
+        print(f"{name:45} {plain:8.2f} {cold:8.2f} {warm:9.2f}")
+    plain_m = statistics.median(r[1] for r in rows)
+    cold_m = statistics.median(r[2] for r in rows)
+    warm_m = statistics.median(r[3] for r in rows)
+    print(f"\nmedian: plain {plain_m:.2f}s, flow {cold_m:.2f}s, flow all-cached {warm_m:.2f}s")
+    print(f"flow / plain = {cold_m / plain_m:.2f}x  (Prefect overhead {cold_m - plain_m:+.2f}s per contract)")
+    print(f"cached rerun / plain = {warm_m / plain_m:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

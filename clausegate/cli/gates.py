@@ -1,0 +1,82 @@
+"""`clausegate gates`, `clausegate resolve` and `clausegate gateway`."""
+
+from __future__ import annotations
+
+import getpass
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from clausegate.cli.app import app, console
+
+EXIT_CODES = {"resumed": 0, "already_decided": 3, "not_suspended": 4, "unknown_run": 2, "not_a_gate": 4,
+              "forbidden": 5, "rejected": 6, "timed_out": 7, "error": 1}
+
+
+@app.command()
+def gates() -> None:
+    """List the gates waiting for a decision: run, contract, findings, age, SLA left."""
+    from clausegate.gates import format_delta, waiting_gates
+
+    waiting = waiting_gates()
+    if not waiting:
+        console.print("No gates are waiting for a decision.")
+        return
+    table = Table(title=f"{len(waiting)} gate(s) waiting for a decision")
+    table.add_column("Run", style="bold", no_wrap=True)
+    table.add_column("Contract")
+    table.add_column("Findings")
+    table.add_column("Age", justify="right")
+    table.add_column("SLA left", justify="right")
+    table.add_column("Slack")
+    for gate in waiting:
+        record = gate.record
+        sla = format_delta(gate.sla_left)
+        findings = f"{len(record.findings)}: " + ", ".join(record.categories)
+        slack = "posted" if gate.slack and gate.slack.ok else f"[yellow]{(gate.slack.error if gate.slack else 'none')[:40]}[/yellow]"
+        table.add_row(gate.flow_run_id, record.filename, findings, format_delta(gate.age),
+                      f"[red]{sla} (overdue)[/red]" if gate.overdue else sla, slack)
+    console.print(table)
+    console.print("Answer with [bold]clausegate resolve RUN approve|changes|escalate --comment ...[/bold]")
+
+
+@app.command()
+def resolve(
+    run_id: Annotated[str, typer.Argument(help="the waiting flow run's id")],
+    decision: Annotated[str, typer.Argument(help="approve | changes | escalate")],
+    comment: Annotated[str, typer.Option(help="why, or which changes")] = "",
+    reviewer: Annotated[str | None, typer.Option(help="who decides (default: your login name)")] = None,
+) -> None:
+    """Answer a waiting gate (resumes the run); tells you if someone decided first."""
+    from clausegate.gates import load_slack_settings, resolve_gate
+
+    outcome = resolve_gate(run_id, decision, reviewer=reviewer or getpass.getuser(), via="cli", comment=comment,
+                           settings=load_slack_settings())
+    colour = {"resumed": "green", "already_decided": "yellow"}.get(outcome.kind, "red")
+    console.print(f"[{colour}]{outcome.kind}[/{colour}]: {outcome.message}")
+    if outcome.slack_error:
+        console.print(f"[yellow]The Slack message was not updated:[/yellow] {outcome.slack_error}")
+    raise typer.Exit(EXIT_CODES.get(outcome.kind, 1))
+
+
+@app.command()
+def gateway(
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8787,
+    block: Annotated[str | None, typer.Option(help="SlackSettings block name (default: $CLAUSEGATE_SLACK_BLOCK or 'clausegate')")] = None,
+) -> None:
+    """Run the Slack gateway (interactivity + /resolve) with uvicorn."""
+    import uvicorn
+
+    from clausegate.errors import ClauseGateError
+    from clausegate.gateway.app import _load_config, create_app
+
+    try:
+        config = _load_config(block)
+    except ClauseGateError as error:
+        console.print(f"[red]{error}[/red]")
+        raise typer.Exit(2)
+    console.print(f"ClauseGate gateway on http://{host}:{port} (Slack block '{config.slack._block_document_name}'): "
+                  "POST /slack/interactions, POST /slack/commands, GET /healthz")
+    uvicorn.run(create_app(config), host=host, port=port, log_level="info")

@@ -1,0 +1,124 @@
+"""`clausegate up`, `clausegate down`, `clausegate status`: the local stack in one command."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from clausegate.cli.app import app, console
+
+
+def _paths(project: Path | None, home: Path | None):
+    from clausegate import stack
+
+    root = (project or Path(os.environ.get("CLAUSEGATE_PROJECT_DIR") or Path.cwd())).resolve()
+    if not (root / "prefect.yaml").is_file():
+        console.print(f"[red][CG-STACK-START] no prefect.yaml in {root}.[/red] Next step: run from the ClauseGate "
+                      "project folder or pass --project.")
+        raise typer.Exit(2)
+    return stack.StackPaths.for_project(root, home)
+
+
+ProjectOpt = Annotated[Path | None, typer.Option(help="project folder with prefect.yaml (default: current folder)")]
+HomeOpt = Annotated[Path | None, typer.Option(help="stack folder (default: PROJECT/.clausegate)")]
+
+
+@app.command()
+def up(
+    port: Annotated[int, typer.Option(help="Prefect server (API + UI) port")] = 4200,
+    host: Annotated[str, typer.Option(help="address to listen on (keep 127.0.0.1 unless you know why)")] = "127.0.0.1",
+    gateway_port: Annotated[int, typer.Option(help="gateway (Slack interactivity) port")] = 8787,
+    worker_limit: Annotated[int, typer.Option(min=2, help="flow runs the worker executes at once (>= 2: the nightly "
+                                                          "batch holds one slot while its reviews run)")] = 4,
+    query_seconds: Annotated[float, typer.Option(help="worker poll interval (PREFECT_WORKER_QUERY_SECONDS)")] = 2.0,
+    nightly_cron: Annotated[str | None, typer.Option(envvar="CLAUSEGATE_NIGHTLY_CRON",
+                                                     help="nightly-batch cron (default from prefect.yaml: 0 2 * * *)")] = None,
+    timezone: Annotated[str | None, typer.Option(envvar="CLAUSEGATE_TIMEZONE",
+                                                 help="IANA zone for the schedule (default: this machine's)")] = None,
+    api_url: Annotated[str | None, typer.Option(help="use this running Prefect server instead of starting one")] = None,
+    worker: Annotated[bool, typer.Option(help="start a worker")] = True,
+    gateway: Annotated[bool, typer.Option(help="start the gateway (if this build has it)")] = True,
+    slack: Annotated[str, typer.Option(help="auto: a local fake Slack + demo block unless a SlackSettings block "
+                                            "exists; demo; off")] = "auto",
+    fake_slack_port: Annotated[int, typer.Option(help="port of the local fake Slack (demo mode)")] = 8902,
+    project: ProjectOpt = None,
+    home: HomeOpt = None,
+) -> None:
+    """Start the local stack: Prefect server (SQLite), pool + queues + limits, deployments, worker, gateway."""
+    from clausegate import stack
+    from clausegate.errors import ClauseGateError
+
+    paths = _paths(project, home)
+    options = stack.StackOptions(host=host, port=port, gateway_port=gateway_port, worker_limit=worker_limit,
+                                 worker_query_seconds=query_seconds, nightly_cron=nightly_cron, timezone=timezone,
+                                 api_url=api_url, start_worker=worker, start_gateway=gateway,
+                                 slack=slack, fake_slack_port=fake_slack_port)
+    try:
+        state = stack.up(options, paths, echo=lambda msg: console.print(f"  {msg}"))
+    except ClauseGateError as error:
+        console.print(f"[red]{error}[/red]")
+        raise typer.Exit(1)
+    console.print()
+    console.print(f"[bold green]ClauseGate is up.[/bold green]  Prefect UI: [link]{state['ui_url']}[/link]")
+    console.print(f"  API:      {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
+    if state.get("gateway_url"):
+        console.print(f"  Gateway:  {state['gateway_url']}")
+    else:
+        console.print(f"  Gateway:  [yellow]{state.get('gateway_note', 'not started')}[/yellow]")
+    console.print(f"  Slack:    {state.get('slack', '-')}"
+                  + (" (local fake Slack; put your app's token/secret/channels in the UI: Blocks > ClauseGate Slack)"
+                     if state.get("slack") == "demo" else ""))
+    if state.get("nightly_schedule"):
+        console.print(f"  Nightly batch: {state['nightly_schedule']} (inbox: {paths.project / 'inbox'})")
+    console.print(f"  Deployed: {', '.join(state.get('deployments', [])) or '-'}"
+                  + (f"  (skipped: {', '.join(state['skipped_deployments'])})" if state.get("skipped_deployments") else ""))
+    console.print(f"  Logs:     {paths.logs}/   State: {paths.state_file}")
+    console.print("  Try:      clausegate batch samples/   ·   clausegate status   ·   clausegate down")
+
+
+@app.command()
+def down(project: ProjectOpt = None, home: HomeOpt = None) -> None:
+    """Stop exactly the processes `clausegate up` started (database and logs are kept)."""
+    from clausegate import stack
+
+    paths = _paths(project, home)
+    results = stack.down(paths, echo=lambda msg: console.print(f"  {msg}"))
+    if results:
+        console.print("[bold]stack stopped[/bold] (data kept in " + str(paths.home) + ")")
+
+
+@app.command()
+def status(project: ProjectOpt = None, home: HomeOpt = None) -> None:
+    """Show the stack's processes, server health, queues, workers, deployments and runs needing attention."""
+    from clausegate import stack
+
+    paths = _paths(project, home)
+    info = stack.status(paths)
+    table = Table(title=f"ClauseGate stack ({paths.home})")
+    for col in ("process", "pid", "alive", "log"):
+        table.add_column(col)
+    for p in info["processes"]:
+        table.add_row(p["name"], str(p["pid"]), "[green]yes[/green]" if p["alive"] else "[red]no[/red]", p["log"])
+    console.print(table)
+    if not info.get("api_url"):
+        console.print("not started here: run `clausegate up`")
+        raise typer.Exit(1)
+    health = "[green]healthy[/green]" if info["healthy"] else "[red]not answering[/red]"
+    console.print(f"Prefect API {info['api_url']}: {health}   UI: {info.get('ui_url') or '-'}   "
+                  f"Gateway: {info.get('gateway_url') or '-'}")
+    if not info["healthy"]:
+        raise typer.Exit(1)
+    console.print("Queues (priority): " + ", ".join(f"{n}={p}{' (paused)' if paused else ''}"
+                                                    for n, p, paused in info.get("queues", [])))
+    workers = info.get("workers") or []
+    console.print("Workers: " + (", ".join(f"{n} {s} (last heartbeat {t})" for n, s, t in workers) or
+                                 "[red]none[/red] — runs will stay Scheduled/Late (see docs/runbook.md)"))
+    for d in info.get("deployments", []):
+        console.print(f"Deployment {d['name']}: queue {d['queue']}{' PAUSED' if d['paused'] else ''}; "
+                      + ("; ".join(d["schedules"]) or "no schedule"))
+    runs = info.get("runs", {})
+    console.print("Runs: " + ", ".join(f"{k} {v}" for k, v in runs.items()))

@@ -1,0 +1,154 @@
+"""Slack routes: button clicks (``/slack/interactions``) and the ``/resolve`` command (``/slack/commands``).
+
+Every request is verified first (``verified_slack_body``: signature, 5-minute window, replays → 403).
+The answer to Slack is immediate (Slack wants it within 3 s); the resume runs afterwards in a
+background task, and its outcome goes back to the person through the request's ``response_url``
+(an ephemeral message), while ``resolve_gate`` updates the gate message itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+import httpx
+from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Response, status
+from fastapi.responses import JSONResponse
+
+from clausegate.gates.model import DECISIONS, normalise_decision
+from clausegate.gates.slack_view import ACTION_PREFIX
+from clausegate.gateway.config import GatewayConfig, get_config
+from clausegate.gateway.security import SlackBody
+
+router = APIRouter(prefix="/slack", tags=["slack"])
+log = logging.getLogger("clausegate.gateway")
+Config = Annotated[GatewayConfig, Depends(get_config)]
+
+USAGE = "Usage: `/resolve <run-id> approve|changes|escalate [comment]`"
+ICONS = {"resumed": ":white_check_mark:", "already_decided": ":information_source:"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    run_id: str
+    decision: str
+    user_id: str
+    reviewer: str
+    comment: str
+    response_url: str | None
+    channel_id: str | None
+    gate: str | None = None
+
+
+def _form(body: bytes) -> dict[str, str]:
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=bool(body))
+    except (UnicodeDecodeError, ValueError):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "body is not form-encoded") from None
+    return {k: v[-1] for k, v in fields.items()}
+
+
+def _reviewer(user: dict[str, Any]) -> str:
+    name = user.get("username") or user.get("name") or user.get("id")
+    return f"{name} ({user['id']})" if name != user.get("id") else str(user["id"])
+
+
+def parse_click(body: bytes) -> Answer | None:
+    """A ClauseGate button click from a block_actions payload; None for other interactions (ignored)."""
+    raw = _form(body).get("payload")
+    if not raw:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "no 'payload' field")
+    try:
+        payload = json.loads(raw)
+    except json.JSONDecodeError:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "'payload' is not JSON") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "'payload' is not an interaction payload")
+    if payload["type"] != "block_actions":
+        return None
+    user, actions = payload.get("user"), payload.get("actions")
+    if not isinstance(user, dict) or not isinstance(user.get("id"), str) or not isinstance(actions, list):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "block_actions payload without user or actions")
+    action = next((a for a in actions if isinstance(a, dict) and str(a.get("action_id", "")).startswith(ACTION_PREFIX)),
+                  None)
+    if action is None:
+        return None
+    try:
+        value = json.loads(action.get("value") or "")
+        run_id, decision, gate = str(value["run"]), str(value["decision"]), value.get("gate")
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value is not a ClauseGate gate value") from None
+    if decision not in DECISIONS or action["action_id"] != f"{ACTION_PREFIX}{decision}":
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value and action do not match")
+    channel = payload.get("channel") or payload.get("container") or {}
+    return Answer(run_id=run_id, decision=decision, user_id=user["id"], reviewer=_reviewer(user), comment="",
+                  response_url=payload.get("response_url"), channel_id=channel.get("id") or channel.get("channel_id"),
+                  gate=str(gate) if gate else None)
+
+
+def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
+    """Tell the person what happened: via response_url (ephemeral), else chat.postEphemeral."""
+    try:
+        if answer.response_url:
+            httpx.post(answer.response_url, json={"response_type": "ephemeral", "replace_original": False,
+                                                  "text": text}, timeout=config.http_timeout_seconds).raise_for_status()
+        elif answer.channel_id:
+            config.slack.get_client().chat_postEphemeral(channel=answer.channel_id, user=answer.user_id, text=text)
+    except Exception as exc:  # noqa: BLE001 - the decision stands; only the feedback got lost
+        log.warning("could not tell %s the outcome (%s): %s", answer.user_id, text, exc)
+
+
+def answer_in_background(config: GatewayConfig, answer: Answer) -> None:
+    """Resolve the gate and report back (runs after Slack got its acknowledgement)."""
+    try:
+        outcome = config.resolve(answer.run_id, answer.decision, reviewer=answer.reviewer, via="slack",
+                                 comment=answer.comment, slack_user_id=answer.user_id, settings=config.slack,
+                                 gate=answer.gate)
+        icon = ICONS.get(outcome.kind, ":warning:")
+        text = f"{icon} {outcome.message}"
+        if outcome.slack_error:
+            text += f" (The gate message could not be updated: {outcome.slack_error})"
+        log.info("run %s: %s by %s -> %s", answer.run_id, answer.decision, answer.reviewer, outcome.kind)
+    except Exception as exc:  # noqa: BLE001 - report every failure to the person who clicked
+        log.exception("resolving run %s failed", answer.run_id)
+        text = f":warning: Could not resume run {answer.run_id}: {exc}. Nothing was decided; try again or use the Prefect UI."
+    _post_back(config, answer, text)
+
+
+@router.post("/interactions", summary="Slack interactivity (block_actions)")
+async def interactions(body: SlackBody, config: Config, background: BackgroundTasks) -> Response:
+    answer = parse_click(body)
+    if answer is not None:
+        background.add_task(answer_in_background, config, answer)
+    return Response(status_code=status.HTTP_200_OK)
+
+
+def parse_command(fields: dict[str, str]) -> tuple[Answer | None, str | None]:
+    """(answer, None) for a valid ``/resolve``; (None, usage message) otherwise."""
+    text = fields.get("text", "").strip()
+    parts = text.split(maxsplit=2)
+    if len(parts) < 2 or parts[0].lower() in ("help", "-h", "--help"):
+        return None, USAGE
+    decision = normalise_decision(parts[1])
+    if decision is None:
+        return None, f"'{parts[1]}' is not a decision. {USAGE}"
+    user = {"id": fields["user_id"], "username": fields.get("user_name")}
+    return Answer(run_id=parts[0], decision=decision, user_id=fields["user_id"], reviewer=_reviewer(user),
+                  comment=parts[2] if len(parts) > 2 else "", response_url=fields.get("response_url") or None,
+                  channel_id=fields.get("channel_id") or None), None
+
+
+@router.post("/commands", summary="Slash command /resolve")
+async def commands(body: SlackBody, config: Config, background: BackgroundTasks) -> JSONResponse:
+    fields = _form(body)
+    if not fields.get("command") or not fields.get("user_id"):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "not a slash command request")
+    answer, problem = parse_command(fields)
+    if answer is None:
+        return JSONResponse({"response_type": "ephemeral", "text": problem})
+    background.add_task(answer_in_background, config, answer)
+    return JSONResponse({"response_type": "ephemeral",
+                         "text": f"Resolving run {answer.run_id} as *{answer.decision}*…"})

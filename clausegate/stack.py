@@ -1,0 +1,734 @@
+"""The local stack behind `clausegate up` / `down` / `status`.
+
+``up`` starts, in the project folder's ``.clausegate/`` (its own PREFECT_HOME, SQLite database,
+logs and a state file):
+
+1. a Prefect server on SQLite (``prefect server start``; UI on the same port),
+2. configuration, each step idempotent: the ``clausegate`` process work pool with queues
+   ``high``/``normal``/``low`` (priorities 1/2/3), the global concurrency and rate limits the flows
+   use, the ``clausegate_timezone`` variable (local IANA zone for the 02:00 schedule), the block
+   types (so the UI can create blocks), the automations in ``deployments/automations.yaml``,
+3. ``prefect deploy --no-prompt`` of every deployment in ``prefect.yaml`` whose entrypoint exists,
+4. a process worker on the pool, and the gateway (``clausegate gateway``) when that feature exists.
+
+Every process is started in its own session (process group); its pid, process start time and
+command are written to ``.clausegate/stack.json`` *as soon as it starts*.  ``down`` stops exactly
+those processes (a pid whose start time no longer matches is left alone: it is not ours any more).
+``up --api-url URL`` uses an existing server instead of starting one (then ``down`` leaves it).
+
+Error codes: ``CG-STACK-PORT-IN-USE``, ``CG-STACK-START``, ``CG-STACK-DEPLOY``,
+``CG-STACK-CONFIG``, ``CG-STACK-RUNNING`` (runbook: docs/runbook.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clausegate.errors import ClauseGateError
+
+PORT_IN_USE = "CG-STACK-PORT-IN-USE"
+START_FAILED = "CG-STACK-START"
+DEPLOY_FAILED = "CG-STACK-DEPLOY"
+CONFIG_FAILED = "CG-STACK-CONFIG"
+ALREADY_RUNNING = "CG-STACK-RUNNING"
+
+POOL = "clausegate"
+QUEUES: tuple[tuple[str, int, str], ...] = (
+    ("high", 1, "Alerts, SLA sweeps, urgent reviews: served first."),
+    ("normal", 2, "Ad-hoc reviews from the UI or CLI."),
+    ("low", 3, "Nightly batch fan-out: runs when nothing else waits."),
+)
+
+
+@dataclass(frozen=True)
+class GlobalLimit:
+    name: str
+    limit: int
+    slot_decay_per_second: float = 0.0
+    purpose: str = ""
+
+
+# Names used by the code (clausegate/model_tasks.py, clausegate/budget.py).  Created only when
+# missing, so a limit tuned in the UI (Concurrency > Global) survives `clausegate up`.
+LIMITS: tuple[GlobalLimit, ...] = (
+    GlobalLimit("clausegate-model-calls", limit=10, slot_decay_per_second=0.8,
+                purpose="rate limit of model API calls: bursts of 10, ~48 calls/minute sustained"),
+    GlobalLimit("clausegate-budget-ledger", limit=1,
+                purpose="one writer at a time for the spend ledger variable"),
+)
+TIMEZONE_VARIABLE = "clausegate_timezone"
+NIGHTLY_DEPLOYMENT = "nightly-batch/nightly-batch"
+STATE_VERSION = 1
+
+
+class StackError(ClauseGateError):
+    code = START_FAILED
+
+
+# ------------------------------------------------------------------------------------ paths / options
+@dataclass(frozen=True)
+class StackPaths:
+    project: Path
+    home: Path
+
+    @classmethod
+    def for_project(cls, project: Path, home: Path | None = None) -> "StackPaths":
+        project = Path(project).resolve()
+        return cls(project=project, home=(home or project / ".clausegate").resolve())
+
+    @property
+    def prefect_home(self) -> Path:
+        return self.home / "prefect"
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def state_file(self) -> Path:
+        return self.home / "stack.json"
+
+    @property
+    def prefect_yaml(self) -> Path:
+        return self.project / "prefect.yaml"
+
+    @property
+    def automations_file(self) -> Path:
+        return self.project / "deployments" / "automations.yaml"
+
+
+@dataclass
+class StackOptions:
+    host: str = "127.0.0.1"
+    port: int = 4200
+    gateway_port: int = 8787
+    worker_limit: int = 4
+    worker_query_seconds: float = 2.0
+    worker_name: str = "clausegate-local"
+    nightly_cron: str | None = None
+    timezone: str | None = None
+    api_url: str | None = None      # use this server instead of starting one
+    start_worker: bool = True
+    start_gateway: bool = True
+    deploy: bool = True
+    ui: bool = True
+    slack: str = "auto"             # auto: demo unless a SlackSettings block exists; demo; off
+    fake_slack_port: int = 8902
+    server_ready_timeout: float = 180.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ processes
+@dataclass
+class ProcessRecord:
+    name: str
+    pid: int
+    started: str          # process start time as the OS reports it (pid reuse check)
+    argv: list[str]
+    log: str
+    url: str = ""
+
+    def alive(self) -> bool:
+        return process_start_time(self.pid) == self.started
+
+
+def process_start_time(pid: int) -> str | None:
+    """An opaque start-time token for ``pid`` (None if no such process)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        try:
+            text = stat.read_text()
+        except OSError:
+            return None
+        fields = text[text.rfind(")") + 2:].split()
+        if fields and fields[0] == "Z":  # zombie: exited, not yet reaped
+            return None
+        return fields[19] if len(fields) > 19 else None
+    try:  # macOS / BSD
+        out = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def start_process(name: str, argv: list[str], *, env: dict[str, str], log: Path, cwd: Path) -> ProcessRecord:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(log, "ab")
+    try:
+        proc = subprocess.Popen(argv, env=env, cwd=str(cwd), stdout=handle, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        raise StackError(f"cannot start the {name}: {exc}", hint=f"check `{argv[0]}` exists") from None
+    finally:
+        handle.close()
+    started = None
+    for _ in range(50):
+        started = process_start_time(proc.pid)
+        if started:
+            break
+        time.sleep(0.02)
+    return ProcessRecord(name=name, pid=proc.pid, started=started or "", argv=argv, log=str(log))
+
+
+def stop_process(record: ProcessRecord, timeout: float = 20.0) -> str:
+    """SIGTERM the record's process group, wait, then SIGKILL.  Never touches a reused pid."""
+    if not record.alive():
+        return "not running"
+    try:
+        pgid = os.getpgid(record.pid)
+    except ProcessLookupError:
+        return "not running"
+    use_group = pgid == record.pid  # started with start_new_session: the group is ours
+    sender = (lambda sig: os.killpg(pgid, sig)) if use_group else (lambda sig: os.kill(record.pid, sig))
+    try:
+        sender(signal.SIGTERM)
+    except ProcessLookupError:
+        return "not running"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(record.pid)
+        if not record.alive():
+            return "stopped"
+        time.sleep(0.2)
+    try:
+        sender(signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for _ in range(50):
+        _reap(record.pid)
+        if not record.alive():
+            break
+        time.sleep(0.1)
+    return "killed"
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except (ChildProcessError, OSError):
+        pass
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_port(host: str, port: int, timeout: float, record: ProcessRecord | None = None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if record is not None and not record.alive():
+            return False
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
+def api_healthy(api_url: str, timeout: float = 2.0) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{api_url.rstrip('/')}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_healthy(api_url: str, timeout: float, record: ProcessRecord | None = None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if record is not None and not record.alive():
+            return False
+        if api_healthy(api_url):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+# ------------------------------------------------------------------------------------ state file
+def read_state(paths: StackPaths) -> dict[str, Any] | None:
+    try:
+        return json.loads(paths.state_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_state(paths: StackPaths, state: dict[str, Any]) -> None:
+    paths.home.mkdir(parents=True, exist_ok=True)
+    ignore = paths.home / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# created by `clausegate up`: local Prefect database, logs, state\n*\n", encoding="utf-8")
+    tmp = paths.state_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, paths.state_file)
+
+
+def records(state: dict[str, Any] | None) -> list[ProcessRecord]:
+    return [ProcessRecord(**p) for p in (state or {}).get("processes", [])]
+
+
+# ------------------------------------------------------------------------------------ environment
+def local_timezone() -> str:
+    """The machine's IANA time zone (for "02:00 local time"); UTC if it cannot be told."""
+    if os.environ.get("TZ", "").count("/"):
+        return os.environ["TZ"].lstrip(":")
+    try:
+        import tzlocal
+
+        name = tzlocal.get_localzone_name()
+        if name:
+            return name
+    except Exception:  # noqa: BLE001 - tzlocal missing or confused
+        pass
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return "UTC"
+
+
+def base_env(paths: StackPaths, api_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "PREFECT_HOME": str(paths.prefect_home),
+        "PREFECT_API_URL": api_url,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "CLAUSEGATE_PROJECT_DIR": str(paths.project),
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra or {})
+    return env
+
+
+def prefect_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect", *args]
+
+
+def clausegate_argv(*args: str) -> list[str]:
+    script = Path(sys.executable).with_name("clausegate")
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-c", "import sys; sys.argv[0] = 'clausegate'; from clausegate.cli import app; app()", *args]
+
+
+def gateway_available() -> bool:
+    return importlib.util.find_spec("clausegate.gateway") is not None
+
+
+# ------------------------------------------------------------------------------------ configuration
+def _settings(api_url: str):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    return temporary_settings(updates={PREFECT_API_URL: api_url})
+
+
+def configure(api_url: str, paths: StackPaths, *, timezone_name: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """Pool, queues, limits, variables, block types, automations.  Safe to run again."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.variables import Variable
+
+    done: dict[str, Any] = {}
+    with _settings(api_url), get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(POOL)
+        except ObjectNotFound:
+            client.create_work_pool(WorkPoolCreate(name=POOL, type="process",
+                                                   description="ClauseGate: contract reviews on this machine's checkout"))
+            log(f"created work pool {POOL!r} (process)")
+        existing = {q.name: q for q in client.read_work_queues(work_pool_name=POOL)}
+        for name, priority, description in QUEUES:
+            queue = existing.get(name)
+            if queue is None:
+                client.create_work_queue(name=name, work_pool_name=POOL, priority=priority, description=description)
+            elif queue.priority != priority:
+                client.update_work_queue(queue.id, priority=priority)
+        queues = sorted(client.read_work_queues(work_pool_name=POOL), key=lambda q: q.priority)
+        done["queues"] = [(q.name, q.priority) for q in queues]
+        log("work queues: " + ", ".join(f"{q.name}={q.priority}" for q in queues))
+
+        for limit in LIMITS:
+            try:
+                client.read_global_concurrency_limit_by_name(limit.name)
+            except ObjectNotFound:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(
+                    name=limit.name, limit=limit.limit, slot_decay_per_second=limit.slot_decay_per_second))
+                log(f"created global limit {limit.name!r}: {limit.purpose}")
+        done["limits"] = [limit.name for limit in LIMITS]
+
+    with _settings(api_url):
+        Variable.set(TIMEZONE_VARIABLE, timezone_name, overwrite=True)
+        done["timezone"] = timezone_name
+        done["block_types"] = register_block_types()
+        done["automations"] = apply_automations(paths.automations_file, log)
+    return done
+
+
+def register_block_types(modules: tuple[str, ...] = ("blocks.models", "blocks.slack")) -> list[str]:
+    """Register ClauseGate's block types so the UI offers them under Blocks > Add."""
+    import inspect
+
+    from prefect.blocks.core import Block, InvalidBlockRegistration
+
+    registered: list[str] = []
+    for module_name in modules:
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        module = importlib.import_module(module_name)
+        for _, cls in inspect.getmembers(module):
+            if cls is not None and Block.is_block_class(cls) and cls.__module__ == module.__name__:
+                try:
+                    cls.register_type_and_schema()
+                    registered.append(cls.get_block_type_slug())
+                except InvalidBlockRegistration:
+                    pass
+    return registered
+
+
+def load_automations(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    items = data.get("automations", []) if isinstance(data, dict) else data
+    return list(items or [])
+
+
+def apply_automations(path: Path, log: Callable[[str], None]) -> list[str]:
+    """Create or update (by name) every automation in ``path`` (same format as
+    ``prefect automation create --from-file``)."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.schemas.automations import AutomationCore
+
+    names: list[str] = []
+    with get_client(sync_client=True) as client:
+        for spec in load_automations(path):
+            automation = AutomationCore.model_validate(spec)
+            existing = client.read_automations_by_name(automation.name)
+            if existing:
+                client.update_automation(existing[0].id, automation)
+                for extra in existing[1:]:
+                    client.delete_automation(extra.id)
+            else:
+                client.create_automation(automation)
+                log(f"created automation {automation.name!r}")
+            names.append(automation.name)
+    return names
+
+
+def deployable(paths: StackPaths) -> tuple[list[str], list[tuple[str, str]]]:
+    """Deployment names in prefect.yaml whose entrypoint file exists, and the skipped ones (+ why)."""
+    config = yaml.safe_load(paths.prefect_yaml.read_text(encoding="utf-8"))
+    ok: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for dep in config.get("deployments", []):
+        entry = str(dep.get("entrypoint", ""))
+        file = entry.split(":", 1)[0]
+        if file and (paths.project / file).is_file():
+            ok.append(dep["name"])
+        else:
+            skipped.append((dep.get("name", "?"), f"{file} not found"))
+    return ok, skipped
+
+
+def deploy(api_url: str, paths: StackPaths, names: list[str], *, log_file: Path, timeout: float = 600) -> None:
+    """``prefect deploy --no-prompt -n NAME ...`` from the project folder (the documented command)."""
+    argv = prefect_argv("deploy", "--no-prompt")
+    for name in names:
+        argv += ["--name", name]
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as handle:
+        handle.write(f"\n$ {' '.join(argv)}\n".encode())
+        handle.flush()
+        try:
+            result = subprocess.run(argv, cwd=str(paths.project), env=base_env(paths, api_url), stdout=handle,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise StackError(f"`prefect deploy` did not finish within {timeout:.0f} s.", code=DEPLOY_FAILED,
+                             hint=f"see {log_file}") from None
+    if result.returncode != 0:
+        tail = log_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-8:]
+        raise StackError(f"`prefect deploy` failed (exit {result.returncode}): " + " | ".join(tail), code=DEPLOY_FAILED,
+                         hint=f"see {log_file}; fix prefect.yaml or the flow it names, then run `clausegate up` again")
+
+
+def set_nightly_schedule(api_url: str, cron: str | None, timezone_name: str) -> str | None:
+    """Point the nightly-batch deployment's cron schedule at ``cron`` (keeping it if None) in ``timezone_name``."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.schedules import CronSchedule
+    from prefect.exceptions import ObjectNotFound
+
+    with _settings(api_url), get_client(sync_client=True) as client:
+        try:
+            dep = client.read_deployment_by_name(NIGHTLY_DEPLOYMENT)
+        except ObjectNotFound:
+            return None
+        for sched in dep.schedules:
+            if isinstance(sched.schedule, CronSchedule):
+                new = CronSchedule(cron=cron or sched.schedule.cron, timezone=timezone_name)
+                if new.cron != sched.schedule.cron or new.timezone != sched.schedule.timezone:
+                    client.update_deployment_schedule(dep.id, sched.id, schedule=new)
+                return f"{new.cron} ({new.timezone})"
+    return None
+
+
+# ------------------------------------------------------------------------------------ Slack (safe defaults)
+DEMO_CHANNELS = {"channel": "C0CLAUSEGATE", "escalation_channel": "C0LEGAL", "alert_channel": "C0ALERTS"}
+
+
+def slack_block_state(api_url: str) -> tuple[str, Any]:
+    """('missing' | 'demo' | 'real', block) for the SlackSettings block the flows and gateway use."""
+    if importlib.util.find_spec("blocks.slack") is None:
+        return "unavailable", None
+    from clausegate.gates import load_slack_settings
+
+    with _settings(api_url):
+        block = load_slack_settings()
+    if block is None:
+        return "missing", None
+    host = block.api_base_url.split("//", 1)[-1]
+    return ("demo" if host.startswith(("127.0.0.1", "localhost")) else "real"), block
+
+
+def create_demo_slack_block(api_url: str, fake_api_url: str, ui_url: str) -> str:
+    """A SlackSettings block that talks to the local fake Slack: nothing leaves the machine.
+    Replace it in the UI (Blocks > ClauseGate Slack) with the real app's token/secret/channels."""
+    import secrets
+
+    from blocks.slack import SlackSettings
+    from clausegate.fakes.slack_server import DEFAULT_TOKEN
+    from clausegate.gates import slack_block_name
+
+    name = slack_block_name()
+    with _settings(api_url):
+        SlackSettings(bot_token=DEFAULT_TOKEN, signing_secret=secrets.token_hex(16), api_base_url=fake_api_url,
+                      prefect_ui_url=ui_url, **DEMO_CHANNELS).save(name, overwrite=True)
+    return name
+
+
+# ------------------------------------------------------------------------------------ up / down / status
+def up(options: StackOptions, paths: StackPaths, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Start (or reuse) the stack; returns the state written to ``stack.json``."""
+    state = read_state(paths)
+    running = [r for r in records(state) if r.alive()]
+    if state and running:
+        raise StackError(f"a stack started from {paths.project} is already running "
+                         f"({', '.join(f'{r.name} pid {r.pid}' for r in running)}).", code=ALREADY_RUNNING,
+                         hint="`clausegate status` shows it; `clausegate down` stops it")
+    paths.home.mkdir(parents=True, exist_ok=True)
+    paths.logs.mkdir(parents=True, exist_ok=True)
+    paths.prefect_home.mkdir(parents=True, exist_ok=True)
+    tz = options.timezone or local_timezone()
+    state = {"version": STATE_VERSION, "project": str(paths.project), "started_at": time.time(),
+             "processes": [], "api_url": options.api_url or f"http://{options.host}:{options.port}/api",
+             "ui_url": "", "gateway_url": "", "server_started": options.api_url is None}
+    api_url = state["api_url"]
+
+    def remember(record: ProcessRecord) -> None:
+        state["processes"].append(asdict(record))
+        write_state(paths, state)
+
+    try:
+        if options.api_url is None:
+            if not port_free(options.host, options.port):
+                raise StackError(f"port {options.port} on {options.host} is already in use.", code=PORT_IN_USE,
+                                 hint="stop what uses it, or `clausegate up --port N` (or --api-url to use that server)")
+            env = base_env(paths, api_url, {
+                "PREFECT_SERVER_API_HOST": options.host, "PREFECT_SERVER_API_PORT": str(options.port),
+                "PREFECT_UI_ENABLED": "true" if options.ui else "false", **options.extra_env})
+            env.pop("PREFECT_API_URL")  # the server itself needs none
+            echo(f"starting Prefect server on {options.host}:{options.port} (SQLite in {paths.prefect_home}) …")
+            server = start_process("server", prefect_argv("server", "start", "--host", options.host,
+                                                          "--port", str(options.port)),
+                                   env=env, log=paths.logs / "server.log", cwd=paths.project)
+            server.url = api_url
+            remember(server)
+            if not wait_healthy(api_url, options.server_ready_timeout, server):
+                raise StackError(f"the Prefect server did not become healthy within {options.server_ready_timeout:.0f} s.",
+                                 hint=f"see {paths.logs / 'server.log'}")
+        elif not api_healthy(api_url, timeout=5):
+            raise StackError(f"no healthy Prefect server at {api_url}.", hint="check --api-url")
+        state["ui_url"] = api_url[: -len("/api")] if api_url.endswith("/api") else api_url
+        write_state(paths, state)
+
+        echo("configuring pool, queues, limits, variables, block types, automations …")
+        try:
+            state["configured"] = configure(api_url, paths, timezone_name=tz, log=echo)
+        except ClauseGateError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise StackError(f"configuring the server failed: {type(exc).__name__}: {exc}", code=CONFIG_FAILED,
+                             hint=f"see {paths.logs / 'server.log'}") from exc
+
+        state["slack"] = _setup_slack(options, paths, state, remember, echo)
+        write_state(paths, state)
+
+        if options.deploy:
+            names, skipped = deployable(paths)
+            for name, why in skipped:
+                echo(f"skipping deployment {name!r}: {why}")
+            echo(f"deploying {', '.join(names)} from prefect.yaml …")
+            deploy(api_url, paths, names, log_file=paths.logs / "deploy.log")
+            state["deployments"] = names
+            state["skipped_deployments"] = [n for n, _ in skipped]
+            state["nightly_schedule"] = set_nightly_schedule(api_url, options.nightly_cron, tz)
+            write_state(paths, state)
+
+        if options.start_worker:
+            env = base_env(paths, api_url, {"PREFECT_WORKER_QUERY_SECONDS": str(options.worker_query_seconds),
+                                            **options.extra_env})
+            worker = start_process("worker", prefect_argv("worker", "start", "--pool", POOL, "--name",
+                                                          options.worker_name, "--limit", str(options.worker_limit)),
+                                   env=env, log=paths.logs / "worker.log", cwd=paths.project)
+            remember(worker)
+            echo(f"started worker {options.worker_name!r} (limit {options.worker_limit}, polls every "
+                 f"{options.worker_query_seconds:g} s)")
+
+        if options.start_gateway:
+            if state["slack"] in ("off", "missing"):
+                state["gateway_note"] = ("gateway not started: no SlackSettings block (create one, see docs/slack.md, "
+                                         "or drop --slack off), then `clausegate down && clausegate up`")
+                echo(state["gateway_note"])
+            elif gateway_available():
+                if not port_free(options.host, options.gateway_port):
+                    raise StackError(f"gateway port {options.gateway_port} is already in use.", code=PORT_IN_USE,
+                                     hint="`clausegate up --gateway-port N`")
+                gateway = start_process("gateway", clausegate_argv("gateway", "--host", options.host,
+                                                                   "--port", str(options.gateway_port)),
+                                        env=base_env(paths, api_url, options.extra_env),
+                                        log=paths.logs / "gateway.log", cwd=paths.project)
+                gateway.url = f"http://{options.host}:{options.gateway_port}"
+                remember(gateway)
+                if wait_port(options.host, options.gateway_port, 60, gateway):
+                    state["gateway_url"] = gateway.url
+                else:
+                    echo(f"warning: the gateway did not open port {options.gateway_port}; see {gateway.log}")
+            else:
+                state["gateway_note"] = "gateway not available in this build (clausegate.gateway is missing)"
+                echo("gateway: not available in this build (clausegate.gateway is missing) — skipped")
+        write_state(paths, state)
+        if options.start_worker:
+            worker_rec = next(r for r in records(state) if r.name == "worker")
+            time.sleep(1.0)
+            if not worker_rec.alive():
+                raise StackError("the worker exited right after starting.", hint=f"see {worker_rec.log}")
+        return state
+    except BaseException:
+        # leave nothing half-started behind
+        for record in reversed(records(state)):
+            stop_process(record)
+        state["processes"] = []
+        state["failed"] = True
+        write_state(paths, state)
+        raise
+
+
+def _setup_slack(options: StackOptions, paths: StackPaths, state: dict[str, Any],
+                 remember: Callable[[ProcessRecord], None], echo: Callable[[str], None]) -> str:
+    """Safe default: without a real SlackSettings block, run the local fake Slack and a demo block."""
+    api_url = state["api_url"]
+    if options.slack == "off":
+        return "off"
+    kind, block = slack_block_state(api_url)
+    if kind == "unavailable":
+        return "unavailable"
+    if kind == "real" or (kind == "missing" and options.slack not in ("auto", "demo")):
+        return kind
+    fake_url = f"http://{options.host}:{options.fake_slack_port}/api/"
+    if kind == "demo" and block is not None and block.api_base_url.rstrip("/") != fake_url.rstrip("/"):
+        return "demo (external)"  # points at some other local fake; not ours to start
+    if not port_free(options.host, options.fake_slack_port):
+        raise StackError(f"fake Slack port {options.fake_slack_port} is already in use.", code=PORT_IN_USE,
+                         hint="`clausegate up --fake-slack-port N`, or --slack off")
+    from clausegate.fakes.slack_server import DEFAULT_TOKEN
+
+    fake = start_process("fake-slack", [sys.executable, "-m", "clausegate.fakes.slack_server", "--host", options.host,
+                                        "--port", str(options.fake_slack_port), "--token", DEFAULT_TOKEN],
+                         env=base_env(paths, api_url), log=paths.logs / "fake-slack.log", cwd=paths.project)
+    fake.url = fake_url
+    remember(fake)
+    if not wait_port(options.host, options.fake_slack_port, 30, fake):
+        raise StackError("the fake Slack server did not start.", hint=f"see {fake.log}")
+    if kind == "missing":
+        name = create_demo_slack_block(api_url, fake_url, state["ui_url"])
+        echo(f"created SlackSettings block {name!r} -> local fake Slack {fake_url} (demo; replace with your app's)")
+    else:
+        echo(f"started the local fake Slack {fake_url} for the demo SlackSettings block")
+    return "demo"
+
+
+def down(paths: StackPaths, echo: Callable[[str], None] = print) -> list[tuple[str, int, str]]:
+    """Stop exactly the processes `up` recorded (newest first); keep the database and logs."""
+    state = read_state(paths)
+    if not state:
+        echo(f"no stack state in {paths.state_file}: nothing to stop")
+        return []
+    results: list[tuple[str, int, str]] = []
+    for record in reversed(records(state)):
+        outcome = stop_process(record)
+        results.append((record.name, record.pid, outcome))
+        echo(f"{record.name} (pid {record.pid}): {outcome}")
+    state["processes"] = []
+    state["stopped_at"] = time.time()
+    write_state(paths, state)
+    return results
+
+
+def status(paths: StackPaths) -> dict[str, Any]:
+    """Processes, server health, pool/queues/workers, deployments and runs needing attention."""
+    state = read_state(paths) or {}
+    info: dict[str, Any] = {
+        "state_file": str(paths.state_file),
+        "processes": [{**asdict(r), "alive": r.alive()} for r in records(state)],
+        "api_url": state.get("api_url"), "ui_url": state.get("ui_url"), "gateway_url": state.get("gateway_url"),
+        "healthy": bool(state.get("api_url")) and api_healthy(state["api_url"]),
+    }
+    if not info["healthy"]:
+        return info
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterTags, FlowRunFilter, FlowRunFilterState, FlowRunFilterStateName
+    from prefect.exceptions import ObjectNotFound
+
+    with _settings(state["api_url"]), get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(POOL)
+            info["queues"] = [(q.name, q.priority, q.is_paused) for q in
+                              sorted(client.read_work_queues(work_pool_name=POOL), key=lambda q: q.priority)]
+            info["workers"] = [(w.name, str(getattr(w.status, "value", w.status)), str(w.last_heartbeat_time))
+                               for w in client.read_workers_for_work_pool(POOL)]
+        except ObjectNotFound:
+            info["queues"], info["workers"] = [], []
+        deps = client.read_deployments(deployment_filter=DeploymentFilter(tags=DeploymentFilterTags(all_=["clausegate"])))
+        info["deployments"] = []
+        for d in deps:
+            info["deployments"].append({"name": d.name, "queue": d.work_queue_name, "paused": d.paused,
+                                        "schedules": [str(s.schedule) for s in d.schedules]})
+        counts = {}
+        for name in ("Late", "Suspended", "Paused", "Running", "Pending"):
+            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(name=FlowRunFilterStateName(any_=[name]))), limit=200)
+            counts[name] = len(runs)
+        info["runs"] = counts
+    return info
