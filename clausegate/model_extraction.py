@@ -9,6 +9,7 @@ it was shown and text that really is in that passage; anything else is dropped w
 
 from __future__ import annotations
 
+import math
 import re
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,10 +66,16 @@ class ExtractionPrompt(BaseModel):
         return count_tokens(self.system) + count_tokens(self.user)
 
 
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
 def cascade_categories(confidence: dict[str, float], thresholds: dict[str, float], high_risk: list[str],
                        *, margin: float) -> list[str]:
-    """Categories the model must see: high-risk ones, and those whose offline score is near its threshold."""
-    unsure = [c for c, p in confidence.items() if abs(p - thresholds[c]) < margin]
+    """Categories the model must see: high-risk ones, and those whose best offline score is within
+    ``margin`` log-odds of the category's threshold (the offline model is unsure either way)."""
+    unsure = {c for c, p in confidence.items() if abs(_logit(p) - _logit(thresholds[c])) < margin}
     return [c for c in confidence if c in high_risk or c in unsure]
 
 

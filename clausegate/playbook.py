@@ -54,7 +54,8 @@ class ExtractSettings(StepPolicy):
     )
     min_confidence: float = Field(0.0, ge=0, le=1, description="drop clauses below this confidence")
     cascade_margin: float = Field(
-        0.25, ge=0, le=1, description="send a category to the model when its offline score is this close to its threshold"
+        1.0, ge=0, le=20,
+        description="send a category to the model when its best offline score is within this many log-odds of its threshold",
     )
     max_output_tokens: int = Field(2048, gt=0)
 

@@ -23,8 +23,16 @@ async def verified_slack_body(request: Request, config: Annotated[GatewayConfig,
     body = await request.body()
     if len(body) > config.max_body_bytes:
         raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, "request body too large")
+    try:
+        body.decode("utf-8")  # Slack sends UTF-8; the verifier would fail on anything else
+    except UnicodeDecodeError:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "body is not UTF-8") from None
     # SignatureVerifier: HMAC-SHA256 over v0:{timestamp}:{body}, constant-time compare, 5-minute window.
-    if not config.verifier.is_valid(body=body, timestamp=timestamp, signature=signature):
+    try:
+        valid = config.verifier.is_valid(body=body, timestamp=timestamp, signature=signature)
+    except ValueError:
+        valid = False
+    if not valid:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "invalid or expired Slack signature")
     if not config.replays.first_time(signature):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "replayed Slack request")
