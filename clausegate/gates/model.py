@@ -18,6 +18,7 @@ Slack, the Prefect UI form and the CLI are views of this record; they all end in
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
@@ -180,7 +181,7 @@ def findings_of(review: Review, categories: list[str]) -> list[Finding]:
 
 
 def suspend_timeout_seconds(sla_hours: float) -> int:
-    return int(timedelta(hours=sla_hours).total_seconds() + SUSPEND_GRACE.total_seconds())
+    return math.ceil(timedelta(hours=sla_hours).total_seconds() + SUSPEND_GRACE.total_seconds())
 
 
 def now_utc() -> datetime:
