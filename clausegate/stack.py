@@ -463,7 +463,10 @@ def deploy(api_url: str, paths: StackPaths, names: list[str], *, log_file: Path,
         handle.write(f"\n$ {' '.join(argv)}\n".encode())
         handle.flush()
         try:
-            result = subprocess.run(argv, cwd=str(paths.project), env=base_env(paths, api_url), stdout=handle,
+            env = base_env(paths, api_url)
+            # Left unresolved on purpose: each worker's flow-run process resolves it to its own checkout.
+            env.pop("CLAUSEGATE_PROJECT_DIR", None)
+            result = subprocess.run(argv, cwd=str(paths.project), env=env, stdout=handle,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise StackError(f"`prefect deploy` did not finish within {timeout:.0f} s.", code=DEPLOY_FAILED,

@@ -300,12 +300,10 @@ def test_cost():
 
 # ------------------------------------------------------------------ the policy inside real Prefect retries
 
-@pytest.fixture(scope="module")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
+@pytest.fixture
+def prefect_harness(prefect_server):
+    """The session's one Prefect server (tests/conftest.py)."""
+    return prefect_server
 
 
 @task(**{**MODEL_RETRY_POLICY, "retry_delay_seconds": 0, "retry_jitter_factor": None})
