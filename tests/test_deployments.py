@@ -151,7 +151,8 @@ def test_prefect_yaml_deploys_everything_non_interactively(deployed):
         props = nightly_dep.parameter_openapi_schema["properties"]
         assert props["work_queue"]["enum"] == ["high", "normal", "low"] and props["max_in_flight"]["type"] == "integer"
         alert = client.read_deployment_by_name("failure-alert/failure-alert")
-        assert alert.concurrency_limit == 1 and alert.work_queue_name == "high"
+        assert alert.global_concurrency_limit.limit == 1 and alert.work_queue_name == "high"
+        assert alert.concurrency_options.collision_strategy.value == "CANCEL_NEW"
         automations = client.read_automations_by_name("contract-review failed -> failure-alert check")
         assert len(automations) == 1 and automations[0].enabled
         assert client.read_automations_by_name("clausegate-zombie-runs")
