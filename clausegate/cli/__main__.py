@@ -1,0 +1,3 @@
+from clausegate.cli import app
+
+app()
