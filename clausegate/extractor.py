@@ -3,8 +3,9 @@
 ``extract_offline`` turns the pre-filtered passages into ``Clause`` objects: for each requested
 category ``c``, every passage whose probability for ``c`` is at or above
 ``extract_threshold[c]`` (artifact metadata; tuned on out-of-fold scores of CUAD's TRAIN split
-to maximise contract-level F1) becomes a clause with ``source="offline"``, the passage's page,
-the passage text and ``confidence`` = the passage's calibrated probability for ``c``.
+to maximise contract-level F1, never below 0.05 - ``OfflineModel.extract_threshold``) becomes a
+clause with ``source="offline"``, the passage's page, the passage text and ``confidence`` = the
+passage's probability for ``c`` (so a reported clause never has a near-zero confidence).
 
 ``category_confidence`` gives, per requested category, the maximum passage probability (0.0
 when nothing was kept): the cascade sends categories whose figure is neither clearly above

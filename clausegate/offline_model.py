@@ -6,16 +6,20 @@ The artifact in ``clausegate/models/`` is written by ``scripts/train_offline_mod
   (float32), ``coef`` (float16, categories x features), ``intercept`` (float32),
   ``categories`` (str);
 * ``offline_model.json``: version, training metadata (date, split, contract count, sklearn
-  version, feature settings) and the tuned per-category thresholds.
+  version, feature settings) and the tuned per-category thresholds (extraction thresholds are
+  floored at ``extract_threshold_floor``, 0.05, in training and again at runtime).
 
 Scoring rebuilds scikit-learn's ``TfidfVectorizer`` transform from the stored vocabulary and
-idf (same tokenisation settings), then applies one logistic regression per category.
+idf (same tokenisation settings), then applies one logistic regression per category; for a
+few rare categories (``keyword_priors`` in the metadata) a passage matching the category's
+keyword pattern gets a fixed boost added to its logit (pattern and boost chosen on TRAIN).
 Trained on CUAD v1 (Hendrycks et al., NeurIPS 2021), licensed CC BY 4.0.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +30,7 @@ MODEL_DIR = Path(__file__).resolve().parent / "models"
 NPZ_NAME = "offline_model.npz"
 META_NAME = "offline_model.json"
 MIN_SCALED_CATEGORIES = 6
+EXTRACT_THRESHOLD_FLOOR = 0.05  # lowest extraction threshold honoured at runtime
 
 
 @dataclass(frozen=True)
@@ -36,13 +41,19 @@ class OfflineModel:
     coef: np.ndarray  # float32, features x categories
     intercept: np.ndarray  # float32, categories
     vectorizer: object = field(repr=False)
+    # keyword priors: (category column, compiled pattern, logit boost) - see ``score_passages``
+    priors: tuple = field(default=(), repr=False)
 
     @property
     def category_index(self) -> dict[str, int]:
         return {c: i for i, c in enumerate(self.categories)}
 
     def extract_threshold(self, category: str) -> float:
-        return float(self.metadata["extract_threshold"][category])
+        """Passage probability at or above which ``category`` is extracted; never below the
+        artifact's ``extract_threshold_floor`` (default ``EXTRACT_THRESHOLD_FLOOR``), so a clause
+        is never reported with a near-zero confidence."""
+        floor = float(self.metadata.get("extract_threshold_floor", EXTRACT_THRESHOLD_FLOOR))
+        return max(floor, float(self.metadata["extract_threshold"][category]))
 
     def keep_thresholds(self, level: str | None = None, n_categories: int | None = None) -> dict[str, float]:
         """Pre-filter keep thresholds for a recall level and a playbook of ``n_categories``.
@@ -102,6 +113,12 @@ def _load(model_dir: str) -> OfflineModel:
         categories = tuple(str(c) for c in npz["categories"])
     if coef.shape != (len(categories), len(vocabulary)):
         raise ValueError(f"corrupt offline model artifact in {base}: coef shape {coef.shape}")
+    index = {c: i for i, c in enumerate(categories)}
+    priors = tuple(
+        (index[c], re.compile(p["pattern"], re.IGNORECASE), float(p["logit_boost"]))
+        for c, p in meta.get("keyword_priors", {}).items()
+        if c in index and float(p.get("logit_boost", 0.0))
+    )
     return OfflineModel(
         version=str(meta["version"]),
         categories=categories,
@@ -109,6 +126,7 @@ def _load(model_dir: str) -> OfflineModel:
         coef=np.ascontiguousarray(coef.T),
         intercept=intercept,
         vectorizer=_build_vectorizer(vocabulary, idf, meta["features"]),
+        priors=priors,
     )
 
 
@@ -117,8 +135,12 @@ def score_passages(texts: list[str], model: OfflineModel | None = None) -> np.nd
     model = model or load_model()
     if not texts:
         return np.zeros((0, len(model.categories)), dtype=np.float32)
-    X = model.vectorizer.transform([t if isinstance(t, str) else "" for t in texts])
+    texts = [t if isinstance(t, str) else "" for t in texts]
+    X = model.vectorizer.transform(texts)
     logits = np.asarray(X @ model.coef) + model.intercept
+    for col, pattern, boost in model.priors:  # keyword priors of rare categories
+        hits = np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(texts))
+        logits[hits, col] += boost
     return (1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))).astype(np.float32)
 
 

@@ -79,3 +79,32 @@ def test_cuad_holdout_contract_smoke():
     found = {c.category for c in clauses}
     truth = {r["category"] for r in rows}
     assert len(found & truth) >= 0.5 * len(truth)
+
+
+def test_thresholds_have_a_floor_and_no_clause_has_near_zero_confidence():
+    from clausegate.offline_model import load_model
+
+    model = load_model()
+    thresholds = extract_thresholds(list(CATEGORIES))
+    assert min(thresholds.values()) >= 0.05
+    assert all(model.extract_threshold(c) >= 0.05 for c in CATEGORIES)
+    cats = list(CATEGORIES)
+    for clause in extract_offline(prefilter(CONTRACT, cats), cats):
+        assert clause.confidence >= 0.05
+
+
+def test_keyword_priors_are_valid_and_applied():
+    from clausegate.offline_model import load_model, score_passages
+
+    model = load_model()
+    assert model.version >= "cuad-tfidf-lr-1.1"
+    priors = model.metadata.get("keyword_priors", {})
+    assert set(priors) <= set(CATEGORIES)
+    assert {c for c, _, _ in model.priors} == {model.category_index[c] for c in priors}
+    if "Non-Disparagement" in priors:
+        j = model.category_index["Non-Disparagement"]
+        with_kw, without = score_passages(
+            ["Neither party shall disparage the other party or its products during the term.",
+             "Neither party shall criticise the other party or its products during the term."], model
+        )[:, j]
+        assert with_kw > without
