@@ -31,6 +31,16 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    if _SERVER and _SERVER.process is not None:
+        # Flush Prefect's log and event workers while the server is still up (else ~75 s of retries at exit).
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+
+        for worker in (APILogWorker, EventsWorker):
+            try:
+                worker.drain_all(timeout=10)
+            except Exception:
+                pass
     if _SERVER:
         _SERVER.stop()
 

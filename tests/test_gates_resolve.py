@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 from clausegate.fakes.slack_server import FakeSlack
 from clausegate.gates import resolve_gate, waiting_gates
 from tests.test_gates_support import open_synthetic_gate, slack_settings, state_of
+from tests.test_gates_support import drained_prefect_workers  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.usefixtures("prefect_server")
+pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
 
 @pytest.fixture(scope="module")

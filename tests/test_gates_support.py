@@ -14,8 +14,9 @@ import socket
 import threading
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
+import pytest
 import uvicorn
 from prefect.client.orchestration import get_client
 from prefect.input.run_input import keyset_from_paused_state
@@ -135,3 +136,18 @@ class GatewayThread:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+
+
+@pytest.fixture(scope="module", autouse=False)
+def drained_prefect_workers():
+    """Flush Prefect's log and event workers after a module's in-process flows, while the server is still up.
+
+    Otherwise they flush at interpreter exit, after the session server has stopped, and retry for
+    over a minute ("Error logging to API ... All connection attempts failed").
+    """
+    yield
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10, at_exit=False)
+    EventsWorker.drain_all(timeout=10, at_exit=False)

@@ -19,8 +19,9 @@ from clausegate.fakes.slack_server import FakeSlack
 from clausegate.gateway import GatewayConfig, create_app
 from tests.slack_client import SlackTestClient, find_button, sign
 from tests.test_gates_support import SIGNING_SECRET, GatewayThread, open_synthetic_gate, slack_settings, state_of
+from tests.test_gates_support import drained_prefect_workers  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.usefixtures("prefect_server")
+pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
 
 @pytest.fixture(scope="module")
@@ -212,3 +213,29 @@ def _wait(predicate, timeout: float = 20.0):
         if time.monotonic() > deadline:
             raise TimeoutError("condition not met")
         time.sleep(0.05)
+
+
+def test_a_failed_resume_is_reported_back_in_slack(fake_slack, settings):
+    def broken_resolver(*args, **kwargs):
+        raise RuntimeError("Prefect API answered 503")
+
+    with GatewayThread(create_app(GatewayConfig(slack=settings, resolver=broken_resolver))) as server:
+        slack = SlackTestClient(server.url, SIGNING_SECRET, response_base=f"{fake_slack.url}/actions")
+        gate = open_synthetic_gate(settings)
+        response = slack.click(posted_message(fake_slack, gate), "approve",
+                               response_url=fake_slack.response_url("broken"))
+        assert response.status_code == 200
+        _wait(lambda: responses_for(fake_slack, "broken"))
+    text = responses_for(fake_slack, "broken")[0]["body"]["text"]
+    assert "Could not resume run" in text and "Prefect API answered 503" in text
+    assert state_of(gate.flow_run_id)[1] == "Suspended"
+
+
+def test_resolver_reports_an_unreachable_prefect_api():
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from clausegate.gates import resolve_gate
+
+    with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        outcome = resolve_gate(str(uuid.uuid4()), "approve", reviewer="dana", via="slack")
+    assert outcome.kind == "error" and "could not reach the Prefect API" in outcome.message

@@ -19,6 +19,7 @@ from clausegate.gates.model import DecisionInfo, Finding, GateRecord
 from clausegate.gates.notify import SlackError, call_slack, notify_gate
 from clausegate.gates.slack_view import decided_message, escalation_message, findings_table, gate_message
 from tests.test_gates_support import FINDINGS, free_port, slack_settings
+from tests.test_gates_support import drained_prefect_workers  # noqa: F401  (fixture)
 
 TOKEN = "xoxb-slack-tests"
 
@@ -162,7 +163,7 @@ def test_settings_block_masks_secrets_and_builds_the_client(fake):
 
 
 # -- the notification task: retries transient failures, not permanent ones, posts once per run ----
-@pytest.mark.usefixtures("prefect_server")
+@pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 def test_notify_task_retries_transient_failures_and_posts_once(fake):
     from prefect import flow
 

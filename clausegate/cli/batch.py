@@ -30,7 +30,11 @@ def _use_stack_api_url() -> str | None:
 
     state = stack.read_state(stack.StackPaths.for_project(Path.cwd()))
     if state and state.get("api_url") and stack.api_healthy(state["api_url"]):
+        # Prefect reads its settings when first imported: set the variable *and* the live settings.
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
         os.environ["PREFECT_API_URL"] = state["api_url"]
+        temporary_settings(updates={PREFECT_API_URL: state["api_url"]}).__enter__()
         return state["api_url"]
     return None
 

@@ -70,10 +70,10 @@ def gateway(
     import uvicorn
 
     from clausegate.errors import ClauseGateError
-    from clausegate.gateway.app import _load_config, create_app
+    from clausegate.gateway.app import load_config, create_app
 
     try:
-        config = _load_config(block)
+        config = load_config(block)
     except ClauseGateError as error:
         console.print(f"[red]{error}[/red]")
         raise typer.Exit(2)

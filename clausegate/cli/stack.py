@@ -45,6 +45,8 @@ def up(
     slack: Annotated[str, typer.Option(help="auto: a local fake Slack + demo block unless a SlackSettings block "
                                             "exists; demo; off")] = "auto",
     fake_slack_port: Annotated[int, typer.Option(help="port of the local fake Slack (demo mode)")] = 8902,
+    warm_start: Annotated[bool, typer.Option(help="fork flow runs from a preloaded process instead of starting a new "
+                                                  "Python per run (much less CPU per run; restart after code changes)")] = False,
     project: ProjectOpt = None,
     home: HomeOpt = None,
 ) -> None:
@@ -56,7 +58,7 @@ def up(
     options = stack.StackOptions(host=host, port=port, gateway_port=gateway_port, worker_limit=worker_limit,
                                  worker_query_seconds=query_seconds, nightly_cron=nightly_cron, timezone=timezone,
                                  api_url=api_url, start_worker=worker, start_gateway=gateway,
-                                 slack=slack, fake_slack_port=fake_slack_port)
+                                 slack=slack, fake_slack_port=fake_slack_port, warm_start=warm_start)
     try:
         state = stack.up(options, paths, echo=lambda msg: console.print(f"  {msg}"))
     except ClauseGateError as error:

@@ -29,6 +29,8 @@ from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.flow_runs import suspend_flow_run
+from prefect.runtime import flow_run as runtime_flow_run
+from pydantic import ValidationError
 
 from clausegate.gates import store
 from clausegate.gates.model import (
@@ -110,7 +112,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
     logger = get_run_logger()
     flow_run = context.flow_run
     categories = list(review.gated_categories)
-    key = gate_key(review.contract_id, categories, flow_run.run_count)
+    key = gate_key(review.contract_id, categories, runtime_flow_run.run_count)  # attempt number: kept by a resume
 
     if flow_run.deployment_id is None:
         logger.warning("gate %s: %s need a decision, but this run has no deployment and cannot wait; "
@@ -148,9 +150,26 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                         key, ", ".join(categories), record.sla_hours, record.suspend_timeout_seconds,
                         f"posted to {ref.channel}" if ref.ok else f"not posted ({ref.error})")
 
+    if record is None:  # answered, but the record is gone (not written by ClauseGate): still take the answer
+        record = GateRecord(key=key, flow_run_id=str(flow_run.id), contract_id=review.contract_id,
+                            filename=review.filename, playbook=review.playbook, categories=categories,
+                            findings=findings_of(review, categories), opened_at=now_utc(),
+                            sla_hours=_sla_hours(book, categories),
+                            suspend_timeout_seconds=suspend_timeout_seconds(_sla_hours(book, categories)))
     form = GateInput.with_initial_data(description=describe_for_ui(record))
-    # First time: suspends (the process exits here). After the resume: returns the answer.
-    answer = suspend_flow_run(wait_for_input=form, timeout=record.suspend_timeout_seconds, key=key)
+    try:
+        # First time: suspends (the process exits here). After the resume: returns the answer.
+        answer = suspend_flow_run(wait_for_input=form, timeout=record.suspend_timeout_seconds, key=key)
+    except RuntimeError as exc:  # the server refused to suspend (e.g. a subflow): do not fail the review
+        logger.warning("gate %s: cannot suspend (%s); the review is marked pending_decision", key, exc)
+        return GateOutcome([], "pending_decision", [Notice(
+            code="CG-GATE-CANNOT-SUSPEND", message=f"{', '.join(categories)} need a person's decision, but the run "
+                                                   f"could not wait for it: {exc}")])
+    except ValidationError:  # resumed without a valid answer (not possible through ClauseGate or the UI form)
+        logger.warning("gate %s: resumed without an answer; the review is marked pending_decision", key)
+        return GateOutcome([], "pending_decision", [Notice(
+            code="CG-GATE-NO-ANSWER", message=f"The run was resumed without an answer for {', '.join(categories)}; "
+                                              "no decision is recorded.")])
 
     with get_client(sync_client=True) as client:
         decided = decided or store.read_decision(client, flow_run.id, key)

@@ -18,7 +18,7 @@ from clausegate.gateway import slack
 from clausegate.gateway.config import GatewayConfig
 
 
-def _load_config(block_name: str | None) -> GatewayConfig:
+def load_config(block_name: str | None) -> GatewayConfig:
     from clausegate.errors import ConfigurationError
     from clausegate.gates import load_slack_settings, slack_block_name
 
@@ -33,7 +33,7 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         if getattr(app.state, "config", None) is None:
-            app.state.config = _load_config(block_name)
+            app.state.config = load_config(block_name)
         yield
 
     app = FastAPI(title="ClauseGate gateway", version="1", lifespan=lifespan,

@@ -5,10 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from fastapi import Request
 from slack_sdk.signature import SignatureVerifier
+
+if TYPE_CHECKING:
+    from blocks.slack import SlackSettings
 
 SIGNATURE_WINDOW_SECONDS = 60 * 5  # Slack's (and slack-sdk's) 5-minute window
 
@@ -40,9 +43,9 @@ class ReplayGuard:
 
 @dataclass
 class GatewayConfig:
-    """What the gateway's routes need. ``slack`` is a ``blocks.slack.SlackSettings``."""
+    """What the gateway's routes need: the Slack app's settings block and shared state."""
 
-    slack: object
+    slack: "SlackSettings"
     resolver: Callable | None = None  # default: clausegate.gates.resolve_gate (tests may inject)
     http_timeout_seconds: float = 10.0
     max_body_bytes: int = 256 * 1024
