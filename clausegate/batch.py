@@ -7,9 +7,9 @@ when no deployment/worker is available).
 Pieces
 ------
 ``load_source(spec)``
-    Pluggable contract source: a folder path (default, ``*.pdf`` recursively) or
+    Pluggable contract source: a folder path (default, ``*.pdf`` recursively),
     ``python:package.module:factory`` returning any object with ``name`` and ``discover()``
-    (an iterable of local file paths).
+    (an iterable of local file paths), or ``list:MANIFEST`` (one path per line; used for chunks).
 ``plan_batch(...)``
     Fingerprints every file (sha256 = contract id) and decides per contract: review it, or skip it
     because a report with that content hash + playbook already exists in ``out_dir`` (status not
@@ -30,6 +30,7 @@ Error codes owned here (runbook: docs/runbook.md): ``CG-BATCH-SOURCE``, ``CG-BAT
 
 from __future__ import annotations
 
+import contextvars
 import csv
 import importlib
 import json
@@ -56,8 +57,10 @@ RUN_FAILED = "CG-RUN-FAILED"
 
 DEFAULT_DEPLOYMENT = "contract-review/contract-review"
 REVIEW_FLOW_NAME = "contract-review"
-# Review statuses that count as "already reviewed" (a failed review is tried again next time).
-DONE_STATUSES = frozenset({"complete", "needs_legal", "changes_requested", "pending_decision"})
+# Review statuses that count as "already reviewed".  A failed review is tried again next time (unless
+# retry_failed is off); so is ``pending_decision`` — a review run without a deployment (CLI, inline
+# batch) that could not ask its gate; as a deployment run it suspends and asks.
+DONE_STATUSES = frozenset({"complete", "needs_legal", "changes_requested"})
 _CODE = re.compile(r"\bCG-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
 
 RowStatus = Literal["reviewed", "failed", "waiting", "skipped", "in-flight", "duplicate", "not-submitted", "unfinished"]
@@ -102,6 +105,32 @@ class FolderSource:
         return sorted(found)
 
 
+@dataclass
+class ListSource:
+    """The files named in a manifest (one path per line): how a batch hands a chunk to another run."""
+
+    manifest: Path
+
+    @property
+    def name(self) -> str:
+        return f"list:{self.manifest}"
+
+    def discover(self) -> list[Path]:
+        try:
+            lines = Path(self.manifest).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise BatchError(f"cannot read the contract list {self.manifest}: {exc.strerror or exc}",
+                             hint="the manifest must be on storage every worker can read") from None
+        return [Path(line) for line in lines if line.strip()]
+
+
+def write_manifest(folder: str | Path, name: str, candidates: list["Candidate"]) -> Path:
+    path = Path(folder) / f"{name}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{c.path}\n" for c in candidates), encoding="utf-8")
+    return path
+
+
 def load_source(spec: str | Path, base_dir: Path | None = None) -> ContractSource:
     """``folder`` / ``folder:PATH`` -> :class:`FolderSource`; ``python:module:attr`` -> ``attr()``
     (or ``attr`` itself when it already has ``discover``).  Relative folders are read from
@@ -120,6 +149,8 @@ def load_source(spec: str | Path, base_dir: Path | None = None) -> ContractSourc
             raise BatchError(f"contract source {text!r} has no discover() method.",
                              hint="return an object with `name` and `discover() -> paths`")
         return source
+    if text.startswith("list:"):
+        return ListSource(Path(text[len("list:"):]))
     if text.startswith("folder:"):
         text = text[len("folder:"):]
     path = Path(text).expanduser()
@@ -269,7 +300,7 @@ def plan_batch(
             continue
         seen[cid] = src.filename
         status = done.get(cid)
-        if status is not None and (status in DONE_STATUSES or not retry_failed):
+        if status is not None and (status in DONE_STATUSES or (not retry_failed and status != "pending_decision")):
             rows.append(ContractOutcome(file=src.filename, contract_id=cid[:12], status="skipped",
                                         review_status=status, detail="already reviewed (same content hash)"))
             continue
@@ -338,7 +369,10 @@ class LocalDispatcher:
     _candidates: dict[Future, Candidate] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=max(1, self.workers), thread_name_prefix="clausegate-batch")
+        # One at a time runs in the calling thread (Prefect task timeouts only interrupt there);
+        # more run in threads, each in a copy of the caller's context.
+        if self.workers > 1:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clausegate-batch")
 
     def _run(self, candidate: Candidate) -> ContractOutcome:
         from flows.contract_review import contract_review
@@ -359,12 +393,20 @@ class LocalDispatcher:
                                   flow_run_id=str(state.state_details.flow_run_id or ""), worker="in-process")
 
     def start(self, candidate: Candidate) -> Future:
-        assert self._pool is not None
-        future = self._pool.submit(self._run, candidate)
+        future: Future = Future()
+        if self._pool is not None:
+            # Run in a copy of this context: Prefect settings (e.g. the API URL) live in context variables.
+            future = self._pool.submit(contextvars.copy_context().run, self._run, candidate)
         self._candidates[future] = candidate
         return future
 
     def poll(self, tokens: list[Future], timeout: float) -> dict[Future, ContractOutcome]:
+        if self._pool is None:  # inline: run the oldest submitted contract now
+            future = tokens[0]
+            try:
+                future.set_result(self._run(self._candidates[future]))
+            except Exception as exc:  # noqa: BLE001
+                future.set_exception(exc)
         done, _ = wait(tokens, timeout=timeout, return_when=FIRST_COMPLETED)
         results: dict[Future, ContractOutcome] = {}
         for future in done:
@@ -378,7 +420,7 @@ class LocalDispatcher:
         return results
 
     def close(self) -> None:
-        if self._pool:
+        if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 

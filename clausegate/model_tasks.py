@@ -8,7 +8,7 @@ finished call in the cache whatever has been spent since.
 
 from __future__ import annotations
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 from pydantic import BaseModel, ConfigDict
 
@@ -112,6 +112,11 @@ def _call(ref: ProviderRef, system: str, user: str, schema, max_tokens: int, pro
         raise
     cost = client.pricing.cost(responses)
     record_spend(cost.eur, budget.budgets.period)
+    logger = get_run_logger()
+    for response in responses:
+        logger.info("model call %s (%s): %d in / %d out tokens, €%.5f, request %s", ref.block, response.model,
+                    response.input_tokens, response.output_tokens,
+                    client.pricing.eur(response.input_tokens, response.output_tokens), response.request_id)
     return parsed, cost, responses[-1].model or ref.model
 
 

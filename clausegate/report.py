@@ -69,6 +69,23 @@ def render_markdown(review: Review) -> str:
                 lines.append(f"| {category} | {_pages(clause.pages)} | {clause.confidence:.2f} | {_md_cell(_cut(clause.text))} |")
     else:
         lines.append("No clauses of the playbook's categories were found.")
+    if review.suggestions:
+        lines += ["", "## Suggested redlines and questions for the counterparty", ""]
+        for x in review.suggestions:
+            lines.append(f"- **{x.category}** ({_pages(x.pages) if x.pages else 'n/a'}): {_md_cell(x.redline)}")
+            lines += [f"  - {_md_cell(q)}" for q in x.questions]
+    if review.cost_by_step or review.cascade:
+        lines += ["", "## Cost", "", "| Step | Model calls | Input tokens | Output tokens | € |", "|---|---|---|---|---|"]
+        for step, c in review.cost_by_step.items():
+            lines.append(f"| {step} | {c.calls} | {c.input_tokens:,} | {c.output_tokens:,} | {c.eur:.4f} |")
+        t = review.cost
+        lines.append(f"| **run** | {t.calls} | {t.input_tokens:,} | {t.output_tokens:,} | {t.eur:.4f} |")
+        if review.cascade:
+            k = review.cascade
+            lines += ["", f"Cascade: {len(k.categories_sent)} of {k.categories_total} categories sent to the model "
+                          f"({', '.join(k.categories_sent) or 'none'}); prompt {k.prompt_tokens_sent:,} tokens vs. "
+                          f"{k.prompt_tokens_naive:,} for the whole document with every category; "
+                          f"model calls saved: {k.model_calls_saved}" + (" · **[TRUNCATED]**" if k.truncated else "")]
     if review.failure is None:
         lines += ["", f"## Missing categories ({len(review.missing_categories)})", ""]
         lines.append(", ".join(review.missing_categories) or "None: every category was found.")

@@ -35,8 +35,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clausegate.errors import ClauseGateError
 
 PORT_IN_USE = "CG-STACK-PORT-IN-USE"
@@ -126,6 +124,7 @@ class StackOptions:
     deploy: bool = True
     ui: bool = True
     slack: str = "auto"             # auto: demo unless a SlackSettings block exists; demo; off
+    warm_start: bool = False        # fork flow runs from a preloaded zygote (see "warm start" below)
     fake_slack_port: int = 8902
     server_ready_timeout: float = 180.0
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -356,7 +355,7 @@ def configure(api_url: str, paths: StackPaths, *, timezone_name: str, log: Calla
         try:
             client.read_work_pool(POOL)
         except ObjectNotFound:
-            client.create_work_pool(WorkPoolCreate(name=POOL, type="process",
+            client.create_work_pool(WorkPoolCreate(name=POOL, type="process", base_job_template=_process_template(),
                                                    description="ClauseGate: contract reviews on this machine's checkout"))
             log(f"created work pool {POOL!r} (process)")
         existing = {q.name: q for q in client.read_work_queues(work_pool_name=POOL)}
@@ -409,6 +408,8 @@ def register_block_types(modules: tuple[str, ...] = ("blocks.models", "blocks.sl
 
 
 def load_automations(path: Path) -> list[dict[str, Any]]:
+    import yaml
+
     if not path.is_file():
         return []
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -440,6 +441,8 @@ def apply_automations(path: Path, log: Callable[[str], None]) -> list[str]:
 
 def deployable(paths: StackPaths) -> tuple[list[str], list[tuple[str, str]]]:
     """Deployment names in prefect.yaml whose entrypoint file exists, and the skipped ones (+ why)."""
+    import yaml
+
     config = yaml.safe_load(paths.prefect_yaml.read_text(encoding="utf-8"))
     ok: list[str] = []
     skipped: list[tuple[str, str]] = []
@@ -475,6 +478,32 @@ def deploy(api_url: str, paths: StackPaths, names: list[str], *, log_file: Path,
         tail = log_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-8:]
         raise StackError(f"`prefect deploy` failed (exit {result.returncode}): " + " | ".join(tail), code=DEPLOY_FAILED,
                          hint=f"see {log_file}; fix prefect.yaml or the flow it names, then run `clausegate up` again")
+
+
+def _process_template() -> dict[str, Any]:
+    from prefect.workers.process import ProcessWorker
+
+    return ProcessWorker.get_default_base_job_template()
+
+
+def set_pool_command(api_url: str, command: str | None) -> None:
+    """Default flow-run command of the pool (None: Prefect's `python -m prefect.engine`)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolUpdate
+
+    with _settings(api_url), get_client(sync_client=True) as client:
+        pool = client.read_work_pool(POOL)
+        template = json.loads(json.dumps(pool.base_job_template or {})) or _process_template()
+        prop = template.get("variables", {}).get("properties", {}).get("command")
+        if prop is None:
+            return
+        current = prop.get("default")
+        if command is None and not (current or "").endswith("-m clausegate.stack warm-run"):
+            return  # leave someone else's command alone
+        if current == command:
+            return
+        prop["default"] = command
+        client.update_work_pool(POOL, WorkPoolUpdate(base_job_template=template))
 
 
 def set_nightly_schedule(api_url: str, cron: str | None, timezone_name: str) -> str | None:
@@ -599,9 +628,28 @@ def up(options: StackOptions, paths: StackPaths, echo: Callable[[str], None] = p
             state["nightly_schedule"] = set_nightly_schedule(api_url, options.nightly_cron, tz)
             write_state(paths, state)
 
+        set_pool_command(api_url, warm_command() if options.warm_start else None)
+        warm_env: dict[str, str] = {}
+        if options.warm_start and options.start_worker:
+            sock = paths.home / "warm.sock"
+            zygote = start_process("warm-start", [sys.executable, "-m", "clausegate.stack", "warm-serve", str(sock)],
+                                   env=base_env(paths, api_url, {**options.extra_env,
+                                                                 "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}),
+                                   log=paths.logs / "warm-start.log", cwd=paths.project)
+            remember(zygote)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and zygote.alive() and not sock.exists():
+                time.sleep(0.2)
+            if not sock.exists():
+                raise StackError("the warm-start process did not get ready.", hint=f"see {zygote.log}")
+            warm_env[WARM_SOCKET_ENV] = str(sock)
+            state["warm_start"] = str(sock)
+            echo(f"warm start: flow runs fork from a preloaded process ({sock})")
+
         if options.start_worker:
             env = base_env(paths, api_url, {"PREFECT_WORKER_QUERY_SECONDS": str(options.worker_query_seconds),
-                                            **options.extra_env})
+                                            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                                            **warm_env, **options.extra_env})
             worker = start_process("worker", prefect_argv("worker", "start", "--pool", POOL, "--name",
                                                           options.worker_name, "--limit", str(options.worker_limit)),
                                    env=env, log=paths.logs / "worker.log", cwd=paths.project)
@@ -693,10 +741,26 @@ def down(paths: StackPaths, echo: Callable[[str], None] = print) -> list[tuple[s
         outcome = stop_process(record)
         results.append((record.name, record.pid, outcome))
         echo(f"{record.name} (pid {record.pid}): {outcome}")
+    if state.get("warm_start") and state.get("api_url") and api_healthy(state["api_url"]):
+        try:  # the zygote is gone: give the pool Prefect's own command back
+            set_pool_command(state["api_url"], None)
+        except Exception as exc:  # noqa: BLE001 - the client falls back to the engine anyway
+            echo(f"could not reset the pool command ({exc})")
     state["processes"] = []
     state["stopped_at"] = time.time()
     write_state(paths, state)
     return results
+
+
+def describe_schedule(deployment_schedule) -> str:
+    sched = deployment_schedule.schedule
+    if getattr(sched, "cron", None):
+        text = f"cron {sched.cron} ({sched.timezone or 'UTC'})"
+    elif getattr(sched, "interval", None):
+        text = f"every {int(sched.interval.total_seconds())} s"
+    else:
+        text = str(sched)
+    return text + ("" if deployment_schedule.active else " [inactive]")
 
 
 def status(paths: StackPaths) -> dict[str, Any]:
@@ -727,7 +791,7 @@ def status(paths: StackPaths) -> dict[str, Any]:
         info["deployments"] = []
         for d in deps:
             info["deployments"].append({"name": d.name, "queue": d.work_queue_name, "paused": d.paused,
-                                        "schedules": [str(s.schedule) for s in d.schedules]})
+                                        "schedules": [describe_schedule(s) for s in d.schedules]})
         counts = {}
         for name in ("Late", "Suspended", "Paused", "Running", "Pending"):
             runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
@@ -735,3 +799,239 @@ def status(paths: StackPaths) -> dict[str, Any]:
             counts[name] = len(runs)
         info["runs"] = counts
     return info
+
+
+# ------------------------------------------------------------------------------------ warm start
+# Every Prefect flow run normally starts a fresh Python (`python -m prefect.engine`) that imports
+# Prefect, the flow and its libraries and loads the offline model: ~4 CPU-seconds before the first
+# line of review work, several times the work itself.  With `clausegate up --warm-start` a
+# *zygote* process does that once; the work pool's command becomes the tiny client below, which
+# asks the zygote to fork a child that runs `prefect.engine` for the flow run (same environment,
+# working directory and stdio as the client).  The client relays signals (cancellation) and exits
+# with the child's status, so the worker sees an ordinary process.  Without a reachable zygote the
+# client simply execs the normal engine.  Restart the stack after changing code: children run the
+# modules the zygote imported.
+WARM_SOCKET_ENV = "CLAUSEGATE_WARMSTART_SOCKET"
+WARM_PRELOAD = ("prefect.flow_engine", "prefect.flows", "prefect.deployments.steps", "prefect.engine",
+                "flows.contract_review")
+
+
+def warm_command() -> str:
+    return f"{sys.executable} -m clausegate.stack warm-run"
+
+
+def _exec_engine(args: list[str]) -> None:
+    os.execv(sys.executable, [sys.executable, "-m", "prefect.engine", *args])
+
+
+def warm_run(args: list[str]) -> int:
+    """The work pool's command: run this flow run in a child of the zygote (or the normal way)."""
+    import array
+    import struct
+
+    path = os.environ.get(WARM_SOCKET_ENV)
+    if not path:
+        _exec_engine(args)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        payload = json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "args": args}).encode()
+        conn.sendmsg([struct.pack("!I", len(payload))],
+                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+        conn.sendall(payload)
+        reader = conn.makefile("r")
+        first = reader.readline()
+    except OSError:
+        conn.close()
+        _exec_engine(args)
+        return 1  # not reached
+    if not first.startswith("pid "):
+        _exec_engine(args)
+    child = int(first.split()[1])
+
+    def relay(signum, _frame):
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, relay)
+    while True:
+        try:
+            line = reader.readline()
+        except InterruptedError:
+            continue
+        if not line:
+            return 1  # the zygote died: report a failure, the run is then marked crashed
+        if line.startswith("exit "):
+            return int(line.split()[1])
+
+
+def warm_serve(socket_path: str) -> None:
+    """The zygote: preload, then fork one child per request (single-threaded, no clients opened)."""
+    import array
+    import importlib
+    import select
+    import struct
+
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")  # no native thread pools in a process that forks
+    for module in WARM_PRELOAD:
+        importlib.import_module(module)
+    try:
+        from clausegate.offline_model import load_model
+
+        load_model()
+    except Exception as exc:  # noqa: BLE001 - children then load it themselves
+        print(f"warm start: offline model not preloaded ({exc})", flush=True)
+    import threading
+
+    if threading.active_count() != 1:
+        print(f"warm start: refusing to fork with threads running: {threading.enumerate()}", flush=True)
+        sys.exit(3)
+    if os.path.exists(socket_path):
+        os.unlink(socket_path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path)
+    os.chmod(socket_path, 0o600)
+    listener.listen(64)
+    zygote = os.getpid()
+    children: dict[int, socket.socket] = {}
+    print(f"warm start: ready on {socket_path} (pid {zygote})", flush=True)
+    stop = False
+
+    def on_term(_signum, _frame):
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    while not stop:
+        try:
+            readable, _, _ = select.select([listener, *children.values()], [], [], 0.2)
+        except InterruptedError:
+            readable = []
+        for sock in readable:
+            if sock is listener:
+                conn, _ = listener.accept()
+                try:
+                    request, fds = _read_request(conn, array, struct)
+                except (OSError, ValueError) as exc:
+                    print(f"warm start: bad request ({exc})", flush=True)
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:  # ---- child: never returns into this loop
+                    listener.close()
+                    for other in children.values():
+                        other.close()
+                    conn.close()
+                    _warm_child(request, fds)
+                for fd in fds:
+                    os.close(fd)
+                children[pid] = conn
+                conn.sendall(f"pid {pid}\n".encode())
+                print(f"warm start: flow run {request['env'].get('PREFECT__FLOW_RUN_ID', '?')} -> pid {pid}", flush=True)
+            else:  # the client went away (killed): take its child down too
+                try:
+                    data = sock.recv(64)
+                except OSError:
+                    data = b""
+                if not data:
+                    for pid, conn in list(children.items()):
+                        if conn is sock:
+                            try:
+                                os.kill(pid, signal.SIGTERM)
+                            except ProcessLookupError:
+                                pass
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = children.pop(pid, None)
+            if conn is not None:
+                try:
+                    conn.sendall(f"exit {os.waitstatus_to_exitcode(status) % 256}\n".encode())
+                except OSError:
+                    pass
+                conn.close()
+    if os.getpid() == zygote:
+        listener.close()
+        os.unlink(socket_path)
+
+
+def _read_request(conn: socket.socket, array, struct) -> tuple[dict[str, Any], list[int]]:
+    fds = array.array("i")
+    header, ancdata, _flags, _addr = conn.recvmsg(4, socket.CMSG_LEN(3 * fds.itemsize))
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    if len(header) != 4 or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("expected a 4-byte header and 3 file descriptors")
+    (size,) = struct.unpack("!I", header)
+    body = b""
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
+        if not chunk:
+            raise ValueError("truncated request")
+        body += chunk
+    return json.loads(body), list(fds)
+
+
+def _warm_child(request: dict[str, Any], fds: list[int]) -> None:
+    import runpy
+
+    code = 1
+    try:
+        os.setsid()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdin = open(0, "r", closefd=False)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        import prefect.context
+        import prefect.logging.configuration
+
+        prefect.context.refresh_global_settings_context()
+        prefect.logging.configuration.setup_logging()
+        sys.argv = ["prefect.engine", *request["args"]]
+        try:
+            runpy.run_module("prefect.engine", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()  # Prefect drains its log/event workers at exit
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "warm-run":
+        sys.exit(warm_run(sys.argv[2:]))
+    if len(sys.argv) == 3 and sys.argv[1] == "warm-serve":
+        warm_serve(sys.argv[2])
+        sys.exit(0)
+    sys.exit("usage: python -m clausegate.stack warm-run [FLOW_RUN_ID] | warm-serve SOCKET_PATH")

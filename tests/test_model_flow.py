@@ -108,7 +108,7 @@ def test_cascade_with_claude_and_repeat_nothing(tmp_path, anthropic, openai):
     for category in set(result.missing_categories) - set(result.cascade.categories_sent):
         assert f'"{category}"' not in asked
     report = next((tmp_path / "reports").glob("*.md")).read_text()
-    assert "€" in report
+    assert "| **run** | 2 |" in report and "Suggested redlines" in report and "Cascade:" in report
     calls = (anthropic.calls, openai.calls)
 
     again, states = review(tmp_path, pdf, book)

@@ -89,7 +89,8 @@ def batch_command(
     deployments: Annotated[bool, typer.Option("--deployments", help="require deployment runs (fail if unavailable)")] = False,
     queue: Annotated[str, typer.Option(help="work queue for deployment runs: high, normal or low")] = "normal",
     max_in_flight: Annotated[int, typer.Option(min=1, help="deployment runs open at once")] = 8,
-    workers: Annotated[int, typer.Option(min=1, help="parallel in-process reviews (local mode)")] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="parallel in-process reviews (local mode; >1 runs them in "
+                                                     "threads, where Prefect task timeouts cannot interrupt a step)")] = 1,
     retry_failed: Annotated[bool, typer.Option(help="review again contracts whose last review failed")] = True,
     limit: Annotated[int | None, typer.Option(help="review at most N new contracts")] = None,
     timeout_minutes: Annotated[float, typer.Option(help="stop waiting after this long (runs keep going)")] = 360,

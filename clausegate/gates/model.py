@@ -26,7 +26,7 @@ from prefect.input import RunInput
 from prefect.input.run_input import keyset_from_base_key
 from pydantic import BaseModel, ConfigDict, Field
 
-from clausegate.schemas import Review
+from clausegate.schemas import Review, Suggestion
 
 Decision = Literal["approve", "changes", "escalate"]
 Via = Literal["slack", "ui", "cli", "sla"]
@@ -96,6 +96,7 @@ class GateRecord(BaseModel):
     reasons: dict[str, str] = {}
     clauses_total: int = 0
     cost_eur: float = 0.0
+    suggestions: list[Suggestion] = []
     opened_at: datetime
     sla_hours: float
     suspend_timeout_seconds: int

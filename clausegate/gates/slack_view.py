@@ -64,6 +64,16 @@ def _table_block(findings: list[Finding]) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
+def _suggestion_blocks(record: GateRecord) -> list[dict[str, Any]]:
+    """Suggested redlines and counterparty questions (generation step), when there are any."""
+    if not record.suggestions:
+        return []
+    lines = [f"*{_escape(x.category)}* (p. {','.join(map(str, x.pages))}): {_escape(_cut(x.redline, 300))}"
+             + "".join(f"\n   ? {_escape(_cut(q, 150))}" for q in x.questions[:3]) for x in record.suggestions]
+    return [{"type": "section", "text": {"type": "mrkdwn",
+                                         "text": _cut("*Suggested redlines*\n" + "\n".join(lines), SECTION_LIMIT)}}]
+
+
 def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
     cats = ", ".join(record.categories)
     reasons = "".join(f"\n• *{_escape(c)}*: {_escape(r)}" for c, r in record.reasons.items() if r)
@@ -74,6 +84,7 @@ def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
             f"that need a person: {_escape(cats)}.{reasons}\n*SLA:* decide by {_when(record.sla_deadline)} "
             f"({record.sla_hours:g} h); then it escalates to legal.", SECTION_LIMIT)}},
         _table_block(record.findings),
+        *_suggestion_blocks(record),
         {"type": "context", "elements": [
             {"type": "mrkdwn", "text": f"Cost so far: €{record.cost_eur:.4f}"},
             {"type": "mrkdwn", "text": f"Run `{record.flow_run_id}`"},

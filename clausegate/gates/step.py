@@ -137,6 +137,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     findings=findings_of(review, categories),
                     reasons={g.category: g.reason for g in book.gates if g.category in categories},
                     clauses_total=len(review.clauses), cost_eur=review.cost.eur, opened_at=now_utc(),
+                    suggestions=[x for x in review.suggestions if x.category in categories],
                     sla_hours=sla, suspend_timeout_seconds=suspend_timeout_seconds(sla),
                     allowed_reviewers=settings.reviewers_for(categories) if settings else [],
                 )
