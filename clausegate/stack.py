@@ -200,6 +200,7 @@ def stop_process(record: ProcessRecord, timeout: float = 20.0) -> str:
     while time.monotonic() < deadline:
         _reap(record.pid)
         if not record.alive():
+            _reap(record.pid)  # it may have turned zombie after the first reap
             return "stopped"
         time.sleep(0.2)
     try:

@@ -209,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900, help="seconds to wait for the batch")
     ap.add_argument("--json", type=Path, help="write the result figures here")
     ap.add_argument("--keep", action="store_true", help="keep the throwaway folder (logs, database)")
+    ap.add_argument("--warm-start", action="store_true", help="one preloaded fork server per worker (clausegate up --warm-start)")
+    ap.add_argument("--playbook", help="playbook for the batch (default: a gate-free 6-category test playbook)")
     args = ap.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="clausegate-scaleout-"))
@@ -242,19 +244,38 @@ def main(argv: list[str] | None = None) -> int:
         log(f"deployed {', '.join(names)} from prefect.yaml")
 
         worker_names = [f"scaleout-worker-{chr(ord('a') + i)}" for i in range(args.workers)]
+        stack.set_pool_command(api_url, stack.warm_command() if args.warm_start else None)
         for name in worker_names:  # one PREFECT_HOME each: like separate machines
             env = {**os.environ, "PREFECT_HOME": str(base / name), "PREFECT_API_URL": api_url,
                    "CLAUSEGATE_PROJECT_DIR": str(ROOT), "PREFECT_WORKER_QUERY_SECONDS": "1",
                    "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+            if args.warm_start:
+                sock = base / f"{name}.sock"
+                procs.append(stack.start_process(f"{name}-warm", [sys.executable, "-m", "clausegate.stack", "warm-serve",
+                                                                   str(sock)],
+                                                 env={**env, "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"},
+                                                 log=base / f"{name}-warm.log", cwd=ROOT))
+                for _ in range(600):
+                    if sock.exists():
+                        break
+                    time.sleep(0.2)
+                env[stack.WARM_SOCKET_ENV] = str(sock)
             procs.append(stack.start_process(name, stack.prefect_argv("worker", "start", "--pool", stack.POOL, "--name",
                                                                        name, "--limit", str(args.worker_limit)),
                                              env=env, log=base / f"{name}.log", cwd=ROOT))
         log(f"started {len(worker_names)} workers (limit {args.worker_limit} each)")
 
         inbox = args.inbox.resolve() if args.inbox else base / "inbox"
-        files = sorted(inbox.glob("*.pdf")) if args.inbox else make_contracts(inbox, args.contracts)
+        if args.inbox:
+            from clausegate.batch import load_source
+
+            files = load_source(inbox).discover()
+        else:
+            files = make_contracts(inbox, args.contracts)
         book = base / "scaleout.yaml"
         book.write_text(PLAYBOOK)
+        if args.playbook:
+            book = Path(args.playbook).resolve() if Path(args.playbook).exists() else args.playbook
         out = base / "reports"
         from prefect.client.orchestration import get_client
         from prefect.client.schemas.filters import (
@@ -280,20 +301,28 @@ def main(argv: list[str] | None = None) -> int:
         by_worker = Counter(r.labels.get("prefect.worker.name", "?") for r in children)
         per_contract = Counter(next((t for t in r.tags if t.startswith("contract:")), r.name) for r in children)
         extract_per_run = Counter(str(t.flow_run_id) for t in extract_runs if t.state_name in ("Completed", "Cached"))
-        submitted: dict[str, list[str]] = {}
+        # Both workers may *try* the same scheduled run; the server lets one propose PENDING and tells the
+        # other to abort ("Aborted submission of flow run ..."). Executed = tried - aborted, per worker.
+        executed: dict[str, list[str]] = {}
+        races = 0
         for name in worker_names:
             text = (base / f"{name}.log").read_text(errors="replace")
-            for run_id in set(re.findall(r"submitting flow run '([0-9a-f-]{36})'", text)):
-                submitted.setdefault(run_id, []).append(name)
+            tried = set(re.findall(r"submitting flow run '([0-9a-f-]{36})'", text))
+            aborted = set(re.findall(r"Aborted submission of flow run '([0-9a-f-]{36})'", text))
+            races += len(tried & aborted)
+            for run_id in tried - aborted:
+                executed.setdefault(run_id, []).append(name)
         review_ids = {str(r.id) for r in children}
-        double = {rid: ws for rid, ws in submitted.items() if len(ws) > 1}
-        reports = sorted(out.glob("*-scaleout.json"))
+        double = {rid: ws for rid, ws in executed.items() if len(ws) > 1}
+        mislabelled = [r.name for r in children if executed.get(str(r.id)) != [r.labels.get("prefect.worker.name")]]
+        reports = [p for p in out.glob("*.json")]
         summary = json.loads(max((out / "batches").glob("*.json"), key=lambda p: p.stat().st_mtime).read_text())
         result = {
             "contracts": len(files), "review_runs": len(children), "completed": sum(r.state_name == "Completed" for r in children),
             "runs_per_worker": dict(by_worker), "max_runs_per_contract": max(per_contract.values(), default=0),
-            "distinct_contracts": len(per_contract), "runs_submitted_by_two_workers": len(double),
-            "review_runs_seen_in_worker_logs": len(review_ids & set(submitted)),
+            "distinct_contracts": len(per_contract), "runs_executed_by_two_workers": len(double),
+            "submission_races_aborted_by_server": races, "runs_whose_log_and_label_disagree": len(mislabelled),
+            "review_runs_seen_in_worker_logs": len(review_ids & set(executed)),
             "extract_tasks_per_run_max": max(extract_per_run.values(), default=0), "reports": len(reports),
             "batch_wall_seconds": round(wall, 1), "contracts_per_minute": round(len(children) / (wall / 60), 1),
             "batch_totals": summary["totals"], "database": "postgresql", "workers": worker_names,
@@ -302,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             "every contract has exactly one review run": result["distinct_contracts"] == len(files)
             and result["max_runs_per_contract"] == 1 and result["review_runs"] == len(files),
             "every review run completed": result["completed"] == len(files),
-            "no run was started by two workers": not double and result["review_runs_seen_in_worker_logs"] == len(files),
+            "no run was executed by two workers": not double and not mislabelled
+            and result["review_runs_seen_in_worker_logs"] == len(files),
             "each run extracted once": result["extract_tasks_per_run_max"] == 1,
             "one report per contract": result["reports"] == len(files),
             "work split across all workers": len([w for w in worker_names if by_worker.get(w, 0) > 0]) == len(worker_names),
@@ -312,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"batch: {len(children)} review runs in {wall:.1f} s ({result['contracts_per_minute']} contracts/min)")
         for name in worker_names:
             log(f"  {name}: {by_worker.get(name, 0)} runs")
+        log(f"  {races} submission race(s) between workers, each aborted by the server (one run, one worker)")
         for text, passed in checks.items():
             log(f"  [{'ok' if passed else 'FAILED'}] {text}")
         return 0 if result["ok"] else 1

@@ -82,6 +82,15 @@ def test_pluggable_python_source(tmp_path, monkeypatch):
         batch.load_source("python:my_source:Missing")
 
 
+def test_list_source_reads_a_manifest(tmp_path):
+    files = contracts(tmp_path / "in", 2)
+    todo, _ = batch.plan_batch(files, playbook="p", out_dir=tmp_path / "out")
+    manifest = batch.write_manifest(tmp_path / "m", "chunk-0", todo)
+    assert batch.load_source(f"list:{manifest}").discover() == [Path(c.path) for c in todo]
+    with pytest.raises(batch.BatchError):
+        batch.load_source(f"list:{tmp_path / 'missing.txt'}").discover()
+
+
 # ------------------------------------------------------------------------------ planning
 def test_plan_skips_reviewed_duplicates_in_flight_and_retries_failed(tmp_path):
     inbox, out = tmp_path / "inbox", tmp_path / "reports"
@@ -90,6 +99,7 @@ def test_plan_skips_reviewed_duplicates_in_flight_and_retries_failed(tmp_path):
     fake_report(out, a, "p", "complete")          # reviewed -> skipped
     fake_report(out, b, "p", "failed")            # failed last time -> reviewed again
     fake_report(out, c, "other", "complete")      # another playbook -> still to review
+    fake_report(out, e, "p", "pending_decision")  # its gate could not ask (no deployment) -> ask now
     from clausegate.pdf import fingerprint
 
     in_flight = {fingerprint(d).contract_id[:16]: "Suspended"}
@@ -101,8 +111,8 @@ def test_plan_skips_reviewed_duplicates_in_flight_and_retries_failed(tmp_path):
     assert by_file["copy-of-a.pdf"].status == "duplicate" or by_file["contract-00.pdf"].status == "duplicate"
     assert by_file["contract-03.pdf"].status == "in-flight" and by_file["contract-03.pdf"].gates_waiting == 1
 
-    todo, rows = batch.plan_batch(files, playbook="p", out_dir=out, retry_failed=False, limit=1)
-    assert [c_.filename for c_ in todo] == ["contract-02.pdf"]  # b skipped (failed, no retry); limit 1
+    todo, rows = batch.plan_batch(files, playbook="p", out_dir=out, retry_failed=False, limit=2)
+    assert [c_.filename for c_ in todo] == ["contract-02.pdf", "contract-03.pdf"]  # b: failed, no retry; limit 2
     assert any(r.file == "contract-01.pdf" and r.status == "skipped" for r in rows)
 
 

@@ -74,13 +74,26 @@ def deploy_once(tmp_root: Path) -> dict:
     return info
 
 
-def start_worker(log: Path, *, name: str, limit: int, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+def start_worker(log: Path, *, name: str, limit: int, extra_env: dict[str, str] | None = None,
+                 warm: bool = False) -> subprocess.Popen:
+    """A process worker on the `clausegate` pool; ``warm``: with a warm-start process (clausegate up --warm-start)."""
     env = {**os.environ, "CLAUSEGATE_PROJECT_DIR": str(ROOT), "PREFECT_WORKER_QUERY_SECONDS": "1",
            **(extra_env or {})}
     log.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", stack.POOL, "--name", name,
+    zygote = None
+    if warm:
+        sock = log.parent / "warm.sock"
+        zygote = stack.start_process("warm-start", [sys.executable, "-m", "clausegate.stack", "warm-serve", str(sock)],
+                                     env=env, log=log.parent / "warm-start.log", cwd=ROOT)
+        wait_for(lambda: sock.exists() or not zygote.alive(), timeout=120, interval=0.2, what="the warm-start process")
+        assert sock.exists(), (log.parent / "warm-start.log").read_text()
+        env[stack.WARM_SOCKET_ENV] = str(sock)
+    stack.set_pool_command(os.environ["PREFECT_API_URL"], stack.warm_command() if warm else None)
+    proc = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", stack.POOL, "--name", name,
                              "--limit", str(limit)], env=env, cwd=str(ROOT), stdout=open(log, "wb"),
                             stderr=subprocess.STDOUT, start_new_session=True)
+    proc.zygote = zygote  # type: ignore[attr-defined]
+    return proc
 
 
 def stop_worker(proc: subprocess.Popen) -> None:
@@ -91,6 +104,9 @@ def stop_worker(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+    if getattr(proc, "zygote", None) is not None:
+        stack.stop_process(proc.zygote)
+        stack.set_pool_command(os.environ["PREFECT_API_URL"], None)
 
 
 def wait_for(predicate, timeout: float, interval: float = 1.0, what: str = "condition"):
@@ -221,14 +237,24 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
         alert_runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["failure-alert"])))
         assert any(r.state_name == "Completed" for r in alert_runs)
 
-    # Second night: nothing new.  Reviewed contracts are skipped by content hash (failed ones would be
-    # retried; here that is switched off), so no contract-review run is created at all.
-    second = run_deployment("nightly-batch/nightly-batch", parameters={**params, "retry_failed": False},
-                            timeout=300, poll_interval=2)
-    assert second.state.is_completed()
+    # Second night: two new contracts and the old ones.  Reviewed contracts are skipped by content hash
+    # (the failed one would be retried; here that is off).  This time the batch runs in `chunks` mode:
+    # the new contracts are reviewed as subflows of nightly-batch chunk runs (no process per contract).
+    for i in (3, 4):
+        make_text_pdf(inbox / f"contract-{i}.pdf", [f"Contract {i}.", *PAGES])
+    second = run_deployment("nightly-batch/nightly-batch", timeout=300, poll_interval=2,
+                            parameters={**params, "retry_failed": False, "dispatch": "chunks", "chunks": 2,
+                                        "inline_threads": 1})
+    assert second.state.is_completed(), second.state
     with get_client(sync_client=True) as client:
         again = client.read_flow_runs(flow_run_filter=FlowRunFilter(
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[second.id])))
-    assert [r for r in again if r.name.startswith("review-")] == []
-    latest = max((out / "batches").glob("*.json"), key=lambda p: p.stat().st_mtime)
-    assert {r["status"] for r in json.loads(latest.read_text())["rows"]} == {"skipped"}
+        assert sorted(r.name.rsplit("-", 1)[0] for r in again) == [f"{second.name}-chunk"] * 2
+        grandchildren = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[r.id for r in again])))
+        assert sorted(r.name for r in grandchildren if r.name.startswith("review-")) == [
+            "review-contract-3.pdf", "review-contract-4.pdf"]
+    latest = max((out / "batches").glob(f"batch-*-{str(second.id)[:8]}.json"), key=lambda p: p.stat().st_mtime)
+    statuses = {r["file"]: r["status"] for r in json.loads(latest.read_text())["rows"]}
+    assert statuses == {"contract-0.pdf": "skipped", "contract-1.pdf": "skipped", "contract-2.pdf": "skipped",
+                        "locked.pdf": "skipped", "contract-3.pdf": "reviewed", "contract-4.pdf": "reviewed"}

@@ -31,7 +31,9 @@ def test_high_priority_runs_start_first_under_a_busy_worker(tmp_path):
         return run_deployment("contract-review/contract-review", timeout=0, work_queue_name=queue, tags=["priority-test"],
                               parameters={"source": str(pdf), "playbook": str(book), "out_dir": str(out)})
 
-    worker = start_worker(tmp_path / "worker.log", name="priority-test-worker", limit=1)
+    # Warm start (runs forked from a preloaded process) only to keep this test short; the plain process
+    # worker path is exercised by tests/test_deployments.py.
+    worker = start_worker(tmp_path / "worker.log", name="priority-test-worker", limit=1, warm=True)
     try:
         blocker = submit("blocker", "normal")
 

@@ -92,12 +92,12 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
     runner = CliRunner()
     result = runner.invoke(app, ["up", "--api-url", api_url, "--home", str(home), "--project", str(ROOT),
                                  "--gateway-port", "18787", "--fake-slack-port", "18902", "--worker-limit", "2",
-                                 "--nightly-cron", "30 1 * * *", "--timezone", "America/New_York"])
+                                 "--nightly-cron", "30 1 * * *", "--timezone", "America/New_York", "--warm-start"])
     try:
         assert result.exit_code == 0, result.output
         assert "ClauseGate is up" in result.output and "Gateway:  http://127.0.0.1:18787" in result.output
         state = json.loads((home / "stack.json").read_text())
-        assert [p["name"] for p in state["processes"]] == ["fake-slack", "worker", "gateway"]  # no server: reused
+        assert [p["name"] for p in state["processes"]] == ["fake-slack", "warm-start", "worker", "gateway"]  # no server
         assert state["server_started"] is False and state["slack"] == "demo"
         assert state["nightly_schedule"] == "30 1 * * * (America/New_York)"
         import httpx
@@ -114,6 +114,20 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
             time.sleep(1)
         assert info, "the worker never reported ONLINE"
         assert info["healthy"] and [q[:2] for q in info["queues"]][:3] == [("high", 1), ("normal", 2), ("low", 3)]
+        # A flow run on this worker goes through the warm start: forked from the preloaded process.
+        from prefect.deployments import run_deployment
+
+        from tests.pdf_factory import make_text_pdf
+
+        book = tmp_path / "stack-test.yaml"
+        book.write_text("name: stack-test\ncategories: [Governing Law]\n")
+        pdf = make_text_pdf(tmp_path / "warm.pdf", ["Governing Law. The laws of the State of New York govern."])
+        run = run_deployment("contract-review/contract-review", timeout=240, poll_interval=1, parameters={
+            "source": str(pdf), "playbook": str(book), "out_dir": str(tmp_path / "reports")})
+        assert run.state.is_completed(), run.state
+        assert f"flow run {run.id} -> pid" in (home / "logs" / "warm-start.log").read_text()
+        assert json.loads(next((tmp_path / "reports").glob("*.json")).read_text())["clauses"]
+
         status = runner.invoke(app, ["status", "--home", str(home), "--project", str(ROOT)])
         assert status.exit_code == 0 and "healthy" in status.output and "clausegate-local" in status.output
 
@@ -123,8 +137,13 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
         down = runner.invoke(app, ["down", "--home", str(home), "--project", str(ROOT)])
         _deactivate_schedules()
     assert down.exit_code == 0, down.output
-    for line in ("gateway", "worker", "fake-slack"):
+    for line in ("gateway", "worker", "warm-start", "fake-slack"):
         assert f"{line} (pid" in down.output
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:  # down gave the pool Prefect's own command back
+        template = client.read_work_pool(stack.POOL).base_job_template
+    assert template["variables"]["properties"]["command"]["default"] is None
     state = json.loads((home / "stack.json").read_text())
     assert state["processes"] == []
     assert stack.api_healthy(api_url), "down must not stop a server that up did not start"
