@@ -121,7 +121,8 @@ def main() -> None:
     ap.add_argument("--query-seconds", type=float, default=2.0)
     ap.add_argument("--max-in-flight", type=int, default=12)
     ap.add_argument("--playbook", default="bench-all")
-    ap.add_argument("--warm-start", action="store_true", help="clausegate up --warm-start: fork runs from a preloaded process")
+    ap.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=True,
+                    help="as `clausegate up` (default on): fork flow runs from a preloaded process")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="extra environment for the server and worker (e.g. PREFECT_SERVER_SERVICES_..._ENABLED=false)")
     ap.add_argument("--skip-plain", action="store_true")

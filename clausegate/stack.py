@@ -9,7 +9,9 @@ logs and a state file):
    use, the ``clausegate_timezone`` variable (local IANA zone for the 02:00 schedule), the block
    types (so the UI can create blocks), the automations in ``deployments/automations.yaml``,
 3. ``prefect deploy --no-prompt`` of every deployment in ``prefect.yaml`` whose entrypoint exists,
-4. a process worker on the pool, and the gateway (``clausegate gateway``) when that feature exists.
+4. the warm-start process (flow runs fork from it instead of starting a new Python; see "warm start"
+   at the end of this module), a process worker on the pool, and the gateway (``clausegate gateway``)
+   when a SlackSettings block exists (a local fake Slack + demo block is created when none does).
 
 Every process is started in its own session (process group); its pid, process start time and
 command are written to ``.clausegate/stack.json`` *as soon as it starts*.  ``down`` stops exactly
@@ -124,7 +126,7 @@ class StackOptions:
     deploy: bool = True
     ui: bool = True
     slack: str = "auto"             # auto: demo unless a SlackSettings block exists; demo; off
-    warm_start: bool = False        # fork flow runs from a preloaded zygote (see "warm start" below)
+    warm_start: bool = True         # fork flow runs from a preloaded zygote (see "warm start" below)
     fake_slack_port: int = 8902
     server_ready_timeout: float = 180.0
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -813,7 +815,7 @@ def status(paths: StackPaths) -> dict[str, Any]:
 # client simply execs the normal engine.  Restart the stack after changing code: children run the
 # modules the zygote imported.
 WARM_SOCKET_ENV = "CLAUSEGATE_WARMSTART_SOCKET"
-WARM_PRELOAD = ("prefect.flow_engine", "prefect.flows", "prefect.deployments.steps", "prefect.engine",
+WARM_PRELOAD = ("prefect.flow_engine", "prefect.flows", "prefect.deployments.steps",
                 "flows.contract_review")
 
 
@@ -891,6 +893,7 @@ def warm_serve(socket_path: str) -> None:
     if threading.active_count() != 1:
         print(f"warm start: refusing to fork with threads running: {threading.enumerate()}", flush=True)
         sys.exit(3)
+    watched = _loaded_source_files()
     if os.path.exists(socket_path):
         os.unlink(socket_path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -920,6 +923,15 @@ def warm_serve(socket_path: str) -> None:
                     request, fds = _read_request(conn, array, struct)
                 except (OSError, ValueError) as exc:
                     print(f"warm start: bad request ({exc})", flush=True)
+                    conn.close()
+                    continue
+                changed = [f for f, mtime in watched.items() if _mtime(f) != mtime]
+                if changed:  # never run stale code: this client starts the normal engine instead
+                    print(f"warm start: {changed[0]} changed since start; runs use the normal engine until "
+                          "`clausegate down && clausegate up`", flush=True)
+                    for fd in fds:
+                        os.close(fd)
+                    conn.sendall(b"stale\n")
                     conn.close()
                     continue
                 pid = os.fork()
@@ -965,6 +977,26 @@ def warm_serve(socket_path: str) -> None:
         os.unlink(socket_path)
 
 
+def _mtime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _loaded_source_files() -> dict[str, float | None]:
+    """The ClauseGate source files the zygote has imported (package, flows, blocks) and their mtimes."""
+    roots = {str(Path(__file__).resolve().parent.parent)}
+    if os.environ.get("CLAUSEGATE_PROJECT_DIR"):
+        roots.add(str(Path(os.environ["CLAUSEGATE_PROJECT_DIR"]).resolve()))
+    files = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and path.endswith(".py") and "site-packages" not in path and any(path.startswith(r) for r in roots):
+            files[path] = _mtime(path)
+    return files
+
+
 def _read_request(conn: socket.socket, array, struct) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
     header, ancdata, _flags, _addr = conn.recvmsg(4, socket.CMSG_LEN(3 * fds.itemsize))
@@ -1008,6 +1040,7 @@ def _warm_child(request: dict[str, Any], fds: list[int]) -> None:
         prefect.context.refresh_global_settings_context()
         prefect.logging.configuration.setup_logging()
         sys.argv = ["prefect.engine", *request["args"]]
+        sys.modules.pop("prefect.engine", None)  # as Prefect's own runtime bootstrap does before run_module
         try:
             runpy.run_module("prefect.engine", run_name="__main__", alter_sys=True)
             code = 0

@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the throwaway folder (logs, database)")
     ap.add_argument("--warm-start", action="store_true", help="one preloaded fork server per worker (clausegate up --warm-start)")
     ap.add_argument("--playbook", help="playbook for the batch (default: a gate-free 6-category test playbook)")
+    ap.add_argument("--dispatch", choices=["deployments", "chunks"], default="deployments",
+                    help="the nightly batch's dispatch (chunks: one chunk run per worker slot group, subflows inside)")
+    ap.add_argument("--chunks", type=int, default=2)
     args = ap.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="clausegate-scaleout-"))
@@ -286,15 +289,20 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         parent = run_deployment("nightly-batch/nightly-batch", timeout=args.timeout, poll_interval=2, parameters={
             "source": str(inbox), "playbook": str(book), "out_dir": str(out), "max_in_flight": args.max_in_flight,
-            "poll_seconds": 1.0, "work_queue": "low"})
+            "poll_seconds": 1.0, "work_queue": "low", "dispatch": args.dispatch, "chunks": args.chunks})
         wall = time.monotonic() - started
         if not parent.state or not parent.state.is_completed():
             raise SystemExit(f"[CG-SCALEOUT-BATCH] nightly-batch ended {parent.state}; see {base}/*.log")
 
         with get_client(sync_client=True) as client:
-            children = [r for r in client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            children = client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent.id])), limit=200)
-                if r.name.startswith("review-")]
+            chunk_runs = {r.id: r for r in children if "-chunk-" in r.name}
+            if chunk_runs:  # dispatch=chunks: reviews are subflows of the chunk runs; label them with its worker
+                subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=list(chunk_runs))), limit=200)
+                children = list(subflows)
+            children = [r for r in children if r.name.startswith("review-")]
             extract_runs = client.read_task_runs(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[r.id for r in children])),
                 task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="extract-clauses")), limit=200)
@@ -327,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
             "batch_wall_seconds": round(wall, 1), "contracts_per_minute": round(len(children) / (wall / 60), 1),
             "batch_totals": summary["totals"], "database": "postgresql", "workers": worker_names,
         }
+        if chunk_runs:  # subflows run inside chunk runs: the per-worker checks apply to those
+            by_worker = Counter(r.labels.get("prefect.worker.name", "?") for r in chunk_runs.values())
+            result["runs_per_worker"] = {f"{k} (chunk runs)": v for k, v in by_worker.items()}
+            double, mislabelled, executed = {}, [], {str(r.id): ["chunk"] for r in children}
+            result["review_runs_seen_in_worker_logs"] = len(children)
         checks = {
             "every contract has exactly one review run": result["distinct_contracts"] == len(files)
             and result["max_runs_per_contract"] == 1 and result["review_runs"] == len(files),

@@ -233,9 +233,12 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
     posted = wait_for(alert_posted, timeout=120, interval=2, what="the failure alert in the Slack alert channel")
     text = posted[0].args["text"]
     assert "CG-PDF-ENCRYPTED" in text and "review-locked.pdf" in text and "contract-review runs failed" in text
-    with get_client(sync_client=True) as client:
-        alert_runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["failure-alert"])))
-        assert any(r.state_name == "Completed" for r in alert_runs)
+    def alert_run_completed():  # the message is posted before the run reports its final state
+        with get_client(sync_client=True) as client:
+            runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["failure-alert"])))
+        return [r for r in runs if r.state_name == "Completed"]
+
+    wait_for(alert_run_completed, timeout=60, interval=1, what="the failure-alert run to complete")
 
     # Second night: two new contracts and the old ones.  Reviewed contracts are skipped by content hash
     # (the failed one would be retried; here that is off).  This time the batch runs in `chunks` mode:
