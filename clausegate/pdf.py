@@ -207,7 +207,7 @@ def parse_pdf(
 
     name = source.filename
     data = _read_verified(source)
-    _check_magic(name, data)
+    check_pdf_magic(name, data)
 
     tesseract = shutil.which("tesseract") if ocr == "auto" else None
     options = {"max_chars": max_chars, "timeout": float(timeout_seconds), "memory_mb": int(memory_mb),
@@ -265,7 +265,7 @@ _SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
 )
 
 
-def _check_magic(name: str, data: bytes) -> None:
+def check_pdf_magic(name: str, data: bytes) -> None:
     if _MAGIC in data[:_MAGIC_WINDOW]:
         return
     if not data:

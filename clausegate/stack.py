@@ -661,22 +661,22 @@ def up(options: StackOptions, paths: StackPaths, echo: Callable[[str], None] = p
                  f"{options.worker_query_seconds:g} s)")
 
         if options.start_gateway:
-            if state["slack"] in ("off", "missing"):
-                state["gateway_note"] = ("gateway not started: no SlackSettings block (create one, see docs/slack.md, "
-                                         "or drop --slack off), then `clausegate down && clausegate up`")
-                echo(state["gateway_note"])
-            elif gateway_available():
+            if gateway_available():
                 if not port_free(options.host, options.gateway_port):
                     raise StackError(f"gateway port {options.gateway_port} is already in use.", code=PORT_IN_USE,
                                      hint="`clausegate up --gateway-port N`")
                 gateway = start_process("gateway", clausegate_argv("gateway", "--host", options.host,
                                                                    "--port", str(options.gateway_port)),
-                                        env=base_env(paths, api_url, options.extra_env),
+                                        env=base_env(paths, api_url, {
+                                            "CLAUSEGATE_INBOX_DATA_DIR": str(paths.home / "inbox"),
+                                            "PREFECT_UI_URL": state.get("ui_url") or "", **options.extra_env}),
                                         log=paths.logs / "gateway.log", cwd=paths.project)
                 gateway.url = f"http://{options.host}:{options.gateway_port}"
                 remember(gateway)
                 if wait_port(options.host, options.gateway_port, 60, gateway):
                     state["gateway_url"] = gateway.url
+                    if state["slack"] in ("off", "missing"):
+                        state["gateway_note"] = "inbox only: no SlackSettings block, so Slack routes answer 503"
                 else:
                     echo(f"warning: the gateway did not open port {options.gateway_port}; see {gateway.log}")
             else:

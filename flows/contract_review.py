@@ -20,7 +20,9 @@ def _run_name() -> str:
     return "review-" + PurePath(str(flow_run.parameters.get("source", "contract"))).name
 
 
-@flow(name="contract-review", flow_run_name=_run_name, validate_parameters=True)
+# The review is the run's persisted result (JSON), so the inbox API can return it by task id.
+@flow(name="contract-review", flow_run_name=_run_name, validate_parameters=True, persist_result=True,
+      result_serializer="json")
 def contract_review(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports"):
     """Review one contract PDF against a playbook; write JSON + Markdown reports to ``out_dir``.
 

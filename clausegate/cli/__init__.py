@@ -6,5 +6,6 @@ from clausegate.cli import models  # noqa: F401  (registers `model-block`, `fake
 from clausegate.cli import gates  # noqa: F401  (registers `gates`, `resolve`, `gateway`)
 from clausegate.cli import batch  # noqa: F401  (registers `batch`)
 from clausegate.cli import stack  # noqa: F401  (registers `up`, `down`, `status`)
+from clausegate.cli import inbox  # noqa: F401  (registers `inbox keys`, `inbox audit`)
 
 __all__ = ["app"]

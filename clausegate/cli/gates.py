@@ -66,7 +66,8 @@ def gateway(
     port: Annotated[int, typer.Option(help="port to listen on")] = 8787,
     block: Annotated[str | None, typer.Option(help="SlackSettings block name (default: $CLAUSEGATE_SLACK_BLOCK or 'clausegate')")] = None,
 ) -> None:
-    """Run the Slack gateway (interactivity + /resolve) with uvicorn."""
+    """Run the gateway with uvicorn: the inbox API (/inbox, docs at /docs) and, with a SlackSettings block,
+    Slack interactivity + /resolve."""
     import uvicorn
 
     from clausegate.errors import ClauseGateError
@@ -77,6 +78,7 @@ def gateway(
     except ClauseGateError as error:
         console.print(f"[red]{error}[/red]")
         raise typer.Exit(2)
-    console.print(f"ClauseGate gateway on http://{host}:{port} (Slack block '{config.slack._block_document_name}'): "
-                  "POST /slack/interactions, POST /slack/commands, GET /healthz")
+    slack = (f"Slack block '{config.slack._block_document_name}': POST /slack/interactions, POST /slack/commands"
+             if config.slack is not None else "Slack: off (no SlackSettings block; see docs/slack.md)")
+    console.print(f"ClauseGate gateway on http://{host}:{port} — inbox: /inbox/tasks (API docs /docs); {slack}; GET /healthz")
     uvicorn.run(create_app(config), host=host, port=port, log_level="info")

@@ -69,7 +69,8 @@ def up(
     console.print(f"[bold green]ClauseGate is up.[/bold green]  Prefect UI: [link]{state['ui_url']}[/link]")
     console.print(f"  API:      {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
     if state.get("gateway_url"):
-        console.print(f"  Gateway:  {state['gateway_url']}")
+        console.print(f"  Gateway:  {state['gateway_url']}   inbox API docs: {state['gateway_url']}/docs "
+                      "(keys: `clausegate inbox keys create --sender NAME`)")
     else:
         console.print(f"  Gateway:  [yellow]{state.get('gateway_note', 'not started')}[/yellow]")
     console.print(f"  Slack:    {state.get('slack', '-')}"

@@ -78,6 +78,11 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     except (httpx.HTTPError, OSError) as exc:
         return _outcome("error", rid, f"could not reach the Prefect API to resume run {rid}: {exc}. "
                                       "Nothing was decided; try again.")
+    if outcome.kind == "resumed":  # the audit log: who decided what, when, through which channel
+        from clausegate import audit
+
+        audit.record(audit.audit_event("gate.decided", actor=reviewer, flow_run_id=rid, decision=word, via=via,
+                                       comment=comment, slack_user_id=slack_user_id, gate=gate))
     if outcome.kind in ("resumed", "already_decided") and settings is not None and outcome.record is not None:
         outcome = _update_slack(outcome, settings)
     return outcome

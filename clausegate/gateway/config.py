@@ -12,6 +12,7 @@ from slack_sdk.signature import SignatureVerifier
 
 if TYPE_CHECKING:
     from blocks.slack import SlackSettings
+    from clausegate.inbox.service import Inbox
 
 SIGNATURE_WINDOW_SECONDS = 60 * 5  # Slack's (and slack-sdk's) 5-minute window
 
@@ -43,17 +44,23 @@ class ReplayGuard:
 
 @dataclass
 class GatewayConfig:
-    """What the gateway's routes need: the Slack app's settings block and shared state."""
+    """What the gateway's routes need: the Slack app's settings block, the inbox, shared state.
 
-    slack: "SlackSettings"
+    Either may be absent: without Slack settings the Slack routes answer 503; without an inbox the
+    inbox routes do.
+    """
+
+    slack: "SlackSettings | None" = None
+    inbox: "Inbox | None" = None
     resolver: Callable | None = None  # default: clausegate.gates.resolve_gate (tests may inject)
     http_timeout_seconds: float = 10.0
     max_body_bytes: int = 256 * 1024
     replays: ReplayGuard = field(default_factory=ReplayGuard)
-    verifier: SignatureVerifier = field(init=False)
+    verifier: SignatureVerifier | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.verifier = SignatureVerifier(self.slack.signing_secret.get_secret_value())
+        if self.slack is not None:
+            self.verifier = SignatureVerifier(self.slack.signing_secret.get_secret_value())
 
     def resolve(self, *args, **kwargs):
         if self.resolver is not None:

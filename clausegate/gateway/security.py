@@ -11,6 +11,9 @@ from clausegate.gateway.config import GatewayConfig, get_config
 
 async def verified_slack_body(request: Request, config: Annotated[GatewayConfig, Depends(get_config)]) -> bytes:
     """The raw body of a request Slack really sent (403 otherwise). Verified before anything is parsed."""
+    if config.verifier is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "Slack is not configured on this gateway "
+                            "(no SlackSettings block; see docs/slack.md)")
     timestamp = request.headers.get("x-slack-request-timestamp")
     signature = request.headers.get("x-slack-signature")
     if not timestamp or not signature:

@@ -1,0 +1,90 @@
+"""`clausegate inbox keys create|list|revoke` and `clausegate inbox audit`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from clausegate.cli.app import app, console
+
+inbox_app = typer.Typer(help="The inbox API: its keys and audit log.", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys of inbox senders (only their hashes are stored, as Prefect variables).",
+                       no_args_is_help=True)
+inbox_app.add_typer(keys_app, name="keys")
+app.add_typer(inbox_app, name="inbox")
+
+
+@keys_app.command("create")
+def create_key(
+    sender: Annotated[str, typer.Option(help="the sender this key submits as and whose tasks it sees")],
+    admin: Annotated[bool, typer.Option(help="an admin key sees and acts on every sender's tasks")] = False,
+    rate_per_minute: Annotated[int | None, typer.Option(min=1, help="submissions per minute for this sender "
+                                                        "(default: CLAUSEGATE_INBOX_RATE_PER_MINUTE, 30)")] = None,
+    note: Annotated[str, typer.Option(help="who holds the key, for the list")] = "",
+) -> None:
+    """Create a key. It is printed once; store it in the client's secret store."""
+    from clausegate.inbox import keys, limits
+    from clausegate.inbox.settings import InboxSettings
+
+    key, record = keys.new_key(sender, admin=admin, rate_per_minute=rate_per_minute, note=note)
+    keys.save(record)
+
+    async def limit() -> None:
+        from prefect.client.orchestration import get_client
+
+        async with get_client() as client:
+            await limits.ensure_limit(client, sender, rate_per_minute or InboxSettings().rate_per_minute)
+
+    asyncio.run(limit())
+    console.print(f"key id {record.key_id} for sender '{sender}'{' (admin)' if admin else ''}:")
+    print(key)
+    console.print("[dim]Shown once. Send it as 'Authorization: Bearer <key>'. Revoke: "
+                  f"clausegate inbox keys revoke {record.key_id}[/dim]")
+
+
+@keys_app.command("list")
+def list_keys() -> None:
+    """Keys (id, sender, admin, created, revoked); never the keys themselves."""
+    from clausegate.inbox import keys
+
+    table = Table("key id", "sender", "admin", "rate/min", "created", "revoked", "note")
+    for r in keys.load_all():
+        table.add_row(r.key_id, r.sender, "yes" if r.admin else "", str(r.rate_per_minute or "default"),
+                      r.created.strftime("%Y-%m-%d %H:%M"), r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else "",
+                      r.note)
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def revoke_key(key_id: Annotated[str, typer.Argument(help="the key id (second part of cgk_<id>_…)")]) -> None:
+    """Revoke a key at once (its next request answers 401)."""
+    from clausegate.inbox import keys
+
+    record = keys.revoke(key_id)
+    if record is None:
+        console.print(f"[red]no key with id {key_id}[/red] (see `clausegate inbox keys list`)")
+        raise typer.Exit(1)
+    console.print(f"revoked key {key_id} of sender '{record.sender}'")
+
+
+@inbox_app.command("audit")
+def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None:
+    """The audit log (submissions, cancels, retries, gate decisions), newest first."""
+    from prefect.client.orchestration import get_client
+
+    from clausegate import audit
+
+    async def read():
+        async with get_client() as client:
+            return await audit.read(client, limit=limit)
+
+    table = Table("when (UTC)", "action", "who", "task / run", "details")
+    for event in asyncio.run(read()):
+        payload = dict(event.payload)
+        who, run = payload.pop("actor", ""), payload.pop("flow_run_id", "") or ""
+        details = ", ".join(f"{k}={v}" for k, v in payload.items() if v not in (None, ""))
+        table.add_row(event.occurred.strftime("%Y-%m-%d %H:%M:%S"), event.event.removeprefix(audit.PREFIX), who, run, details)
+    console.print(table)

@@ -1,0 +1,325 @@
+"""Inbox operations on Prefect: a task is a ``contract-review`` flow run; nothing is stored beside it.
+
+* submit: priority → the pool's work queue of the same name; sender, topic, priority, contract
+  hash and playbook become run tags (so listing and dedupe are Prefect filters); Prefect's own
+  flow-run ``idempotency_key`` makes a repeated submission return the first run — the client's key
+  if it sent one, else one derived from sender + content hash + playbook (+ how many earlier
+  attempts failed), which also makes two simultaneous identical submissions create one run.
+* read / list: the run's state → inbox status; the review is the run's persisted result.
+* cancel: Cancelled at once unless the run is executing (then Cancelling: the worker stops it).
+* retry: a failed run is set Scheduled again (as ``prefect flow-run retry`` does): same task id,
+  ``attempts`` + 1, and every step that finished before comes from the cache (not paid again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import binascii
+import json
+import re
+from uuid import UUID
+
+import httpx
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+    FlowRunFilterTags,
+)
+from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.client.schemas.sorting import FlowRunSort
+from prefect.exceptions import ObjectNotFound
+from prefect.states import Cancelled, Scheduled, State
+
+from clausegate import audit
+from clausegate.batch import contract_tag
+from clausegate.inbox import limits
+from clausegate.inbox.errors import BadSubmission, Conflict, NotFound, Unavailable
+from clausegate.inbox.intake import StoredContract
+from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller
+from clausegate.inbox.settings import PRIORITIES, InboxSettings
+from clausegate.inbox.status import (
+    STATE_TYPES,
+    TAG,
+    GateWaiting,
+    Submitted,
+    TaskError,
+    TaskPage,
+    TaskStatus,
+    TaskView,
+    error_code,
+    status_of,
+    tag,
+    tag_value,
+)
+from clausegate.schemas import Review
+
+TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:/@-]{0,79}$"
+IDEMPOTENCY_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
+RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
+FINAL = (StateType.COMPLETED, StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
+
+
+def validate_fields(*, caller: Caller, sender: str | None, topic: str | None, priority: str, playbook: str,
+                    idempotency_key: str | None, playbooks: dict[str, str]) -> str:
+    """The sender the task is filed under; BadSubmission (422) naming the field that is wrong."""
+    who = sender or caller.sender
+    if not re.match(SENDER_PATTERN, who):
+        raise BadSubmission(f"field 'sender': '{who}' is not a sender name", hint="lowercase letters, digits, '.', '_', '-'")
+    if who != caller.sender and not caller.admin:
+        raise BadSubmission(f"field 'sender': this API key belongs to '{caller.sender}' and cannot submit as '{who}'",
+                            hint=f"leave 'sender' out or send '{caller.sender}'")
+    if priority not in PRIORITIES:
+        raise BadSubmission(f"field 'priority': '{priority}' is not one of {', '.join(PRIORITIES)}", hint="use high, normal or low")
+    if playbook not in playbooks:
+        raise BadSubmission(f"field 'playbook': no playbook named '{playbook}'",
+                            hint=f"use one of: {', '.join(playbooks)}")
+    if topic is not None and not re.match(TOPIC_PATTERN, topic):
+        raise BadSubmission("field 'topic': 1-80 characters, starting with a letter or digit; letters, digits, "
+                            "spaces and . _ : / @ - only", hint="shorten or simplify the topic")
+    if idempotency_key is not None and not re.match(IDEMPOTENCY_PATTERN, idempotency_key):
+        raise BadSubmission("field 'idempotency_key': 1-128 characters of letters, digits and . _ : / @ -",
+                            hint="use e.g. a UUID or your own message id")
+    return who
+
+
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["o"]
+        if isinstance(offset, int) and 0 <= offset <= 1_000_000:
+            return offset
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        pass
+    raise BadSubmission("parameter 'cursor' is not a cursor this API returned", hint="start again without 'cursor'")
+
+
+class Inbox:
+    """The inbox's operations; one per gateway process, stateless apart from a deployment-id cache."""
+
+    def __init__(self, settings: InboxSettings, *, ui_url: str | None = None) -> None:
+        self.settings = settings
+        self.ui_url = (ui_url or "").rstrip("/") or None
+        self._deployment_id: UUID | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def _client(self):
+        from prefect.client.orchestration import get_client
+
+        return get_client()
+
+    def run_url(self, run_id: str) -> str | None:
+        return f"{self.ui_url}/runs/flow-run/{run_id}" if self.ui_url else None
+
+    async def _deployment(self, client) -> UUID:
+        if self._deployment_id is None:
+            try:
+                self._deployment_id = (await client.read_deployment_by_name(self.settings.deployment)).id
+            except ObjectNotFound:
+                raise Unavailable(f"the deployment '{self.settings.deployment}' does not exist on the Prefect server",
+                                  hint="deploy it (`clausegate up`, or `prefect deploy --all`); then submit again") from None
+        return self._deployment_id
+
+    async def _runs(self, client, tags: list[str], states: tuple[str, ...] | None = None, *, not_states=None,
+                    limit: int = 50, offset: int = 0, sort=FlowRunSort.EXPECTED_START_TIME_DESC) -> list[FlowRun]:
+        state = None
+        if states:
+            state = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in states]))
+        elif not_states:
+            state = FlowRunFilterState(type=FlowRunFilterStateType(not_any_=list(not_states)))
+        return await client.read_flow_runs(flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=tags), state=state),
+                                           sort=sort, limit=limit, offset=offset)
+
+    # ------------------------------------------------------------------ submit
+    async def admit(self, caller: Caller, record: ApiKeyRecord) -> None:
+        """Rate-limit a submission before its upload is read (429 when over)."""
+        async with self._client() as client:
+            await limits.take_submission_slot(client, caller.sender, record.rate_per_minute or self.settings.rate_per_minute)
+
+    async def submit(self, caller: Caller, contract: StoredContract, *, sender: str, topic: str | None, priority: str,
+                     playbook: str, idempotency_key: str | None) -> tuple[Submitted, bool]:
+        """(the task, created?) — an existing task is returned for a repeated submission."""
+        base = [TAG, tag("sender", sender), contract_tag(contract.sha256), tag("playbook", playbook)]
+        async with self._client() as client:
+            if idempotency_key is not None:
+                key = f"inbox:{sender}:key:{idempotency_key}"
+                key_tag = tag("key", hashlib.sha256(key.encode()).hexdigest()[:24])
+                earlier = await self._runs(client, [TAG, key_tag], limit=1)
+                if earlier:
+                    run = earlier[0]
+                    if contract_tag(contract.sha256) not in run.tags or tag("playbook", playbook) not in run.tags:
+                        raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
+                                       f"playbook (task {run.id})", hint="use a new idempotency_key for a different request")
+                    return await self._existing(client, caller, run, "same idempotency key"), False
+            live = await self._runs(client, base, not_states=[StateType.FAILED, StateType.CRASHED, StateType.CANCELLED,
+                                                                StateType.CANCELLING], limit=1)
+            if live:
+                return await self._existing(client, caller, live[0], "same contract and playbook"), False
+            if idempotency_key is None:
+                earlier_attempts = await self._runs(client, base, states=("FAILED", "CRASHED", "CANCELLED"), limit=200)
+                key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{len(earlier_attempts)}"
+                key_tag = None
+            tags = ["clausegate", *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
+            tags += [key_tag] if key_tag else []
+            # Prefect's idempotency key: a concurrent identical submission gets this same run back.
+            run = await client.create_flow_run_from_deployment(
+                await self._deployment(client), idempotency_key=key, work_queue_name=priority, tags=tags,
+                parameters={"source": str(contract.path), "playbook": self.settings.playbooks()[playbook],
+                            "out_dir": str(self.settings.reports_dir)})
+            await audit.record_async(client, audit.audit_event(
+                "inbox.submitted", actor=sender, flow_run_id=str(run.id), key_id=caller.key_id, admin=caller.admin,
+                priority=priority, topic=topic, playbook=playbook, contract_sha256=contract.sha256,
+                filename=contract.filename, size_bytes=contract.size_bytes, origin=contract.origin,
+                idempotency_key=idempotency_key))
+        return Submitted(task_id=str(run.id), status="pending", links=self._links(str(run.id))), True
+
+    async def _existing(self, client, caller: Caller, run: FlowRun, why: str) -> Submitted:
+        await audit.record_async(client, audit.audit_event("inbox.deduplicated", actor=caller.sender, flow_run_id=str(run.id),
+                                                           key_id=caller.key_id, reason=why))
+        return Submitted(task_id=str(run.id), status=status_of(run.state_type.value if run.state_type else None),
+                         duplicate_of_existing=True, links=self._links(str(run.id)))
+
+    def _links(self, run_id: str) -> dict[str, str]:
+        links = {"self": f"/inbox/tasks/{run_id}"}
+        if self.run_url(run_id):
+            links["ui"] = self.run_url(run_id)
+        return links
+
+    # ------------------------------------------------------------------ read
+    async def _owned_run(self, client, caller: Caller, task_id: str) -> FlowRun:
+        missing = NotFound(f"no task '{task_id}' for sender '{caller.sender}'",
+                           hint="check the task id returned by POST /inbox/tasks (tasks of other senders are not visible)")
+        try:
+            run = await client.read_flow_run(UUID(task_id))
+        except (ValueError, ObjectNotFound):
+            raise missing from None
+        sender = tag_value(run.tags, "sender")
+        if TAG not in run.tags or sender is None or not caller.may_see(sender):
+            raise missing
+        return run
+
+    async def get(self, caller: Caller, task_id: str) -> TaskView:
+        async with self._client() as client:
+            return await self.view(await self._owned_run(client, caller, task_id))
+
+    async def view(self, run: FlowRun) -> TaskView:
+        state_type = run.state_type.value if run.state_type else None
+        review = await self._review(run) if state_type in ("COMPLETED", "FAILED") else None
+        message = run.state.message if run.state else ""
+        code = error_code(message, state_type)
+        params = run.parameters or {}
+        source = str(params.get("source", ""))
+        view = TaskView(
+            task_id=str(run.id), status=status_of(state_type, review), state=run.state_name or "Scheduled",
+            sender=tag_value(run.tags, "sender") or "?", topic=tag_value(run.tags, "topic"),
+            priority=tag_value(run.tags, "priority") or (run.work_queue_name or "normal"),
+            playbook=tag_value(run.tags, "playbook") or str(params.get("playbook", "")),
+            contract={"filename": source.rsplit("/", 1)[-1], "sha256": review.contract_id if review else None,
+                      "tag": next((t for t in run.tags if t.startswith("contract:")), None)},
+            attempts=run.run_count, created=run.created, started=run.start_time, finished=run.end_time,
+            updated=run.updated,
+            error=TaskError(code=code, message=message or "the run failed without a message") if code else None,
+            review=review, links=self._links(str(run.id)))
+        if state_type == "PAUSED":
+            view.waiting = await asyncio.to_thread(self._gate_waiting, run)
+        return view
+
+    async def _review(self, run: FlowRun) -> Review | None:
+        try:
+            value = await run.state.aresult(raise_on_failure=False, retry_result_failure=False)
+        except Exception:  # noqa: BLE001 - no persisted result (e.g. crashed): the view says so through status/error
+            return None
+        if isinstance(value, Review):
+            return value
+        if isinstance(value, dict):
+            try:
+                return Review.model_validate(value)
+            except ValueError:
+                return None
+        return None
+
+    def _gate_waiting(self, run: FlowRun) -> GateWaiting:
+        from prefect.client.orchestration import get_client
+
+        from clausegate.gates import store
+
+        waiting = GateWaiting(ui_url=self.run_url(str(run.id)),
+                              resolve_command=f"clausegate resolve {run.id} approve|changes|escalate --comment '…'")
+        key = store.gate_key_of(run)
+        if key is None:
+            return waiting
+        with get_client(sync_client=True) as client:
+            record, slack = store.read_record(client, run.id, key), store.read_slack_ref(client, run.id, key)
+        if record is not None:
+            waiting.categories, waiting.findings = list(record.categories), len(record.findings)
+            waiting.sla_deadline = record.sla_deadline
+        if slack is not None and slack.ok and slack.channel and slack.ts:
+            waiting.slack_channel = slack.channel
+            waiting.slack_url = f"https://slack.com/archives/{slack.channel}/p{slack.ts.replace('.', '')}"
+        return waiting
+
+    async def list(self, caller: Caller, *, status: TaskStatus | None, sender: str | None, topic: str | None,
+                   limit: int, cursor: str | None) -> TaskPage:
+        offset = decode_cursor(cursor)
+        if sender is not None and not caller.may_see(sender):
+            return TaskPage(tasks=[], next_cursor=None)  # another sender's tasks do not exist for this key
+        tags = [TAG]
+        who = sender or (None if caller.admin else caller.sender)
+        if who:
+            tags.append(tag("sender", who))
+        if topic:
+            tags.append(tag("topic", topic))
+        async with self._client() as client:
+            runs = await self._runs(client, tags, STATE_TYPES[status] if status else None, limit=limit + 1, offset=offset)
+        more = len(runs) > limit
+        views = [await self.view(run) for run in runs[:limit]]
+        if status in ("done", "escalated"):
+            views = [v for v in views if v.status == status]
+        return TaskPage(tasks=views, next_cursor=encode_cursor(offset + limit) if more else None)
+
+    # ------------------------------------------------------------------ act
+    async def cancel(self, caller: Caller, task_id: str) -> TaskView:
+        async with self._client() as client:
+            run = await self._owned_run(client, caller, task_id)
+            if run.state_type in FINAL or run.state_type == StateType.CANCELLING:
+                raise Conflict(f"task {task_id} is already {status_of(run.state_type.value)}; nothing to cancel",
+                               hint="GET the task for its outcome")
+            message = f"CG-INBOX-CANCELLED: cancelled by '{caller.sender}' through the inbox"
+            executing = run.state_type in (StateType.RUNNING, StateType.PENDING)
+            new = State(type=StateType.CANCELLING, message=message) if executing else Cancelled(message=message)
+            result = await client.set_flow_run_state(run.id, new, force=not executing)
+            if result.status.value not in ("ACCEPT",):
+                raise Conflict(f"Prefect did not accept cancelling task {task_id}: {result.details}",
+                               hint="GET the task: it may have just finished")
+            await audit.record_async(client, audit.audit_event("inbox.cancelled", actor=caller.sender,
+                                                               flow_run_id=task_id, key_id=caller.key_id))
+            return await self.view(await client.read_flow_run(run.id))
+
+    async def retry(self, caller: Caller, task_id: str) -> TaskView:
+        async with self._client() as client:
+            run = await self._owned_run(client, caller, task_id)
+            if run.state_type not in RETRYABLE:
+                raise Conflict(f"task {task_id} is {status_of(run.state_type.value if run.state_type else None)}; "
+                               "only failed or cancelled tasks can be retried", hint="GET the task for its status")
+            result = await client.set_flow_run_state(
+                run.id, Scheduled(message=f"retried by '{caller.sender}' through the inbox"), force=True)
+            if result.status.value != "ACCEPT":
+                raise Conflict(f"Prefect did not accept retrying task {task_id}: {result.details}", hint="try again")
+            await audit.record_async(client, audit.audit_event("inbox.retried", actor=caller.sender, flow_run_id=task_id,
+                                                               key_id=caller.key_id, attempts_before=run.run_count))
+            return await self.view(await client.read_flow_run(run.id))
+
+
+def unavailable(exc: Exception) -> Unavailable:
+    return Unavailable(f"the Prefect API did not answer ({type(exc).__name__}); nothing was changed",
+                       hint="check the Prefect server (`clausegate status`), then try again")
+
+
+NETWORK_ERRORS: tuple[type[Exception], ...] = (httpx.TransportError,)

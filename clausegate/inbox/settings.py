@@ -1,0 +1,63 @@
+"""Inbox settings from the environment (``CLAUSEGATE_INBOX_*``); safe defaults for the local stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from typing_extensions import Annotated
+
+Priority = Literal["high", "normal", "low"]  # = the work queues of the clausegate pool (prefect.yaml)
+PRIORITIES: tuple[str, ...] = Priority.__args__  # type: ignore[attr-defined]
+
+
+class InboxSettings(BaseSettings):
+    """Where the inbox keeps files, which sources it may read, and its limits."""
+
+    model_config = SettingsConfigDict(env_prefix="CLAUSEGATE_INBOX_", extra="ignore")
+
+    data_dir: Path = Field(Path(".clausegate/inbox"), description="uploads/ and reports/ live here; the workers "
+                           "must see the same path (a shared folder when they run on other machines)")
+    source_dir: Path | None = Field(None, description="clients may reference files inside this folder by path; "
+                                    "unset = path references are refused")
+    url_allow_list: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="http(s) sources allowed by URL: 'host', 'host:port' or a URL prefix; "
+        "comma-separated in the environment; empty = URL references are refused")
+    playbooks_dir: Path | None = Field(None, description="extra playbooks clients may name (NAME.yaml in this "
+                                       "folder), besides the built-in ones")
+    max_upload_mb: float = Field(20.0, gt=0, description="largest accepted PDF")
+    url_timeout_seconds: float = Field(20.0, gt=0)
+    deployment: str = Field("contract-review/contract-review", description="the deployment each task runs as")
+    rate_per_minute: int = Field(30, ge=1, description="submissions per sender per minute (burst = the same "
+                                 "number) when the sender's key was created without its own limit")
+
+    @field_validator("url_allow_list", mode="before")
+    @classmethod
+    def _split(cls, value):
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    def playbooks(self) -> dict[str, str]:
+        """Playbook names clients may ask for → the value the flow gets (built-in name or file path)."""
+        from clausegate.playbook import builtin_playbooks
+
+        found = {name: name for name in builtin_playbooks()}
+        if self.playbooks_dir is not None and self.playbooks_dir.is_dir():
+            for path in sorted(self.playbooks_dir.glob("*.yaml")):
+                found.setdefault(path.stem, str(path.resolve()))
+        return found
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.data_dir.resolve() / "uploads"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.data_dir.resolve() / "reports"
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
