@@ -420,6 +420,27 @@ def load_automations(path: Path) -> list[dict[str, Any]]:
     return list(items or [])
 
 
+ZOMBIE_AUTOMATION = "clausegate-zombie-runs"
+
+
+def zombie_window(spec: dict[str, Any]) -> dict[str, Any]:
+    """``CLAUSEGATE_ZOMBIE_SECONDS`` (>= 45: heartbeats come every 30 s) replaces the zombie automation's 150 s."""
+    raw = os.environ.get("CLAUSEGATE_ZOMBIE_SECONDS")
+    if spec.get("name") != ZOMBIE_AUTOMATION or not raw:
+        return spec
+    try:
+        seconds = int(raw)
+    except ValueError:
+        raise StackError(f"CLAUSEGATE_ZOMBIE_SECONDS={raw!r} is not a number of seconds.", code=CONFIG_FAILED,
+                         hint="use e.g. 150 (at least 45: flow runs send a heartbeat every 30 s)") from None
+    if seconds < 45:
+        raise StackError(f"CLAUSEGATE_ZOMBIE_SECONDS={seconds} is too short: healthy runs would be crashed.",
+                         code=CONFIG_FAILED, hint="use at least 45 (flow runs send a heartbeat every 30 s)")
+    spec = {**spec, "trigger": {**spec["trigger"], "within": seconds}}
+    spec["actions"] = [{**a, "message": str(a.get("message", "")).replace("150 s", f"{seconds} s")} for a in spec["actions"]]
+    return spec
+
+
 def apply_automations(path: Path, log: Callable[[str], None]) -> list[str]:
     """Create or update (by name) every automation in ``path`` (same format as
     ``prefect automation create --from-file``)."""
@@ -429,7 +450,7 @@ def apply_automations(path: Path, log: Callable[[str], None]) -> list[str]:
     names: list[str] = []
     with get_client(sync_client=True) as client:
         for spec in load_automations(path):
-            automation = AutomationCore.model_validate(spec)
+            automation = AutomationCore.model_validate(zombie_window(spec))
             existing = client.read_automations_by_name(automation.name)
             if existing:
                 client.update_automation(existing[0].id, automation)

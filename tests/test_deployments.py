@@ -148,7 +148,7 @@ def test_prefect_yaml_deploys_everything_non_interactively(deployed):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
-    assert set(deployed["names"]) == {"contract-review", "nightly-batch", "sla-sweeper", "failure-alert"}, deployed
+    assert set(deployed["names"]) == {"contract-review", "nightly-batch", "sla-sweeper", "failure-alert", "dead-letters"}, deployed
     assert deployed["configured"]["queues"][:3] == [("high", 1), ("normal", 2), ("low", 3)]
     nightly = deployed["schedules"]["nightly-batch"][0]
     assert isinstance(nightly, CronSchedule) and nightly.cron == "0 2 * * *" and nightly.timezone == "Europe/Berlin"
