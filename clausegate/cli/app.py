@@ -1,7 +1,30 @@
 """The one Typer app and console every CLI module registers on."""
 
+import os
+from pathlib import Path
+
 import typer
 from rich.console import Console
 
 app = typer.Typer(help="ClauseGate: contract review as a Prefect flow.", no_args_is_help=True, add_completion=False)
 console = Console()
+_ACTIVE_SETTINGS: list = []
+
+
+def use_stack_api_url() -> str | None:
+    """PREFECT_API_URL, or the URL of a running `clausegate up` stack in this folder."""
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    from clausegate import stack
+
+    state = stack.read_state(stack.StackPaths.for_project(Path.cwd()))
+    if state and state.get("api_url") and stack.api_healthy(state["api_url"]):
+        # Prefect reads its settings when first imported: set the variable *and* the live settings.
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        os.environ["PREFECT_API_URL"] = state["api_url"]
+        # Keep the context manager referenced: a collected one would close and restore the old settings.
+        _ACTIVE_SETTINGS.append(temporary_settings(updates={PREFECT_API_URL: state["api_url"]}))
+        _ACTIVE_SETTINGS[-1].__enter__()
+        return state["api_url"]
+    return None

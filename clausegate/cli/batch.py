@@ -16,27 +16,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clausegate.cli.app import app, console
+from clausegate.cli.app import app, console, use_stack_api_url as _use_stack_api_url
 
 STATUS_STYLE = {"reviewed": "green", "waiting": "yellow", "failed": "red", "not-submitted": "red",
                 "unfinished": "red", "skipped": "dim", "in-flight": "dim", "duplicate": "dim"}
-
-
-def _use_stack_api_url() -> str | None:
-    """PREFECT_API_URL, or the URL of a running `clausegate up` stack in this folder."""
-    if os.environ.get("PREFECT_API_URL"):
-        return os.environ["PREFECT_API_URL"]
-    from clausegate import stack
-
-    state = stack.read_state(stack.StackPaths.for_project(Path.cwd()))
-    if state and state.get("api_url") and stack.api_healthy(state["api_url"]):
-        # Prefect reads its settings when first imported: set the variable *and* the live settings.
-        from prefect.settings import PREFECT_API_URL, temporary_settings
-
-        os.environ["PREFECT_API_URL"] = state["api_url"]
-        temporary_settings(updates={PREFECT_API_URL: state["api_url"]}).__enter__()
-        return state["api_url"]
-    return None
 
 
 def _deployment_ready(deployment: str) -> tuple[bool, str]:

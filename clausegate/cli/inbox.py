@@ -6,11 +6,25 @@ import asyncio
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
-from clausegate.cli.app import app, console
+from clausegate.cli.app import app, console, use_stack_api_url
 
-inbox_app = typer.Typer(help="The inbox API: its keys and audit log.", no_args_is_help=True)
+notes = Console(stderr=True)  # messages go to stderr, so `KEY=$(clausegate inbox keys create ...)` gets the key only
+
+
+
+def _server() -> None:
+    """Keys and the audit log live on a real Prefect server, never a temporary one."""
+    if use_stack_api_url() is None:
+        notes.print("[red][CG-INBOX-NO-SERVER][/red] no Prefect server: keys and the audit log live in its database. "
+                    "Next step: `clausegate up` in this folder, or export PREFECT_API_URL=http://HOST:4200/api")
+        raise typer.Exit(2)
+
+
+inbox_app = typer.Typer(help="The inbox API: its keys and audit log.", no_args_is_help=True,
+                        callback=lambda: _server())
 keys_app = typer.Typer(help="API keys of inbox senders (only their hashes are stored, as Prefect variables).",
                        no_args_is_help=True)
 inbox_app.add_typer(keys_app, name="keys")
@@ -39,9 +53,9 @@ def create_key(
             await limits.ensure_limit(client, sender, rate_per_minute or InboxSettings().rate_per_minute)
 
     asyncio.run(limit())
-    console.print(f"key id {record.key_id} for sender '{sender}'{' (admin)' if admin else ''}:")
+    notes.print(f"key id {record.key_id} for sender '{sender}'{' (admin)' if admin else ''}:")
     print(key)
-    console.print("[dim]Shown once. Send it as 'Authorization: Bearer <key>'. Revoke: "
+    notes.print("[dim]Shown once. Send it as 'Authorization: Bearer <key>'. Revoke: "
                   f"clausegate inbox keys revoke {record.key_id}[/dim]")
 
 
@@ -65,7 +79,7 @@ def revoke_key(key_id: Annotated[str, typer.Argument(help="the key id (second pa
 
     record = keys.revoke(key_id)
     if record is None:
-        console.print(f"[red]no key with id {key_id}[/red] (see `clausegate inbox keys list`)")
+        notes.print(f"[red]no key with id {key_id}[/red] (see `clausegate inbox keys list`)")
         raise typer.Exit(1)
     console.print(f"revoked key {key_id} of sender '{record.sender}'")
 
