@@ -246,7 +246,10 @@ def main() -> None:
     print("per contract-review run (from Prefect's records):")
     print(f"  queue wait (created -> claimed by worker)      {run_stats(stats['queue_wait'])}")
     print(f"  process start (claimed -> Running)             {run_stats(stats['process_start'])}")
+    print(f"  created -> Running (any dispatch)              {run_stats(stats['pre_start'])}")
     print(f"  flow run (Running -> end)                      {run_stats(stats['flow_run'])}")
+    busy = sum(stats["flow_run"])
+    print(f"  review runs busy: {busy:.0f} run-seconds in {wall:.0f} s wall = {busy / wall:.1f} running at once on average")
     print(f"  of which task run time                         {run_stats(stats['task_time'])}")
     for name, vals in sorted(stats["per_task"].items()):
         print(f"    {name:24s}                     {run_stats(vals)}")
@@ -322,7 +325,7 @@ def _breakdown(parent_id) -> dict:
         if chunk_runs:  # dispatch=chunks: the reviews are subflows of the chunk runs
             runs += children(chunk_runs)
         runs = [r for r in runs if r.name.startswith("review-")]
-        queue_wait, process_start, flow_run, task_time = [], [], [], []
+        queue_wait, process_start, flow_run, task_time, pre_start = [], [], [], [], []
         per_task: dict[str, list[float]] = {}
         for run in runs:
             states = client.read_flow_run_states(run.id)
@@ -336,6 +339,8 @@ def _breakdown(parent_id) -> dict:
                 process_start.append((at["Running"] - at["Pending"]).total_seconds())
             if run.start_time and run.end_time:
                 flow_run.append((run.end_time - run.start_time).total_seconds())
+            if run.start_time and run.created:
+                pre_start.append((run.start_time - run.created).total_seconds())
         ids = [r.id for r in runs]
         total_by_run: dict = {}
         for i in range(0, len(ids), 50):
@@ -356,6 +361,7 @@ def _breakdown(parent_id) -> dict:
             "failed": sum(r.state_type and r.state_type.value in ("FAILED", "CRASHED") for r in runs),
             "waiting": sum(r.state_type and r.state_type.value == "PAUSED" for r in runs),
             "queue_wait": queue_wait, "process_start": process_start, "flow_run": flow_run, "task_time": task_time,
+            "pre_start": pre_start,
             "per_task": per_task}
 
 

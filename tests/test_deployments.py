@@ -195,6 +195,13 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
     book.write_text(NO_GATES_PLAYBOOK)
     params = {"source": str(inbox), "playbook": str(book), "out_dir": str(out), "max_in_flight": 3, "poll_seconds": 1.0}
 
+    # Earlier failures in this session (other modules) may have put the alert in its cooldown: start clean.
+    from prefect.variables import Variable
+
+    from clausegate import alerts
+
+    Variable.unset(alerts.STATE_VARIABLE)
+
     started = time.monotonic()
     parent = run_deployment("nightly-batch/nightly-batch", parameters=params, timeout=400, poll_interval=2)
     elapsed = time.monotonic() - started

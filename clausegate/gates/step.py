@@ -181,6 +181,11 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
     decision = GateDecision(gate=key, categories=categories, decision=info.decision, reviewer=info.reviewer,
                             comment=info.comment, via=info.via, decided_at=info.decided_at)
     logger.info("gate %s: %s", key, info.describe())
+    if info.via == "ui":  # the Prefect UI form is the one answer path that does not pass resolve_gate: audit it here
+        from clausegate import audit
+
+        audit.record(audit.audit_event("gate.decided", actor=info.reviewer, flow_run_id=str(flow_run.id),
+                                       decision=info.decision, via="ui", comment=info.comment, gate=key))
     notices = []
     if ref is not None and not ref.ok:
         notices.append(Notice(code="CG-SLACK-UNDELIVERED", message=f"The gate message was not posted to Slack "
