@@ -248,8 +248,8 @@ def main() -> None:
     print(f"  process start (claimed -> Running)             {run_stats(stats['process_start'])}")
     print(f"  created -> Running (any dispatch)              {run_stats(stats['pre_start'])}")
     print(f"  flow run (Running -> end)                      {run_stats(stats['flow_run'])}")
-    busy = sum(stats["flow_run"])
-    print(f"  review runs busy: {busy:.0f} run-seconds in {wall:.0f} s wall = {busy / wall:.1f} running at once on average")
+    busy = sum(stats["flow_run"]) or sum(sum(v) for v in stats["per_task"].values())
+    print(f"  reviews busy: {busy:.0f} review-seconds in {wall:.0f} s wall = {busy / wall:.1f} running at once on average")
     print(f"  of which task run time                         {run_stats(stats['task_time'])}")
     for name, vals in sorted(stats["per_task"].items()):
         print(f"    {name:24s}                     {run_stats(vals)}")
@@ -324,6 +324,9 @@ def _breakdown(parent_id) -> dict:
         chunk_runs = [r.id for r in runs if "-chunk-" in r.name]
         if chunk_runs:  # dispatch=chunks: the reviews are subflows of the chunk runs
             runs += children(chunk_runs)
+        task_sources = None
+        if chunk_runs and not [r for r in runs if r.name.startswith("review-")]:
+            task_sources = chunk_runs  # chunk_reviews=tasks: the review steps are tasks of the chunk runs
         runs = [r for r in runs if r.name.startswith("review-")]
         queue_wait, process_start, flow_run, task_time, pre_start = [], [], [], [], []
         per_task: dict[str, list[float]] = {}
@@ -341,7 +344,7 @@ def _breakdown(parent_id) -> dict:
                 flow_run.append((run.end_time - run.start_time).total_seconds())
             if run.start_time and run.created:
                 pre_start.append((run.start_time - run.created).total_seconds())
-        ids = [r.id for r in runs]
+        ids = task_sources or [r.id for r in runs]
         total_by_run: dict = {}
         for i in range(0, len(ids), 50):
             offset = 0
@@ -356,7 +359,12 @@ def _breakdown(parent_id) -> dict:
                 if len(page) < 200:
                     break
                 offset += 200
-        task_time = list(total_by_run.values())
+        task_time = list(total_by_run.values()) if not task_sources else []
+
+    if task_sources:  # no run per contract: count reviews by their first and last step
+        return {"runs": len(per_task.get("fingerprint", [])), "completed": len(per_task.get("write-report", [])),
+                "failed": 0, "waiting": 0, "queue_wait": [], "process_start": [], "flow_run": [], "task_time": [],
+                "pre_start": [], "per_task": per_task}
     return {"runs": len(runs), "completed": sum(r.state_name == "Completed" for r in runs),
             "failed": sum(r.state_type and r.state_type.value in ("FAILED", "CRASHED") for r in runs),
             "waiting": sum(r.state_type and r.state_type.value == "PAUSED" for r in runs),

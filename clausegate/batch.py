@@ -358,13 +358,16 @@ class Dispatcher(Protocol):
 
 @dataclass
 class LocalDispatcher:
-    """Plain in-process calls of the contract-review flow (no deployment, no worker needed)."""
+    """In-process reviews (no deployment, no worker needed): each contract as a contract-review
+    subflow, or (``as_tasks``) as the review steps run as tasks of the calling flow run, which
+    skips the subflow's synchronous API writes (the batch chunk runs' fast path; gates deferred)."""
 
     playbook: str
     out_dir: str
     extractor: str | None = None
     workers: int = 1
     mode: str = "local"
+    as_tasks: bool = False
     _pool: ThreadPoolExecutor | None = None
     _candidates: dict[Future, Candidate] = field(default_factory=dict)
 
@@ -375,6 +378,8 @@ class LocalDispatcher:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clausegate-batch")
 
     def _run(self, candidate: Candidate) -> ContractOutcome:
+        if self.as_tasks:
+            return self._run_as_tasks(candidate)
         from flows.contract_review import contract_review
 
         started = time.monotonic()
@@ -391,6 +396,22 @@ class LocalDispatcher:
         return outcome_from_state(candidate, state_type=state.type.value, state_name=state.name, message=state.message,
                                   review=review, seconds=round(time.monotonic() - started, 2),
                                   flow_run_id=str(state.state_details.flow_run_id or ""), worker="in-process")
+
+    def _run_as_tasks(self, candidate: Candidate) -> ContractOutcome:
+        from prefect.runtime import flow_run
+        from prefect.states import State
+
+        from clausegate.review_pipeline import review_contract
+
+        started = time.monotonic()
+        result = review_contract(candidate.path, self.playbook, self.extractor, self.out_dir, ask_person=False)
+        state_type, message, review = "COMPLETED", "", result
+        if isinstance(result, State):
+            state_type, message, review = result.type.value, result.message or "", result.data
+        data = review.model_dump(mode="json") if isinstance(review, BaseModel) else None
+        return outcome_from_state(candidate, state_type=state_type, state_name=state_type.title(), message=message,
+                                  review=data, seconds=round(time.monotonic() - started, 2),
+                                  flow_run_id=str(flow_run.id or ""), worker="in-process")
 
     def start(self, candidate: Candidate) -> Future:
         future: Future = Future()

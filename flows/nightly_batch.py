@@ -60,6 +60,8 @@ def nightly_batch(
     dispatch: Literal["deployments", "chunks", "inline"] = "deployments",
     chunks: int = 2,
     inline_threads: int = 2,
+    inline_as: Literal["subflows", "tasks"] = "subflows",
+    chunk_reviews: Literal["subflows", "tasks"] = "tasks",
 ) -> dict:
     """Review every new contract in ``source`` (a folder, or ``python:module:factory``) with ``playbook``.
 
@@ -76,7 +78,11 @@ def nightly_batch(
       contract, so ~2x the throughput; contracts whose gate could not wait in a subflow
       (``pending_decision``) are then sent as contract-review deployment runs (cached steps), which
       suspend and ask;
-    * ``inline``: subflows inside this run only (one process; no spreading, no gates).
+    * ``inline``: reviews inside this run only (one process; no spreading, no gates): as subflows, or
+      (``inline_as: tasks``) as tasks of this run.
+
+    ``chunk_reviews``: how chunk runs review (``tasks``, the fast path: no run per contract; or
+    ``subflows``: one contract-review subflow per contract).
     """
     logger = get_run_logger()
     started = datetime.now(timezone.utc)
@@ -89,7 +95,8 @@ def nightly_batch(
         logger.warning("dispatch 'chunks' needs this batch to run as a deployment; reviewing inline instead")
         dispatch = "inline"
     if dispatch == "inline":
-        dispatcher = batch.LocalDispatcher(playbook=playbook, out_dir=out, extractor=extractor, workers=inline_threads)
+        dispatcher = batch.LocalDispatcher(playbook=playbook, out_dir=out, extractor=extractor, workers=inline_threads,
+                                           as_tasks=inline_as == "tasks")
         max_in_flight = max(1, inline_threads)
     else:
         dispatcher = batch.DeploymentDispatcher(playbook=playbook, out_dir=out, extractor=extractor,
@@ -121,7 +128,7 @@ def nightly_batch(
     if dispatch == "chunks" and todo:
         rows = _run_chunks(todo, chunks=chunks, playbook=playbook, out=out, extractor=extractor, work_queue=work_queue,
                            inline_threads=inline_threads, poll_seconds=poll_seconds, timeout_minutes=timeout_minutes,
-                           logger=logger)
+                           logger=logger, inline_as=chunk_reviews)
         waiting_gate = [r for r in rows if r.review_status == "pending_decision"]
         if waiting_gate:  # ask the person: as deployment runs these suspend at their gate
             by_id = {c.contract_id[:12]: c for c in todo}
@@ -144,7 +151,7 @@ def nightly_batch(
 
 
 def _run_chunks(todo, *, chunks, playbook, out, extractor, work_queue, inline_threads, poll_seconds, timeout_minutes,
-                logger) -> list[batch.ContractOutcome]:
+                logger, inline_as) -> list[batch.ContractOutcome]:
     """Split ``todo`` into nightly-batch deployment runs (dispatch=inline) and collect their rows."""
     import json
     import time
@@ -165,7 +172,8 @@ def _run_chunks(todo, *, chunks, playbook, out, extractor, work_queue, inline_th
                              flow_run_name=f"{flow_run.name}-chunk-{i}",
                              parameters={"source": f"list:{manifest}", "playbook": playbook, "out_dir": out,
                                          "extractor": extractor, "dispatch": "inline",
-                                         "inline_threads": inline_threads, "retry_failed": True})
+                                         "inline_threads": inline_threads, "inline_as": inline_as,
+                                         "retry_failed": True})
         runs[run.id] = group
     logger.info("%d contracts in %d chunk runs (%s)", len(todo), n, ", ".join(str(r)[:8] for r in runs))
     deadline = time.monotonic() + timeout_minutes * 60

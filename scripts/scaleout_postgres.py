@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         parent = run_deployment("nightly-batch/nightly-batch", timeout=args.timeout, poll_interval=2, parameters={
             "source": str(inbox), "playbook": str(book), "out_dir": str(out), "max_in_flight": args.max_in_flight,
-            "poll_seconds": 1.0, "work_queue": "low", "dispatch": args.dispatch, "chunks": args.chunks})
+            "poll_seconds": 1.0, "work_queue": "low", "dispatch": args.dispatch, "chunks": args.chunks,
+            "chunk_reviews": "subflows"})  # one review run per contract: the checks below count them
         wall = time.monotonic() - started
         if not parent.state or not parent.state.is_completed():
             raise SystemExit(f"[CG-SCALEOUT-BATCH] nightly-batch ended {parent.state}; see {base}/*.log")

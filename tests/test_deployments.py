@@ -249,7 +249,7 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
 
     # Second night: two new contracts and the old ones.  Reviewed contracts are skipped by content hash
     # (the failed one would be retried; here that is off).  This time the batch runs in `chunks` mode:
-    # the new contracts are reviewed as subflows of nightly-batch chunk runs (no process per contract).
+    # the new contracts are reviewed as tasks of nightly-batch chunk runs (no process, no run per contract).
     for i in (3, 4):
         make_text_pdf(inbox / f"contract-{i}.pdf", [f"Contract {i}.", *PAGES])
     second = run_deployment("nightly-batch/nightly-batch", timeout=300, poll_interval=2,
@@ -262,8 +262,10 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
         assert sorted(r.name.rsplit("-", 1)[0] for r in again) == [f"{second.name}-chunk"] * 2
         grandchildren = client.read_flow_runs(flow_run_filter=FlowRunFilter(
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[r.id for r in again])))
-        assert sorted(r.name for r in grandchildren if r.name.startswith("review-")) == [
-            "review-contract-3.pdf", "review-contract-4.pdf"]
+        assert not [r.name for r in grandchildren if r.name.startswith("review-")]  # no run per contract
+        steps = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[r.id for r in again])))
+        parsed = [t for t in steps if t.name.startswith("parse-pdf")]
+        assert len(parsed) == 2 and all(t.state_name == "Completed" for t in parsed)
     latest = max((out / "batches").glob(f"batch-*-{str(second.id)[:8]}.json"), key=lambda p: p.stat().st_mtime)
     statuses = {r["file"]: r["status"] for r in json.loads(latest.read_text())["rows"]}
     assert statuses == {"contract-0.pdf": "skipped", "contract-1.pdf": "skipped", "contract-2.pdf": "skipped",
