@@ -74,10 +74,10 @@ def nightly_batch(
     * ``deployments`` (default): one contract-review deployment run per contract, any worker takes
       them, gated findings suspend the run for a person;
     * ``chunks``: the contracts are split into ``chunks`` nightly-batch deployment runs (any worker)
-      that review their share as subflows (``inline_threads`` at a time): no Python process start per
-      contract, so ~2x the throughput; contracts whose gate could not wait in a subflow
-      (``pending_decision``) are then sent as contract-review deployment runs (cached steps), which
-      suspend and ask;
+      that review their share (``inline_threads`` at a time) as tasks of the chunk run (or, with
+      ``chunk_reviews: subflows``, as subflows): no process and no flow run per contract, ~4x the
+      throughput on SQLite; contracts whose gate needs a person (``pending_decision``) are then sent
+      as contract-review deployment runs (cached steps), which suspend and ask;
     * ``inline``: reviews inside this run only (one process; no spreading, no gates): as subflows, or
       (``inline_as: tasks``) as tasks of this run.
 
