@@ -72,7 +72,9 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     paths = run["report"](review, out_dir)
     logger.info("5/5 report: %s (cost €%.4f, %d model calls)", ", ".join(paths), review.cost.eur, review.cost.calls)
     if review.failure:
-        return Failed(message=f"{review.failure.code} at step '{review.failure.step}': report {paths[0]}", data=review)
+        # No data: a Failed state's result must be an exception (the partial review is in the report).
+        return Failed(message=f"{review.failure.code} at step '{review.failure.step}': {review.failure.message} "
+                              f"Partial report: {paths[0]}")
     return review
 
 

@@ -17,7 +17,15 @@ import pytest
 from clausegate import dead_letters, stack
 from tests.inbox_support import poll
 from tests.pdf_factory import make_slow_pdf
-from tests.test_deployments import NO_GATES_PLAYBOOK, SLACK_BLOCK, deploy_once, fake_slack, start_worker, stop_worker  # noqa: F401
+from tests.test_deployments import (  # noqa: F401  (fake_slack: fixture)
+    NO_GATES_PLAYBOOK,
+    SLACK_BLOCK,
+    cancel_unfinished,
+    deploy_once,
+    fake_slack,
+    start_worker,
+    stop_worker,
+)
 
 pytestmark = [pytest.mark.usefixtures("prefect_server")]
 
@@ -114,6 +122,7 @@ def test_a_run_killed_twice_is_requeued_once_then_dead_lettered_with_an_alert(tm
                     what="the dead letter")
     finally:
         stop_worker(worker)
+        cancel_unfinished(["failure-alert", "dead-letters"])  # none left for later modules' workers
     assert dead.state.message.startswith(dead_letters.CODE) and dead.run_count == 2, dead.state.message
     assert dead_letters.DEAD in dead.tags
 

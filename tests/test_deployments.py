@@ -109,6 +109,25 @@ def stop_worker(proc: subprocess.Popen) -> None:
         stack.set_pool_command(os.environ["PREFECT_API_URL"], None)
 
 
+def cancel_unfinished(flow_names: list[str]) -> int:
+    """Cancel runs of these flows left Scheduled/Pending/Running by an earlier test's stopped worker.
+
+    A stranded failure-alert run would hold that deployment's single concurrency slot, so every new
+    check would be cancelled (CANCEL_NEW) until its lease expired."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Cancelled
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=flow_names)), flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED, StateType.PENDING,
+                                                                       StateType.RUNNING]))), limit=200)
+        for run in runs:
+            client.set_flow_run_state(run.id, Cancelled(message="test cleanup: stranded by a stopped worker"), force=True)
+    return len(runs)
+
+
 def wait_for(predicate, timeout: float, interval: float = 1.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -195,12 +214,17 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
     book.write_text(NO_GATES_PLAYBOOK)
     params = {"source": str(inbox), "playbook": str(book), "out_dir": str(out), "max_in_flight": 3, "poll_seconds": 1.0}
 
-    # Earlier failures in this session (other modules) may have put the alert in its cooldown: start clean.
-    from prefect.variables import Variable
+    # Failures of earlier test modules trigger failure-alert runs too (one may run right now, as this
+    # worker starts) and would hold this test's alert back in the 10-minute cooldown: no cooldown here,
+    # and no run stranded by an earlier module's stopped worker holding the deployment's only slot.
+    from prefect.client.schemas.actions import DeploymentUpdate
 
-    from clausegate import alerts
+    cancel_unfinished(["failure-alert", "dead-letters"])
 
-    Variable.unset(alerts.STATE_VARIABLE)
+    with get_client(sync_client=True) as client:
+        alert_deployment = client.read_deployment_by_name("failure-alert/failure-alert")
+        client.update_deployment(alert_deployment.id, DeploymentUpdate(
+            parameters={**alert_deployment.parameters, "cooldown_minutes": 0}))
 
     started = time.monotonic()
     parent = run_deployment("nightly-batch/nightly-batch", parameters=params, timeout=400, poll_interval=2)
@@ -235,7 +259,8 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
     # The failed review (1 of 3 finished = 33 % > 5 %) fired the failure-alert automation; its run
     # posted the failing run and its error code to the alert channel.
     def alert_posted():
-        return [c for c in fake_slack.calls("chat.postMessage", ok_only=True) if c.args.get("channel") == "C0ALERTS"]
+        return [c for c in fake_slack.calls("chat.postMessage", ok_only=True)
+                if c.args.get("channel") == "C0ALERTS" and "review-locked.pdf" in c.args.get("text", "")]
 
     posted = wait_for(alert_posted, timeout=120, interval=2, what="the failure alert in the Slack alert channel")
     text = posted[0].args["text"]
