@@ -120,13 +120,13 @@ def test_a_run_killed_twice_is_requeued_once_then_dead_lettered_with_an_alert(tm
                      what="the requeue")
         dead = poll(lambda: _read(run.id), lambda r: r.state_type.value == "FAILED", timeout=120, interval=1,
                     what="the dead letter")
+        # The dead-letters run posts its alert after it failed the run: keep its worker until then.
+        alerts = poll(lambda: [c for c in fake_slack.calls("chat.postMessage", ok_only=True)
+                               if c.args.get("channel") == "C0ALERTS" and dead_letters.CODE in c.args.get("text", "")],
+                      bool, timeout=60, what="the dead-letter alert")
     finally:
         stop_worker(worker)
         cancel_unfinished(["failure-alert", "dead-letters"])  # none left for later modules' workers
     assert dead.state.message.startswith(dead_letters.CODE) and dead.run_count == 2, dead.state.message
     assert dead_letters.DEAD in dead.tags
-
-    alerts = poll(lambda: [c for c in fake_slack.calls("chat.postMessage", ok_only=True)
-                           if c.args.get("channel") == "C0ALERTS" and dead_letters.CODE in c.args.get("text", "")],
-                  bool, timeout=60, what="the dead-letter alert")
     assert str(run.id) in alerts[0].args["text"]
