@@ -21,7 +21,6 @@ import json
 import re
 from uuid import UUID
 
-import httpx
 from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterState,
@@ -316,10 +315,3 @@ class Inbox:
                                                                key_id=caller.key_id, attempts_before=run.run_count))
             return await self.view(await client.read_flow_run(run.id))
 
-
-def unavailable(exc: Exception) -> Unavailable:
-    return Unavailable(f"the Prefect API did not answer ({type(exc).__name__}); nothing was changed",
-                       hint="check the Prefect server (`clausegate status`), then try again")
-
-
-NETWORK_ERRORS: tuple[type[Exception], ...] = (httpx.TransportError,)

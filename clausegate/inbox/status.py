@@ -11,7 +11,6 @@ from pydantic import BaseModel, Field
 from clausegate.schemas import Review
 
 TaskStatus = Literal["pending", "processing", "waiting_for_human", "done", "escalated", "failed", "cancelled"]
-TASK_STATUSES: tuple[str, ...] = TaskStatus.__args__  # type: ignore[attr-defined]
 
 # Prefect state types per inbox status ("done" and "escalated" are both COMPLETED: the review tells them apart).
 STATE_TYPES: dict[str, tuple[str, ...]] = {
