@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clausegate import local_secrets
 from clausegate.errors import ClauseGateError
 
 PORT_IN_USE = "CG-STACK-PORT-IN-USE"
@@ -312,7 +313,12 @@ def local_timezone() -> str:
 
 
 def base_env(paths: StackPaths, api_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every process the stack starts: its Prefect home, API URL and API credential."""
     env = dict(os.environ)
+    env.pop("PREFECT_API_KEY", None)  # would take precedence over the basic-auth string and fail (401)
+    auth = local_secrets.api_auth_string()
+    if auth:
+        env["PREFECT_API_AUTH_STRING"] = auth
     env.update({
         "PREFECT_HOME": str(paths.prefect_home),
         "PREFECT_API_URL": api_url,
@@ -341,9 +347,14 @@ def gateway_available() -> bool:
 
 # ------------------------------------------------------------------------------------ configuration
 def _settings(api_url: str):
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    """Prefect client settings for the stack's server: its URL and, when there is one, the API credential."""
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-    return temporary_settings(updates={PREFECT_API_URL: api_url})
+    updates: dict[Any, Any] = {PREFECT_API_URL: api_url}
+    auth = local_secrets.api_auth_string()
+    if auth:
+        updates[PREFECT_API_AUTH_STRING] = auth
+    return temporary_settings(updates=updates)
 
 
 def configure(api_url: str, paths: StackPaths, *, timezone_name: str, log: Callable[[str], None]) -> dict[str, Any]:
@@ -611,11 +622,15 @@ def up(options: StackOptions, paths: StackPaths, echo: Callable[[str], None] = p
             if not port_free(options.host, options.port):
                 raise StackError(f"port {options.port} on {options.host} is already in use.", code=PORT_IN_USE,
                                  hint="stop what uses it, or `clausegate up --port N` (or --api-url to use that server)")
+            # Basic auth on the whole API (and the UI, which asks for the string): generated once, owner-only file.
+            auth = local_secrets.api_auth_string(create=True)
             env = base_env(paths, api_url, {
+                "PREFECT_SERVER_API_AUTH_STRING": auth,
                 "PREFECT_SERVER_API_HOST": options.host, "PREFECT_SERVER_API_PORT": str(options.port),
                 "PREFECT_UI_ENABLED": "true" if options.ui else "false", **options.extra_env})
             env.pop("PREFECT_API_URL")  # the server itself needs none
-            echo(f"starting Prefect server on {options.host}:{options.port} (SQLite in {paths.prefect_home}) …")
+            echo(f"starting Prefect server on {options.host}:{options.port} (SQLite in {paths.prefect_home}; API "
+                 f"credential in {local_secrets.secrets_dir() / local_secrets.AUTH_FILE}) …")
             server = start_process("server", prefect_argv("server", "start", "--host", options.host,
                                                           "--port", str(options.port)),
                                    env=env, log=paths.logs / "server.log", cwd=paths.project)

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from clausegate import stack  # noqa: E402
+from clausegate import local_secrets, stack  # noqa: E402
 
 PG_USER = "clausegate-pg"
 PLAYBOOK = """\
@@ -233,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
                       "PREFECT_SERVER_DATABASE_CONNECTION_URL": db_url, "PREFECT_UI_ENABLED": "false",
                       "PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port)}
         server_env.pop("PREFECT_API_URL", None)
+        # Authenticated like `clausegate up`: the server and every client share the generated credential.
+        auth = local_secrets.api_auth_string(create=True)
+        server_env["PREFECT_SERVER_API_AUTH_STRING"] = auth
+        os.environ["PREFECT_API_AUTH_STRING"] = auth
         server = stack.start_process("server", stack.prefect_argv("server", "start", "--host", "127.0.0.1", "--port",
                                                                   str(port)),
                                      env=server_env, log=base / "server.log", cwd=base)
@@ -240,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         if not stack.wait_healthy(api_url, 240, server):
             raise SystemExit(f"[CG-STACK-START] Prefect server on PostgreSQL not healthy; see {base / 'server.log'}")
         log(f"Prefect server on PostgreSQL: {api_url} ({time.monotonic() - t0:.0f} s)")
+        import httpx
+
+        if httpx.post(f"{api_url}/flow_runs/filter", json={}, timeout=10).status_code != 401:
+            raise SystemExit("[CG-STACK-AUTH] the Prefect API answered a request without the credential")
+        result["api_auth"] = "basic auth: anonymous requests answered 401"
         os.environ["PREFECT_API_URL"] = api_url
         stack.configure(api_url, paths, timezone_name=stack.local_timezone(), log=log)
         names = [n for n in stack.deployable(paths)[0] if n in ("contract-review", "nightly-batch")]

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import secrets
+
 import httpx
 
 
@@ -25,6 +27,8 @@ class PrefectServer:
         self.api_url = f"http://127.0.0.1:{self.port}/api"
         self.process: subprocess.Popen | None = None
         self.log_path = home / "server.log"
+        # Like `clausegate up`: the API answers only to clients holding the basic-auth credential.
+        self.auth_string = f"clausegate:{secrets.token_urlsafe(24)}"
 
     def env(self) -> dict[str, str]:
         return {
@@ -35,6 +39,9 @@ class PrefectServer:
             "PREFECT_SERVER_API_HOST": "127.0.0.1",
             "PREFECT_UI_ENABLED": "false",
             "PREFECT_LOGGING_LEVEL": "INFO",
+            "PREFECT_SERVER_API_AUTH_STRING": self.auth_string,
+            "PREFECT_API_AUTH_STRING": self.auth_string,
+            "CLAUSEGATE_SECRETS_DIR": str(self.home / "secrets"),
         }
 
     def start(self, timeout: float = 90) -> None:

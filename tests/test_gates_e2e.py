@@ -331,7 +331,8 @@ def test_cli_lists_and_resolves(stack, runs):
 def ui_resume(api_url: str, run_id: str, run_input: dict) -> dict:
     """``POST /api/flow_runs/{id}/resume`` as the Prefect UI's form sends it (retrying SQLite's 503 like the UI user)."""
     for _ in range(10):
-        response = httpx.post(f"{api_url}/flow_runs/{run_id}/resume", json={"run_input": run_input}, timeout=30)
+        response = httpx.post(f"{api_url}/flow_runs/{run_id}/resume", json={"run_input": run_input}, timeout=30,
+                              auth=tuple(os.environ["PREFECT_API_AUTH_STRING"].split(":", 1)))
         if response.status_code != 503:
             response.raise_for_status()
             return response.json()

@@ -7,5 +7,6 @@ from clausegate.cli import gates  # noqa: F401  (registers `gates`, `resolve`, `
 from clausegate.cli import batch  # noqa: F401  (registers `batch`)
 from clausegate.cli import stack  # noqa: F401  (registers `up`, `down`, `status`)
 from clausegate.cli import inbox  # noqa: F401  (registers `inbox keys`, `inbox audit`)
+from clausegate.cli import auth  # noqa: F401  (registers `auth show`, `auth rotate`)
 
 __all__ = ["app"]

@@ -11,14 +11,39 @@ console = Console()
 _ACTIVE_SETTINGS: list = []
 
 
-def use_stack_api_url() -> str | None:
-    """PREFECT_API_URL, or the URL of a running `clausegate up` stack in this folder."""
+@app.callback()
+def _prefect_credential() -> None:
+    """Every command that talks to a configured Prefect server sends the API credential."""
     if os.environ.get("PREFECT_API_URL"):
+        use_api_credential()
+
+
+def use_api_credential() -> None:
+    """Send the stack's API credential (basic auth) unless the environment already names one."""
+    from clausegate import local_secrets
+
+    if os.environ.get("PREFECT_API_AUTH_STRING"):
+        return
+    auth = local_secrets.api_auth_string()
+    if not auth:
+        return
+    from prefect.settings import PREFECT_API_AUTH_STRING, temporary_settings
+
+    os.environ["PREFECT_API_AUTH_STRING"] = auth
+    _ACTIVE_SETTINGS.append(temporary_settings(updates={PREFECT_API_AUTH_STRING: auth}))
+    _ACTIVE_SETTINGS[-1].__enter__()
+
+
+def use_stack_api_url() -> str | None:
+    """PREFECT_API_URL, or the URL of a running `clausegate up` stack in this folder (with its API credential)."""
+    if os.environ.get("PREFECT_API_URL"):
+        use_api_credential()
         return os.environ["PREFECT_API_URL"]
     from clausegate import stack
 
     state = stack.read_state(stack.StackPaths.for_project(Path.cwd()))
     if state and state.get("api_url") and stack.api_healthy(state["api_url"]):
+        use_api_credential()
         # Prefect reads its settings when first imported: set the variable *and* the live settings.
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
