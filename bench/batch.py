@@ -305,22 +305,26 @@ def _breakdown(parent_id) -> dict:
         FlowRunFilter,
         FlowRunFilterId,
         FlowRunFilterParentFlowRunId,
+        FlowRunFilterTags,
     )
     from prefect.client.schemas.sorting import FlowRunSort
 
     with get_client(sync_client=True) as client:
-        def children(parents):
+        def children(parents, *, tag=None):
             found, offset = [], 0
+            flt = (FlowRunFilter(tags=FlowRunFilterTags(all_=[tag])) if tag else
+                   FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=parents)))
             while True:
-                page = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=parents)), limit=200, offset=offset,
-                    sort=FlowRunSort.START_TIME_ASC)
+                page = client.read_flow_runs(flow_run_filter=flt, limit=200, offset=offset,
+                                             sort=FlowRunSort.START_TIME_ASC)
                 found += page
                 if len(page) < 200:
                     return found
                 offset += 200
 
         runs = children([parent_id])
+        # contract-review deployment runs are top-level runs carrying the batch's tag (they must be able to suspend)
+        runs += children([], tag=f"batch:{parent_id}")
         chunk_runs = [r.id for r in runs if "-chunk-" in r.name]
         if chunk_runs:  # dispatch=chunks: the reviews are subflows of the chunk runs
             runs += children(chunk_runs)

@@ -1,23 +1,34 @@
 """Benchmark the offline extractor on CUAD's HOLDOUT split (``clausegate.cuad_split.is_holdout``).
 
-    python bench/extractor.py [--limit N] [--recall-target balanced|high|max]
+    python bench/extractor.py [--limit N] [--png docs/quality/extractor.png] [--json FILE]
+                              [--previous docs/quality/extractor-previous.json]
 
 Pipeline per holdout contract: pypdf page text -> ``prefilter`` (all 41 categories) ->
-``extract_offline``.  Prints per-category precision / recall / F1:
+``extract_offline``.  Prints per-category precision / recall / F1 and the issue-13 table with
+its targets:
 
 * contract level ("is the clause present"): predicted when at least one clause of the
-  category is extracted; true when CUAD has at least one span of it for the contract;
-* passage level: over every passage of every page (``split_passages``), predicted when the
-  passage was extracted as a clause of the category; true when a CUAD span of the category
-  overlaps the passage (located as for training: ``cuad_split.locate_span``).
+  category is found (``possible`` clauses are not findings; "found or possible" is shown apart
+  for the high-risk categories); true when CUAD has at least one span of it for the contract;
+* passage level ("is this passage the clause?"): over every passage of every page
+  (``split_passages``); a passage is predicted for a category when a found clause's text lies
+  in it (located like CUAD's spans, ``cuad_split.locate_span``: the shown sentences are part
+  of the passage, or the clause runs across it); true when a CUAD span of the category
+  overlaps it;
+* calibration: a finding is right when one of its passages is a true passage of its category;
+  expected calibration error (ECE, 10 equal-width bins) of the findings' confidence;
+* latency: CPU time (one core) of ``prefilter`` + ``extract_offline`` per contract, page text given.
 
-Micro and macro F1 are over the 36 non-metadata categories (metadata rows shown for info).
+Micro and macro F1 are over the 36 non-metadata categories.  ``--previous`` is the JSON this
+script wrote for the previous model version (the PNG's bars compare with it); ``--json`` writes
+this run's.  The holdout is only read here: nothing is fitted or tuned on it.
 CUAD v1 (Hendrycks et al., NeurIPS 2021), CC BY 4.0.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -33,91 +44,236 @@ from prefilter import load_holdout, parsed_document  # noqa: E402  (bench/prefil
 from clausegate import cuad_split  # noqa: E402
 from clausegate.categories import CATEGORIES, CLAUSE_CATEGORIES, METADATA_CATEGORIES  # noqa: E402
 from clausegate.extractor import extract_offline  # noqa: E402
+from clausegate.offline_model import MODEL_DIR, load_model  # noqa: E402
 from clausegate.passages import split_passages  # noqa: E402
 from clausegate.prefilter import prefilter  # noqa: E402
+
+HIGH_RISK = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", "Minimum Commitment",
+             "Revenue/Profit Sharing", "Most Favored Nation"]  # the default playbook's high_risk list
+TARGETS = {"micro": 0.86, "macro": 0.74, "passage": 0.72, "hr_recall": 0.95, "hr_precision": 0.6, "min_f1": 0.5}
+DOCS = REPO / "docs" / "quality"
 
 
 def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    return p, r, f
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--limit", type=int, default=0)
-    ap.add_argument("--recall-target", default=None)
-    args = ap.parse_args()
-    t0 = time.time()
-    if not cuad_split.cuad_available():
-        sys.exit(f"CUAD not found at {cuad_split.cuad_dir()}")
-    docs = load_holdout(args.limit)
+def ece(conf: list[float], right: list[bool], bins: int = 10) -> tuple[float, list[dict]]:
+    conf_a, right_a = np.asarray(conf, dtype=float), np.asarray(right, dtype=float)
+    idx = np.minimum((conf_a * bins).astype(int), bins - 1)
+    total, table = 0.0, []
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            total += m.mean() * abs(right_a[m].mean() - conf_a[m].mean())
+            table.append({"bin": b, "n": int(m.sum()), "confidence": float(conf_a[m].mean()), "accuracy": float(right_a[m].mean())})
+    return float(total), table
+
+
+def evaluate(docs) -> dict:
     cats = list(CATEGORIES)
-    k = len(cats)
-    ci = {c: i for i, c in enumerate(cats)}
+    k, ci = len(cats), {c: i for i, c in enumerate(cats)}
     doc_counts = np.zeros((k, 3), dtype=int)  # tp fp fn
+    surf_counts = np.zeros((k, 3), dtype=int)  # found or possible
     pas_counts = np.zeros((k, 3), dtype=int)
     support = np.zeros(k, dtype=int)
-
+    conf, right, cpu = [], [], []
     for entry, pages, rows in docs:
         doc = parsed_document(entry, pages)
-        fd = prefilter(doc, cats, recall_target=args.recall_target)
-        clauses = extract_offline(fd, cats)
-        pred_doc = np.zeros(k, dtype=bool)
-        pred_pas: set[tuple[int, int, str]] = set()  # (category, page, passage text)
-        for cl in clauses:
-            pred_doc[ci[cl.category]] = True
-            pred_pas.add((ci[cl.category], cl.pages[0], cl.text))
-        truth_doc = np.zeros(k, dtype=bool)
+        t0 = time.process_time()
+        clauses = extract_offline(prefilter(doc, cats), cats)
+        cpu.append(time.process_time() - t0)
         page_passages = {pno: split_passages(t) for pno, t in enumerate(pages, start=1) if t.strip()}
-        truth_pas: set[tuple[int, int, str]] = set()
+        truth_pas: set[tuple[int, int, int]] = set()  # (category, page, passage index)
+        truth_doc = np.zeros(k, dtype=bool)
         for row in rows:
             c = ci[row["category"]]
             truth_doc[c] = True
             for pno in cuad_split.span_pages(row):
                 for i in cuad_split.locate_span(row["text"], page_passages.get(pno, [])):
-                    truth_pas.add((c, pno, page_passages[pno][i]))
+                    truth_pas.add((c, pno, i))
+        pred_doc, surfaced = np.zeros(k, dtype=bool), np.zeros(k, dtype=bool)
+        pred_pas: set[tuple[int, int, int]] = set()
+        for cl in clauses:
+            c = ci[cl.category]
+            surfaced[c] = True
+            if getattr(cl, "possible", False):
+                continue
+            pred_doc[c] = True
+            mine = {(c, pno, i) for pno in cl.pages for i in cuad_split.locate_span(cl.text, page_passages.get(pno, []))}
+            pred_pas |= mine
+            conf.append(float(cl.confidence))
+            right.append(bool(mine & truth_pas))
         support += truth_doc
-        doc_counts[:, 0] += pred_doc & truth_doc
-        doc_counts[:, 1] += pred_doc & ~truth_doc
-        doc_counts[:, 2] += ~pred_doc & truth_doc
+        for counts, pred in ((doc_counts, pred_doc), (surf_counts, surfaced)):
+            counts[:, 0] += pred & truth_doc
+            counts[:, 1] += pred & ~truth_doc
+            counts[:, 2] += ~pred & truth_doc
         for c, _, _ in pred_pas & truth_pas:
             pas_counts[c, 0] += 1
         for c, _, _ in pred_pas - truth_pas:
             pas_counts[c, 1] += 1
         for c, _, _ in truth_pas - pred_pas:
             pas_counts[c, 2] += 1
-
-    print(f"ClauseGate offline extractor benchmark - CUAD holdout ({cuad_split.SPLIT_NAME}): {len(docs)} contracts")
-    print("pipeline: pypdf pages -> prefilter(all 41, recall_target="
-          f"{args.recall_target or 'default'}) -> extract_offline")
-    header = (f"{'category':<36} {'n':>3} | {'contract P':>10} {'R':>6} {'F1':>6} | "
-              f"{'passage P':>9} {'R':>6} {'F1':>6}")
-    print(header)
-    print("-" * len(header))
-    f1_doc, f1_pas = {}, {}
-    for name in list(CLAUSE_CATEGORIES) + sorted(METADATA_CATEGORIES, key=cats.index):
+    model = load_model()
+    per_cat = {}
+    for name in cats:
         c = ci[name]
         dp, dr, df = prf(*doc_counts[c])
         pp, pr, pf = prf(*pas_counts[c])
-        f1_doc[name], f1_pas[name] = df, pf
-        meta = " (metadata)" if name in METADATA_CATEGORIES else ""
-        print(f"{(name + meta)[:36]:<36} {support[c]:>3} | {dp:>10.2f} {dr:>6.2f} {df:>6.2f} | "
-              f"{pp:>9.2f} {pr:>6.2f} {pf:>6.2f}")
+        sp_, sr, _ = prf(*surf_counts[c])
+        per_cat[name] = {"n": int(support[c]), "contract": [dp, dr, df], "passage": [pp, pr, pf],
+                         "found_or_possible": [sp_, sr]}
     idx = [ci[c] for c in CLAUSE_CATEGORIES]
+    e, bins = ece(conf, right)
+    return {
+        "model_version": model.version,
+        "contracts": len(docs),
+        "split": cuad_split.SPLIT_NAME,
+        "per_category": per_cat,
+        "contract_micro": prf(*doc_counts[idx].sum(axis=0)),
+        "contract_macro_f1": float(np.mean([per_cat[c]["contract"][2] for c in CLAUSE_CATEGORIES])),
+        "passage_micro": prf(*pas_counts[idx].sum(axis=0)),
+        "passage_macro_f1": float(np.mean([per_cat[c]["passage"][2] for c in CLAUSE_CATEGORIES])),
+        "findings": len(conf),
+        "ece": e,
+        "reliability": bins,
+        "cpu_ms_per_contract": {"median": 1000 * float(np.median(cpu)), "p95": 1000 * float(np.percentile(cpu, 95)),
+                                "max": 1000 * float(np.max(cpu))},
+        "artifact_bytes": sum(p.stat().st_size for p in MODEL_DIR.glob("offline_model.*")),
+    }
+
+
+def print_report(res: dict, prev: dict | None) -> None:
+    old = (prev or {}).get("per_category", {})
+    print(f"ClauseGate offline extractor - CUAD holdout ({res['split']}): {res['contracts']} contracts, "
+          f"model {res['model_version']}" + (f" (previous: {prev['model_version']})" if prev else ""))
+    header = (f"{'category':<36} {'n':>3} | {'contract P':>10} {'R':>5} {'F1':>5} {'prev':>5} | "
+              f"{'passage P':>9} {'R':>5} {'F1':>5}")
+    print(header)
     print("-" * len(header))
-    for label, counts, f1s in (("contract", doc_counts, f1_doc), ("passage", pas_counts, f1_pas)):
-        tp, fp, fn = counts[idx].sum(axis=0)
-        mp, mr, mf = prf(tp, fp, fn)
-        macro = float(np.mean([f1s[c] for c in CLAUSE_CATEGORIES]))
-        print(f"{label}-level over 36 clause categories: micro P {mp:.3f} R {mr:.3f} F1 {mf:.3f} | macro-F1 {macro:.3f}")
-    tp, fp, fn = doc_counts[idx].sum(axis=0)
-    micro = prf(tp, fp, fn)[2]
-    macro = float(np.mean([f1_doc[c] for c in CLAUSE_CATEGORIES]))
-    met = micro >= 0.80 and macro >= 0.65
-    print(f"TARGET contract-level micro-F1 >= 0.80 and macro-F1 >= 0.65: {'MET' if met else 'missed'} "
-          f"({micro:.3f} / {macro:.3f})")
+    for name in list(CLAUSE_CATEGORIES) + [c for c in CATEGORIES if c in METADATA_CATEGORIES]:
+        r = res["per_category"][name]
+        was = old.get(name, {}).get("contract", [0, 0, float("nan")])[2]
+        tag = " (metadata)" if name in METADATA_CATEGORIES else ""
+        print(f"{(name + tag)[:36]:<36} {r['n']:>3} | {r['contract'][0]:>10.2f} {r['contract'][1]:>5.2f} "
+              f"{r['contract'][2]:>5.2f} {was:>5.2f} | {r['passage'][0]:>9.2f} {r['passage'][1]:>5.2f} {r['passage'][2]:>5.2f}")
+    print()
+    rows = issue_table(res, prev)
+    w = max(len(r[0]) for r in rows)
+    print(f"{'held out, 36 clause categories':<{w}} | {'previous':>22} | {'now':>22} | target")
+    print("-" * (w + 70))
+    for label, was, now, target, met in rows:
+        print(f"{label:<{w}} | {was:>22} | {now:>22} | {target} {'MET' if met else 'missed' if met is not None else ''}")
+
+
+def issue_table(res: dict, prev: dict | None) -> list[tuple]:
+    def fmt(r, key, i=2):
+        return f"{r[key][i]:.3f}" if r else "-"
+
+    def low(r):
+        if not r:
+            return "-"
+        bad = [(c, r["per_category"][c]["contract"][2]) for c in CLAUSE_CATEGORIES if r["per_category"][c]["contract"][2] < TARGETS["min_f1"]]
+        return "; ".join(f"{c} {f:.2f}" for c, f in bad) or "none"
+
+    rows = [
+        ("contract-level micro-F1", fmt(prev, "contract_micro"), fmt(res, "contract_micro"), ">= 0.86",
+         res["contract_micro"][2] >= TARGETS["micro"]),
+        ("contract-level macro-F1", f"{prev['contract_macro_f1']:.3f}" if prev else "-", f"{res['contract_macro_f1']:.3f}",
+         ">= 0.74", res["contract_macro_f1"] >= TARGETS["macro"]),
+        ("passage-level micro-F1", fmt(prev, "passage_micro"), fmt(res, "passage_micro"), ">= 0.72",
+         res["passage_micro"][2] >= TARGETS["passage"]),
+    ]
+    for c in HIGH_RISK:
+        r, p = res["per_category"][c], (prev or {}).get("per_category", {}).get(c)
+        now = f"R {r['contract'][1]:.2f} P {r['contract'][0]:.2f} (n={r['n']})"
+        was = f"R {p['contract'][1]:.2f} P {p['contract'][0]:.2f}" if p else "-"
+        rows.append((f"high-risk {c}: recall @ precision", was, now, "R >= 0.95 at P >= 0.6",
+                     r["contract"][1] >= TARGETS["hr_recall"] and r["contract"][0] >= TARGETS["hr_precision"]))
+        fp_ = r["found_or_possible"]
+        rows.append((f"  ... found or possible", "-", f"R {fp_[1]:.2f} P {fp_[0]:.2f}", "(a person is asked)", None))
+    bad_now = low(res)
+    rows.append(("categories with F1 < 0.5", low(prev)[:22], bad_now[:22], "none", bad_now == "none"))
+    if bad_now != "none":
+        rows.append(("  (full list)", "", "", bad_now, None))
+    rows.append(("findings ECE (confidence vs right)", f"{prev['ece']:.3f}" if prev else "-", f"{res['ece']:.3f}",
+                 "lower", (res["ece"] <= prev["ece"]) if prev else None))
+    lat = res["cpu_ms_per_contract"]
+    lat_prev = (prev or {}).get("cpu_ms_per_contract")
+    rows.append(("CPU ms per contract (median / p95)", f"{lat_prev['median']:.0f} / {lat_prev['p95']:.0f}" if lat_prev else "-",
+                 f"{lat['median']:.0f} / {lat['p95']:.0f}", "<= 100", lat["median"] <= 100))
+    rows.append(("model artifact", f"{prev['artifact_bytes'] / 1e6:.1f} MB" if prev else "-",
+                 f"{res['artifact_bytes'] / 1e6:.1f} MB", "<= 30 MB", res["artifact_bytes"] <= 30e6))
+    return rows
+
+
+def plot(res: dict, prev: dict | None, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(CLAUSE_CATEGORIES)
+    now = [res["per_category"][c]["contract"][2] for c in names]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(16, 9), gridspec_kw={"width_ratios": [2.2, 1]})
+    y = np.arange(len(names))
+    if prev:
+        was = [prev["per_category"][c]["contract"][2] for c in names]
+        ax1.barh(y + 0.2, was, height=0.4, color="#bbbbbb", label=f"previous ({prev['model_version']})")
+    ax1.barh(y - 0.2, now, height=0.4, color="#2b6cb0", label=f"now ({res['model_version']})")
+    ax1.axvline(0.5, color="#c53030", lw=1, ls="--", label="F1 = 0.5")
+    ax1.set_yticks(y, [f"{c} ({res['per_category'][c]['n']})" for c in names], fontsize=8)
+    ax1.invert_yaxis()
+    ax1.set_xlim(0, 1)
+    ax1.set_xlabel("contract-level F1 on the CUAD holdout (n = contracts with the clause)")
+    ax1.set_title(f"Per-category F1, {res['contracts']} held-out contracts: micro {res['contract_micro'][2]:.2f}, "
+                  f"macro {res['contract_macro_f1']:.2f}", fontsize=10)
+    ax1.legend(loc="lower right", fontsize=8)
+    ax2.plot([0, 1], [0, 1], color="#888888", ls=":", label="perfect calibration")
+    for r, color, label in ((prev, "#999999", "previous"), (res, "#2b6cb0", "now")):
+        if r and r.get("reliability"):
+            xs = [b["confidence"] for b in r["reliability"]]
+            ys = [b["accuracy"] for b in r["reliability"]]
+            ax2.plot(xs, ys, marker="o", color=color, label=f"{label} ({r['model_version']}): ECE {r['ece']:.3f}")
+    ax2.set_xlim(0, 1)
+    ax2.set_ylim(0, 1)
+    ax2.set_xlabel("confidence shown for a finding")
+    ax2.set_ylabel("share of findings that are the clause")
+    ax2.set_title("Reliability diagram (held-out findings)", fontsize=10)
+    ax2.legend(loc="upper left", fontsize=8)
+    fig.text(0.01, 0.005, "Data: CUAD v1 (Hendrycks et al., NeurIPS 2021), CC BY 4.0. Generated by bench/extractor.py.",
+             fontsize=7, color="#555555")
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    print(f"wrote {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--previous", default=str(DOCS / "extractor-previous.json"))
+    ap.add_argument("--json", default=None, help="write this run's results here (e.g. docs/quality/extractor.json)")
+    ap.add_argument("--png", default=str(DOCS / "extractor.png"), help="'' for no picture")
+    args = ap.parse_args()
+    t0 = time.time()
+    if not cuad_split.cuad_available():
+        sys.exit(f"CUAD not found at {cuad_split.cuad_dir()}")
+    res = evaluate(load_holdout(args.limit))
+    prev_path = Path(args.previous) if args.previous else None
+    prev = json.loads(prev_path.read_text()) if prev_path and prev_path.is_file() else None
+    if prev and prev.get("model_version") == res["model_version"]:
+        prev = None  # the same model: nothing to compare with
+    print_report(res, prev)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    if args.png:
+        plot(res, prev, Path(args.png))
     print(f"{time.time() - t0:.0f}s")
 
 

@@ -18,6 +18,7 @@ from pydantic import Field, SecretStr
 
 from clausegate.providers.anthropic import AnthropicClient
 from clausegate.providers.base import ModelClient
+from clausegate.providers.circuit import DEFAULT_COOLDOWN_SECONDS, DEFAULT_FAILURES
 from clausegate.providers.errors import AuthError
 from clausegate.providers.openai_compat import OpenAICompatClient
 from clausegate.providers.pricing import Pricing
@@ -51,6 +52,14 @@ class _ModelBlock(Block):
     max_output_tokens: int = Field(default=4096, gt=0, description="Default max_tokens of a call.")
     eur_per_million_input_tokens: float = Field(default=0.0, ge=0, description="Price in EUR per 1M input tokens.")
     eur_per_million_output_tokens: float = Field(default=0.0, ge=0, description="Price in EUR per 1M output tokens.")
+    breaker_failures: int = Field(
+        default=DEFAULT_FAILURES, ge=1, le=100,
+        description="Circuit breaker: consecutive transport failures (timeout, refused, 502/503/504) that open it.",
+    )
+    breaker_cooldown_seconds: float = Field(
+        default=DEFAULT_COOLDOWN_SECONDS, ge=0, le=3600,
+        description="Circuit breaker: seconds the endpoint is skipped once open (reviews keep their offline result).",
+    )
 
     def get_client(self) -> ModelClient:
         """A client for this endpoint; errors name this block in their hints (never the key)."""
@@ -72,6 +81,8 @@ class _ModelBlock(Block):
             max_output_tokens=self.max_output_tokens,
             pricing=self.pricing,
             block_name=self.block_name,
+            breaker_failures=self.breaker_failures,
+            breaker_cooldown_seconds=self.breaker_cooldown_seconds,
         )
 
     @property

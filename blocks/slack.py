@@ -40,7 +40,7 @@ class SlackSettings(Block):
     )
     channel: str = Field(description="Channel id (C...) or #name where gate messages are posted; invite the app there.")
     escalation_channel: str | None = Field(
-        default=None, description="Channel for SLA escalations (empty: the gate channel)."
+        default=None, description="Channel for escalations: SLA escalations and a person's Escalate (empty: the gate channel)."
     )
     alert_channel: str | None = Field(
         default=None, description="Channel for operational alerts, e.g. a gate the SLA sweeper could not resolve (empty: none)."

@@ -45,7 +45,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+import clausegate.at_rest  # noqa: F401 - registers the encrypted result serializer (reviews are sealed run results)
 from clausegate.errors import ClauseGateError
+from clausegate.money import eur_digits, eur_text
 
 SOURCE_ERROR = "CG-BATCH-SOURCE"
 SUBMIT_FAILED = "CG-BATCH-SUBMIT"
@@ -445,6 +447,11 @@ class LocalDispatcher:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+def batch_tag(batch_id: str) -> str:
+    """Tag of every contract-review run a batch started (the batch's flow-run id)."""
+    return f"batch:{batch_id}"
+
+
 @dataclass
 class DeploymentDispatcher:
     """Creates contract-review deployment runs (``run_deployment(..., timeout=0)``) and polls them.
@@ -459,7 +466,9 @@ class DeploymentDispatcher:
     deployment: str = DEFAULT_DEPLOYMENT
     work_queue: str | None = None
     batch_id: str = ""
-    as_subflow: bool = True
+    # Top-level runs, never subflows: Prefect refuses to suspend a subflow, and a review that cannot
+    # suspend at its gate fails (CG-GATE-CANNOT-SUSPEND). The batch finds its runs by the batch tag.
+    as_subflow: bool = False
     mode: str = "deployments"
     _candidates: dict[Any, Candidate] = field(default_factory=dict)
     _started: dict[Any, float] = field(default_factory=dict)
@@ -484,7 +493,8 @@ class DeploymentDispatcher:
             parameters["extractor"] = self.extractor
         run = run_deployment(
             self.deployment, parameters=parameters, timeout=0, work_queue_name=self.work_queue,
-            tags=["clausegate", "batch", contract_tag(candidate.contract_id), f"playbook:{_playbook_name(self.playbook)}"],
+            tags=["clausegate", "batch", contract_tag(candidate.contract_id), f"playbook:{_playbook_name(self.playbook)}",
+                  *([batch_tag(self.batch_id)] if self.batch_id else [])],
             idempotency_key=f"{self.batch_id}:{candidate.contract_id}:{self.playbook}" if self.batch_id else None,
             as_subflow=self.as_subflow,
         )
@@ -664,7 +674,7 @@ def table_rows(summary: BatchSummary) -> list[dict[str, Any]]:
     """Rows for ``create_table_artifact`` (the per-contract table; totals go in the Markdown)."""
     return [{"contract": r.file, "status": r.status + (f" ({r.review_status})" if r.review_status else ""),
              "clauses found": "" if r.clauses is None else r.clauses, "gates waiting": r.gates_waiting,
-             "cost (EUR)": f"{r.cost_eur:.4f}", "error code": r.error_code, "worker": r.worker}
+             "cost (EUR)": eur_digits(r.cost_eur), "error code": r.error_code, "worker": r.worker}
             for r in summary.rows]
 
 
@@ -676,7 +686,7 @@ def summary_markdown(summary: BatchSummary, files: Iterable[Path] = ()) -> str:
         f"- **Playbook:** {summary.playbook} · **Mode:** {summary.mode}",
         f"- **Contracts:** {t.contracts} — {t.reviewed} reviewed, {t.failed} failed, {t.waiting} waiting at a gate, "
         f"{t.skipped} skipped (already reviewed / in flight / duplicate), {t.unfinished} unfinished",
-        f"- **Clauses found:** {t.clauses} · **Gates waiting:** {t.gates_waiting} · **Cost:** €{t.cost_eur:.4f}",
+        f"- **Clauses found:** {t.clauses} · **Gates waiting:** {t.gates_waiting} · **Cost:** {eur_text(t.cost_eur)}",
         f"- **Wall time:** {t.wall_seconds:.1f} s ({t.contracts_per_minute:.1f} contracts/minute)",
     ]
     failed = [r for r in summary.rows if r.status in ("failed", "not-submitted", "unfinished")]

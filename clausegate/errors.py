@@ -83,3 +83,14 @@ class BudgetExceeded(ClauseGateError):
     """A model call would exceed a token or € budget: the step degrades to the offline extractor."""
 
     code = "CG-BUDGET-EXCEEDED"
+
+
+class GateError(ClauseGateError):
+    """A review that needs a person could not wait for one in a deployed run: the run fails.
+
+    ``CG-GATE-CANNOT-SUSPEND``: Prefect refused to suspend the run (e.g. it was started as a
+    subflow); ``CG-GATE-NO-ANSWER``: it was resumed without an answer.  Never a silent
+    ``pending_decision``/Completed: a gated contract ends with a decision, ``needs_legal`` or a
+    failed/cancelled run (docs/security.md, "A gate cannot be skipped")."""
+
+    code = "CG-GATE-CANNOT-SUSPEND"

@@ -1,21 +1,32 @@
 """Offline clause extractor: the trained scorer's passages above per-category thresholds.
 
-``extract_offline`` turns the pre-filtered passages into ``Clause`` objects: for each requested
-category ``c``, every passage whose probability for ``c`` is at or above
-``extract_threshold[c]`` (artifact metadata; tuned on out-of-fold scores of CUAD's TRAIN split
-to maximise contract-level F1, never below 0.05 - ``OfflineModel.extract_threshold``) becomes a
-clause with ``source="offline"``, the passage's page, the passage text and ``confidence`` = the
-passage's probability for ``c`` (so a reported clause never has a near-zero confidence).
+``extract_offline`` turns the pre-filtered passages into ``Clause`` objects.  For each
+requested category ``c``:
 
-``category_confidence`` gives, per requested category, the maximum passage probability (0.0
-when nothing was kept): the cascade sends categories whose figure is neither clearly above
-nor clearly below their threshold to a model provider.
+* **found**: every passage whose probability for ``c`` is at or above ``extract_threshold[c]``
+  (artifact metadata, tuned on out-of-fold scores of CUAD's TRAIN split: contract-level F1, or
+  for the recall-first high-risk categories the recall target; never below 0.05) becomes a
+  clause with ``source="offline"``;
+* **possible**: when no passage reaches it but the best one reaches ``possible_threshold[c]``
+  (tuned for the recall-first categories only), that passage becomes a clause with
+  ``possible=True``: not a finding, but listed for a person (the review does not count the
+  category as missing, and a gated category's gate asks about it).
+
+The clause's text is the evidence (``clausegate.evidence``): the sentence(s) of the passage
+that carry the clause, completed across a page break, with ``section`` (the numbered heading
+it sits under) and ``pages``.  ``confidence`` is the calibrated probability that the shown
+text is the clause (``OfflineModel.calibrate``).
+
+``category_confidence`` gives, per requested category, the maximum raw passage probability
+(0.0 when nothing was kept): the cascade compares it with ``extract_thresholds`` to send the
+categories it is unsure of to a model provider.
 """
 
 from __future__ import annotations
 
 from clausegate.categories import canonical
-from clausegate.offline_model import load_model, score_passages
+from clausegate.evidence import evidence_for, prepare
+from clausegate.offline_model import OfflineModel, load_model, score_passages
 from clausegate.schemas import Clause, FilteredDocument
 
 
@@ -42,28 +53,51 @@ def _requested(categories: list[str]) -> list[str]:
     return out
 
 
-def extract_offline(filtered: FilteredDocument, categories: list[str]) -> list[Clause]:
-    """Clauses of the requested ``categories`` found in ``filtered``'s passages (see module doc)."""
-    model = load_model()
+def decide(filtered: FilteredDocument, categories: list[str], model: OfflineModel | None = None
+           ) -> dict[str, tuple[list[int], bool]]:
+    """Per requested category with something to show: (passage indices, possible?)."""
+    model = model or load_model()
     cats = _requested(categories)
     if not filtered.passages or not cats:
+        return {}
+    rows = _category_scores(filtered, cats)
+    out: dict[str, tuple[list[int], bool]] = {}
+    for c in cats:
+        scores = [float(row[c]) for row in rows]
+        found = [i for i, p in enumerate(scores) if p >= model.extract_threshold(c)]
+        if found:
+            out[c] = (found, False)
+            continue
+        best = max(range(len(scores)), key=scores.__getitem__)
+        if scores[best] >= model.possible_threshold(c):
+            out[c] = ([best], True)
+    return out
+
+
+def extract_offline(filtered: FilteredDocument, categories: list[str]) -> list[Clause]:
+    """Clauses (found and possible) of the requested ``categories`` in ``filtered`` (see module doc)."""
+    model = load_model()
+    cats = _requested(categories)
+    decided = decide(filtered, cats, model)
+    if not decided:
         return []
     rows = _category_scores(filtered, cats)
+    prepared = prepare(filtered.passages, [i for indices, _ in decided.values() for i in indices], model)
     clauses: list[Clause] = []
     for c in cats:
-        threshold = model.extract_threshold(c)
-        for passage, row in zip(filtered.passages, rows):
-            p = float(row[c])
-            if p >= threshold:
-                clauses.append(
-                    Clause(
-                        category=c,
-                        text=passage.text,
-                        pages=[passage.page],
-                        confidence=min(1.0, max(0.0, p)),
-                        source="offline",
-                    )
-                )
+        if c not in decided:
+            continue
+        indices, possible = decided[c]
+        shown: list[str] = []
+        for i in sorted(indices, key=lambda i: -rows[i][c]):
+            ev = evidence_for(filtered.passages, i, c, model, prepared)
+            if any(ev.text in s or s in ev.text for s in shown):
+                continue  # the same sentences, reached from the passage next to it
+            shown.append(ev.text)
+            clauses.append(Clause(category=c, text=ev.text, pages=ev.pages, section=ev.section,
+                                  confidence=round(model.calibrate(c, rows[i][c]), 4), source="offline",
+                                  possible=possible))
+    clauses.sort(key=lambda cl: (cats.index(cl.category), cl.pages[0]))
     return clauses
 
 
@@ -82,4 +116,4 @@ def extract_thresholds(categories: list[str]) -> dict[str, float]:
     return {c: model.extract_threshold(c) for c in _requested(categories)}
 
 
-__all__ = ["category_confidence", "extract_offline", "extract_thresholds"]
+__all__ = ["category_confidence", "decide", "extract_offline", "extract_thresholds"]

@@ -79,6 +79,9 @@ def ground_suggestions(answer: GenerationAnswer, prompt: GenerationPrompt, *, mo
         if item is None:
             notices.append(Notice(code="CG-MODEL-UNGROUNDED", message=f"dropped a suggestion for unknown clause id {s.clause_id!r}"))
             continue
+        if not s.redline.strip():  # whitespace only: nothing to suggest (never a crash)
+            notices.append(Notice(code="CG-MODEL-QUOTE-EMPTY", message=f"dropped an empty redline for clause id {s.clause_id!r}"))
+            continue
         out.append(Suggestion(category=item.category, pages=[item.page], redline=s.redline.strip(),
                               questions=[q.strip() for q in s.questions if q.strip()], model=model))
     return out, notices

@@ -9,11 +9,14 @@ Algorithm (works on pypdf's text of one page):
 2. Paragraphs: a new paragraph starts after a blank line, at a line that looks like a clause
    start (``12.``, ``3.1``, ``(a)``, ``Section 4``, ``ARTICLE V`` ...) or a short ALL-CAPS
    heading, after such a heading, and after a short line that ends a sentence (``.``, ``:``, ``;``).
+   A short ALL-CAPS line that finishes an unfinished sentence of the line before is no heading.
 3. Sentences: each paragraph's lines are joined with spaces (a line-end hyphen joins words)
    and split with Punkt; a "sentence" longer than ``MAX_CHARS`` is cut at ``;`` or spaces.
 4. Passages: consecutive sentences of a paragraph are packed into passages of at most
-   ``MAX_CHARS`` characters; a paragraph shorter than ``MIN_CHARS`` (a heading, a clause
-   number) is merged into the next one when the result still fits.
+   ``MAX_CHARS`` characters (a short lead of at most ``LEAD_CHARS``, typically a numbered
+   heading, is never left alone: it may push its passage to ``MAX_CHARS + LEAD_CHARS``); a paragraph shorter than ``MIN_CHARS`` (a heading, a clause
+   number) is merged into the next one when the result still fits; the short end of a long
+   paragraph stays with that paragraph.
 
 So a clause normally sits in one passage, and a passage never crosses a page.
 """
@@ -25,6 +28,7 @@ from functools import lru_cache
 
 MAX_CHARS = 900
 MIN_CHARS = 200
+LEAD_CHARS = 120  # a short lead (a heading such as "11.4. Indemnification.") stays with its next sentence
 
 # ``count_tokens``: one token per run of word characters, or per single punctuation mark
 # (not whitespace).  "Section 12.3(a)" -> Section, 12, ., 3, (, a, ) = 7 tokens.  It is a
@@ -67,6 +71,14 @@ def _is_heading(line: str) -> bool:
     return len(letters) >= 3 and all(c.isupper() for c in letters)
 
 
+def _continues(prev: str) -> bool:
+    """``prev`` is clause text whose sentence goes on in the next line: a long line (or one of
+    lower-case words) without a sentence end.  A short ALL-CAPS line after it ("POSSIBILITY OF
+    SUCH DAMAGES.") ends that sentence; it is no heading."""
+    return bool(prev) and not prev.endswith(_SENT_END) and not _is_heading(prev) and (
+        len(prev) > 60 or any(c.islower() for c in prev))
+
+
 def _paragraphs(page_text: str) -> list[str]:
     text = page_text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [_SPACES_RE.sub(" ", line).strip() for line in text.split("\n")]
@@ -82,7 +94,7 @@ def _paragraphs(page_text: str) -> list[str]:
             continue
         new_par = bool(current) and (
             _CLAUSE_START_RE.match(line) is not None
-            or _is_heading(line)
+            or (_is_heading(line) and not _continues(prev))
             or _is_heading(prev)
             or (len(prev) < 60 and prev.endswith(_SENT_END))
         )
@@ -147,7 +159,8 @@ def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int
         packed: list[str] = []
         buf = ""
         for sent in _sentences(paragraph):
-            if buf and len(buf) + 1 + len(sent) > max_chars:
+            lead = len(buf) <= LEAD_CHARS and len(buf) + 1 + len(sent) <= max_chars + LEAD_CHARS
+            if buf and len(buf) + 1 + len(sent) > max_chars and not lead:
                 packed.append(buf)
                 buf = sent
             else:
@@ -160,16 +173,26 @@ def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int
     carry = ""
     for packed in blocks:
         if carry:
-            if len(carry) + 1 + len(packed[0]) <= max_chars:
+            room = max_chars + (LEAD_CHARS if len(carry) <= LEAD_CHARS else 0)
+            if len(carry) + 1 + len(packed[0]) <= room:
                 packed = [f"{carry} {packed[0]}"] + packed[1:]
             else:
                 passages.append(carry)
             carry = ""
         *full, last = packed
-        passages.extend(full)
-        if len(last) < min_chars:
+        if full and len(last) < min_chars:
+            # the short end of a long paragraph stays with its paragraph, never opens the next clause
+            hard_cut = " " not in full[-1][-(max_chars // 3):]  # one giant "word" cut in two (_cut_long)
+            if len(full[-1]) + 1 + len(last) <= max_chars + LEAD_CHARS and not hard_cut:
+                full[-1] = f"{full[-1]} {last}"
+            else:
+                full.append(last)
+            passages.extend(full)
+        elif len(last) < min_chars:
+            passages.extend(full)
             carry = last
         else:
+            passages.extend(full)
             passages.append(last)
     if carry:
         if passages and len(passages[-1]) + 1 + len(carry) <= max_chars:
@@ -179,4 +202,4 @@ def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int
     return passages
 
 
-__all__ = ["MAX_CHARS", "MIN_CHARS", "count_tokens", "split_passages"]
+__all__ = ["LEAD_CHARS", "MAX_CHARS", "MIN_CHARS", "count_tokens", "split_passages"]

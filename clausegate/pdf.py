@@ -16,26 +16,39 @@ Every failure is a :class:`~clausegate.errors.DocumentError` whose ``code`` is o
 Soft problems (a page without a text layer, OCR used, an empty password) come back as
 :class:`~clausegate.schemas.Notice` entries on the document, never silently.
 
+The document is untrusted in a second sense: what ClauseGate reads may not be what a person
+sees.  The worker (:mod:`clausegate.pdf_worker`) therefore also
+
+* finds **hidden text** (:mod:`clausegate.pdf_hidden`: invisible render modes, text in the
+  background's colour or transparent, outside the page or its clip, microscopic), leaves it out
+  of the page text and reports it per page as ``CG-PDF-HIDDEN-TEXT`` with an excerpt;
+* scores each page's **text quality** (:mod:`clausegate.text_quality`); a garbled page
+  (mojibake, fonts without a Unicode map) is OCR'd when tesseract can read its images, else
+  reported as ``CG-PDF-GARBLED-TEXT``.
+
+These integrity notices (``INTEGRITY_CODES``) make the review ask a person
+(:func:`clausegate.steps.assemble_review` gates them as ``INTEGRITY_CATEGORY``).
+
 Text is normalised lightly: NULs removed, CR/CRLF turned into LF, other control characters
 (except tab and LF) replaced by a space, lone surrogates replaced by U+FFFD.  Line breaks are
-kept; otherwise the text is pypdf's ``extract_text()`` of the page.
+kept; otherwise the text is pypdf's ``extract_text()`` of the page (of its visible text only,
+when hidden text was found on it).
+
+Where the bytes are read: :func:`fingerprint` (hashing) and :func:`_read_verified` (the bytes
+handed to the worker on stdin).  The worker never opens the file itself.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
-import math
 import os
-import re
 import shutil
 import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -43,59 +56,24 @@ from typing import Any, Literal
 from clausegate.errors import ConfigurationError, DocumentError
 from clausegate.schemas import ContractSource, Notice, Page, ParsedDocument
 
-log = logging.getLogger(__name__)
-
-# ---------------------------------------------------------------------------------------------
-# Stable codes (documented in the runbook; never rename)
-# ---------------------------------------------------------------------------------------------
-NOT_FOUND = "CG-PDF-NOT-FOUND"
-UNREADABLE = "CG-PDF-UNREADABLE"
-TOO_LARGE = "CG-PDF-TOO-LARGE"
-CHANGED = "CG-PDF-CHANGED"
-NOT_PDF = "CG-PDF-NOT-PDF"
-CORRUPT = "CG-PDF-CORRUPT"
-ENCRYPTED = "CG-PDF-ENCRYPTED"
-CRYPTO_MISSING = "CG-PDF-CRYPTO-MISSING"
-EMPTY = "CG-PDF-EMPTY"
-NO_TEXT = "CG-PDF-NO-TEXT"
-TOO_MUCH_TEXT = "CG-PDF-TOO-MUCH-TEXT"
-TIMEOUT = "CG-PDF-TIMEOUT"
-TOO_COMPLEX = "CG-PDF-TOO-COMPLEX"
-WORKER_FAILED = "CG-PDF-WORKER-FAILED"
-
-ERROR_CODES = (
-    NOT_FOUND, UNREADABLE, TOO_LARGE, CHANGED, NOT_PDF, CORRUPT, ENCRYPTED, CRYPTO_MISSING,
-    EMPTY, NO_TEXT, TOO_MUCH_TEXT, TIMEOUT, TOO_COMPLEX, WORKER_FAILED,
+# Codes, limits and setting names live in clausegate.pdf_codes (shared with the worker); they are
+# re-exported here, where callers have always imported them from.
+from clausegate.pdf_codes import (  # noqa: F401
+    CHANGED, CORRUPT, CRYPTO_MISSING, DEFAULT_MAX_CHARS, DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_SECONDS, EMPTY, ENCRYPTED, ERROR_CODES, EXIT_NO_MEMORY, INTEGRITY_CATEGORY, INTEGRITY_CODES,
+    MIN_MEMORY_MB, NO_TEXT, NOT_FOUND, NOT_PDF, NOTICE_CODES, NOTICE_DECRYPTED_EMPTY_PASSWORD,
+    NOTICE_GARBLED_TEXT, NOTICE_HIDDEN_TEXT, NOTICE_INTEGRITY_UNCHECKED, NOTICE_NEEDS_OCR, NOTICE_OCR_USED,
+    NOTICE_PAGE_UNREADABLE, OCR_MAX_IMAGES_PER_PAGE, OCR_MAX_SECONDS_PER_IMAGE, PARSER_VERSION, SETTING_MAX_CHARS,
+    SETTING_MAX_FILE, SETTING_MEMORY, SETTING_OCR, SETTING_TIMEOUT, TESSERACT_INSTALL, TIMEOUT, TOO_COMPLEX,
+    TOO_LARGE, TOO_MUCH_TEXT, UNREADABLE, WORKER_FAILED,
 )
+from clausegate.pdf_codes import failure as _failure
+from clausegate.pdf_worker import normalise_text  # noqa: F401
 
-# Notice codes (warnings attached to a successfully parsed document)
-NOTICE_DECRYPTED_EMPTY_PASSWORD = "CG-PDF-DECRYPTED-EMPTY-PASSWORD"
-NOTICE_NEEDS_OCR = "CG-PDF-NEEDS-OCR"
-NOTICE_OCR_USED = "CG-PDF-OCR-USED"
-NOTICE_PAGE_UNREADABLE = "CG-PDF-PAGE-UNREADABLE"
-
-NOTICE_CODES = (NOTICE_DECRYPTED_EMPTY_PASSWORD, NOTICE_NEEDS_OCR, NOTICE_OCR_USED, NOTICE_PAGE_UNREADABLE)
-
-DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
-DEFAULT_MAX_CHARS = 500_000
-DEFAULT_TIMEOUT_SECONDS = 60.0
-DEFAULT_MEMORY_MB = 1024
-MIN_MEMORY_MB = 128
-
-# Where users raise the limits (named in hints; keep in sync with clausegate/playbook.py).
-SETTING_MAX_CHARS = "the playbook's `steps.parse.max_chars`"
-SETTING_MAX_FILE = "the playbook's `steps.parse.max_file_mb`"
-SETTING_TIMEOUT = "the playbook's `steps.parse.timeout_seconds`"
-SETTING_MEMORY = "the playbook's `steps.parse.memory_mb`"
-SETTING_OCR = "the playbook's `steps.parse.ocr`"
-
-TESSERACT_INSTALL = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
-OCR_MAX_IMAGES_PER_PAGE = 8
-OCR_MAX_SECONDS_PER_IMAGE = 120.0
+log = logging.getLogger(__name__)
 
 _MAGIC = b"%PDF-"
 _MAGIC_WINDOW = 1024
-_EXIT_NO_MEMORY = 86  # the worker's exit status when it ran out of memory and could not report it
 _STDERR_TAIL = 2000
 
 
@@ -346,8 +324,8 @@ def _run_worker(name: str, data: bytes, options: dict[str, Any]) -> dict[str, An
     if rc == -signal.SIGALRM or rc == -getattr(signal, "SIGXCPU", -999):
         return _failure(TIMEOUT, f"parsing stopped after {elapsed:.1f} s, the time cap for one contract.",
                         f"raise {SETTING_TIMEOUT} if the contract is legitimate and long.")
-    if rc == _EXIT_NO_MEMORY or rc < 0:
-        how = "ran out of memory" if rc == _EXIT_NO_MEMORY else f"was killed by signal {-rc} ({_signame(-rc)})"
+    if rc == EXIT_NO_MEMORY or rc < 0:
+        how = "ran out of memory" if rc == EXIT_NO_MEMORY else f"was killed by signal {-rc} ({_signame(-rc)})"
         return _failure(
             TOO_COMPLEX,
             f"the PDF parser process {how}: the PDF needs more than the {options['memory_mb']} MB memory cap "
@@ -367,7 +345,7 @@ def _run_worker(name: str, data: bytes, options: dict[str, Any]) -> dict[str, An
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 _WORKER_BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from clausegate.pdf import _worker_main; sys.exit(_worker_main(sys.argv[2:]))"
+    "from clausegate.pdf_worker import _worker_main; sys.exit(_worker_main(sys.argv[2:]))"
 )
 # The worker handles hostile input: it gets only the variables it needs, never API keys or tokens.
 _WORKER_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "HOME", "TESSDATA_PREFIX", "SYSTEMROOT")
@@ -399,303 +377,3 @@ def _signame(num: int) -> str:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
-
-
-def _failure(code: str, message: str, hint: str) -> dict[str, Any]:
-    return {"ok": False, "code": code, "message": message, "hint": hint}
-
-
-# ---------------------------------------------------------------------------------------------
-# Worker (child process side)
-# ---------------------------------------------------------------------------------------------
-_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def normalise_text(text: str) -> str:
-    """Light clean-up of extracted text: keeps line breaks, removes what breaks JSON/Markdown/files."""
-    text = text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL.sub(" ", text)
-    return _SURROGATE.sub("\ufffd", text)
-
-
-class _Stop(Exception):
-    """A definitive failure inside the worker, carried to the parent as a result dict."""
-
-    def __init__(self, code: str, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.result = _failure(code, message, hint)
-
-
-def _apply_limits(memory_mb: int, timeout: float) -> None:
-    try:
-        import resource
-    except ImportError:  # not POSIX: the parent's timeout is the only guard
-        return
-    cap = int(memory_mb) * 1024 * 1024
-    for limit, value in ((resource.RLIMIT_AS, cap), (resource.RLIMIT_CORE, 0)):
-        try:
-            soft, hard = resource.getrlimit(limit)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(limit, (value, hard))
-        except (ValueError, OSError):
-            pass
-    # Belt and braces: the worker ends itself shortly after the parent would have killed it,
-    # even if the parent died.
-    signal.alarm(max(1, math.ceil(timeout) + 5))
-
-
-def _worker_main(argv: list[str]) -> int:
-    options = json.loads(argv[0])
-    _apply_limits(options["memory_mb"], options["timeout"])
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but the result may reach the parent's stdout
-    try:
-        data = sys.stdin.buffer.read()
-        result = _extract(data, options)
-    except _Stop as stop:
-        result = stop.result
-    except (MemoryError, RecursionError) as exc:
-        result = _too_complex(exc, options.get("memory_mb"))
-    try:
-        out.write(json.dumps(result).encode("ascii"))
-        out.flush()
-    except MemoryError:
-        os._exit(_EXIT_NO_MEMORY)
-    return 0
-
-
-def _too_complex(exc: BaseException, memory_mb: int | None = None) -> dict[str, Any]:
-    cap = f"{memory_mb} MB " if memory_mb else ""
-    why = {
-        "MemoryError": f"reading it needs more memory than the parser's {cap}memory cap",
-        "RecursionError": "its objects are nested too deeply",
-    }.get(type(exc).__name__, f"a pypdf safety limit was reached ({exc})")
-    return _failure(
-        TOO_COMPLEX,
-        f"the PDF is too complex to parse safely: {why}.",
-        f"if the contract is legitimate, raise {SETTING_MEMORY}; otherwise ask the sender for a simpler export "
-        "(e.g. 'print to PDF').",
-    )
-
-
-def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
-    started = time.monotonic()
-    deadline = started + float(options["timeout"])
-    max_chars = int(options["max_chars"])
-
-    logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns a lot about harmless quirks
-
-    from pypdf import PdfReader
-    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
-
-    notices: list[dict[str, Any]] = []
-
-    try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        encrypted = reader.is_encrypted
-    except LimitReachedError as exc:
-        return _too_complex(exc)
-    except DependencyError as exc:
-        raise _dependency(exc) from None
-    except NotImplementedError as exc:
-        raise _Stop(ENCRYPTED, f"the PDF uses an encryption scheme pypdf does not support ({exc}).",
-                    "ask the sender for an unprotected copy (no password, no encryption).") from None
-    except (MemoryError, RecursionError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - anything pypdf raises on a broken file means "corrupt"
-        raise _corrupt(exc) from None
-
-    if encrypted:
-        try:
-            outcome = reader.decrypt("")
-        except DependencyError as exc:
-            raise _dependency(exc) from None
-        except NotImplementedError as exc:
-            raise _Stop(ENCRYPTED, f"the PDF uses an encryption scheme pypdf does not support ({exc}).",
-                        "ask the sender for an unprotected copy (no password, no encryption).") from None
-        except (MemoryError, RecursionError):
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise _corrupt(exc) from None
-        if not outcome:  # PasswordType.NOT_DECRYPTED == 0
-            raise _Stop(
-                ENCRYPTED,
-                "the PDF is password-protected (encrypted with a user password), so its text cannot be read.",
-                "ask the sender for an unprotected copy (or remove the password yourself and upload that copy).",
-            )
-        notices.append({
-            "code": NOTICE_DECRYPTED_EMPTY_PASSWORD,
-            "message": "the PDF is encrypted but opens with an empty password (it only restricts printing/"
-                       "editing); it was decrypted and parsed normally.",
-            "page": None,
-        })
-
-    try:
-        page_count = len(reader.pages)
-    except LimitReachedError as exc:
-        return _too_complex(exc)
-    except FileNotDecryptedError:
-        raise _Stop(ENCRYPTED, "the PDF is encrypted and could not be decrypted.",
-                    "ask the sender for an unprotected copy.") from None
-    except (MemoryError, RecursionError):
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise _corrupt(exc) from None
-    if page_count == 0:
-        raise _Stop(EMPTY, "the PDF has no pages (its page tree is empty), so there is nothing to review.",
-                    "check that the right file was sent; ask the sender for the complete contract.")
-
-    tesseract = options.get("tesseract") if options.get("ocr") == "auto" else None
-    pages: list[dict[str, Any]] = []
-    unreadable = 0
-    total = 0
-    for number in range(1, page_count + 1):
-        entry = {"number": number, "text": "", "needs_ocr": False, "ocr_used": False}
-        try:
-            page = reader.pages[number - 1]
-            text = normalise_text(page.extract_text() or "")
-        except LimitReachedError as exc:
-            return _too_complex(exc)
-        except (MemoryError, RecursionError):
-            raise
-        except Exception as exc:  # noqa: BLE001 - one bad page should not hide the others
-            unreadable += 1
-            notices.append({
-                "code": NOTICE_PAGE_UNREADABLE,
-                "message": f"page {number} could not be read ({_describe(exc)}); its text is missing from the review.",
-                "page": number,
-            })
-            pages.append(entry)
-            continue
-        if text.strip():
-            entry["text"] = text
-        else:
-            entry["needs_ocr"] = True
-            ocr_text, reason = _ocr_page(page, tesseract, options.get("ocr"), deadline)
-            if ocr_text:
-                entry["text"] = ocr_text
-                entry["ocr_used"] = True
-                notices.append({
-                    "code": NOTICE_OCR_USED,
-                    "message": f"page {number} has no text layer; its text was recognised with tesseract OCR "
-                               "and may contain recognition errors.",
-                    "page": number,
-                })
-            else:
-                notices.append({
-                    "code": NOTICE_NEEDS_OCR,
-                    "message": f"page {number} has no text layer (a scanned image or a blank page) and was not "
-                               f"OCR'd: {reason}. Its content is missing from the review.",
-                    "page": number,
-                })
-        total += len(entry["text"])
-        if total > max_chars:
-            raise _Stop(
-                TOO_MUCH_TEXT,
-                f"the PDF has more than {max_chars:,} characters of text (over {total:,} by page {number} of "
-                f"{page_count}), above the limit for one contract.",
-                f"if this really is one contract, raise {SETTING_MAX_CHARS}; otherwise split the file and "
-                "review the parts separately.",
-            )
-        pages.append(entry)
-
-    if total == 0 or not any(p["text"].strip() for p in pages):
-        if unreadable:
-            raise _Stop(CORRUPT, f"no page of the PDF could be read as text ({unreadable} of {page_count} "
-                                 "failed with errors).",
-                        "open the file in a PDF viewer; if it displays, 'print to PDF' a new copy and upload that.")
-        if options.get("ocr") != "auto":
-            why = f"OCR is switched off ({SETTING_OCR} = 'off')"
-            todo = f"set {SETTING_OCR} to 'auto' with tesseract installed, or ask the sender for a text PDF"
-        elif not tesseract:
-            why = "OCR is unavailable because the `tesseract` program is not installed"
-            todo = f"{TESSERACT_INSTALL} and rerun, or ask the sender for a text (not scanned) PDF"
-        else:
-            why = "OCR found no text either"
-            todo = "check the scan quality, or ask the sender for a text (not scanned) PDF"
-        which = "the PDF's only page has" if page_count == 1 else f"none of the PDF's {page_count} pages has"
-        raise _Stop(NO_TEXT, f"{which} a text layer (a scanned or image-only document) and {why}; "
-                             "there is nothing to review.", f"{todo}.")
-    return {"ok": True, "pages": pages, "notices": notices}
-
-
-def _ocr_page(page: Any, tesseract: str | None, ocr: str | None, deadline: float) -> tuple[str, str]:
-    """OCR the images embedded in ``page`` with tesseract; return (text, reason-if-no-text)."""
-    if ocr != "auto":
-        return "", f"OCR is switched off ({SETTING_OCR} = 'off')"
-    if not tesseract:
-        return "", f"the `tesseract` OCR program is not installed; {TESSERACT_INSTALL} to OCR such pages"
-    try:
-        images = list(page.images)[:OCR_MAX_IMAGES_PER_PAGE]
-    except (MemoryError, RecursionError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - e.g. pypdf needs Pillow to decode images
-        return "", f"its images could not be extracted for OCR ({_describe(exc)})"
-    if not images:
-        return "", "it has no embedded images to OCR (blank, or drawn as vector graphics)"
-    texts: list[str] = []
-    problems: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="clausegate-ocr-") as tmp:
-        for index, image in enumerate(images):
-            remaining = deadline - time.monotonic() - 0.5
-            if remaining <= 1:
-                problems.append("the time cap was reached")
-                break
-            suffix = Path(getattr(image, "name", "") or "image.png").suffix or ".png"
-            path = Path(tmp) / f"img{index}{suffix}"
-            try:
-                path.write_bytes(image.data)
-                done = subprocess.run(
-                    [tesseract, str(path), "stdout"], capture_output=True,
-                    timeout=min(remaining, OCR_MAX_SECONDS_PER_IMAGE), check=False,
-                )
-            except subprocess.TimeoutExpired:
-                problems.append("tesseract timed out")
-                continue
-            except (MemoryError, RecursionError):
-                raise
-            except Exception as exc:  # noqa: BLE001
-                problems.append(_describe(exc))
-                continue
-            if done.returncode != 0:
-                problems.append(f"tesseract failed: {_last_line(done.stderr.decode('utf-8', 'replace')) or done.returncode}")
-                continue
-            texts.append(normalise_text(done.stdout.decode("utf-8", "replace")).strip())
-    text = "\n".join(t for t in texts if t)
-    if text:
-        return text, ""
-    if problems:
-        return "", "OCR failed (" + "; ".join(dict.fromkeys(problems)) + ")"
-    return "", f"tesseract found no text in its {len(images)} image(s)"
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
-
-
-def _corrupt(exc: BaseException) -> _Stop:
-    return _Stop(
-        CORRUPT,
-        f"the PDF is damaged or truncated and cannot be read, even in lenient mode ({_describe(exc)}).",
-        "download or export the file again (it may be an incomplete download); if it opens in a PDF viewer, "
-        "'print to PDF' a new copy and upload that.",
-    )
-
-
-def _dependency(exc: BaseException) -> _Stop:
-    if "cryptography" in str(exc) or "AES" in str(exc):
-        return _Stop(
-            CRYPTO_MISSING,
-            f"the PDF is AES-encrypted and decrypting it needs the `cryptography` package, which is not "
-            f"installed ({exc}).",
-            "install it in ClauseGate's environment (`pip install cryptography`) and rerun.",
-        )
-    return _Stop(CORRUPT, f"reading the PDF needs an optional package that is not installed ({exc}).",
-                 "install the package named above in ClauseGate's environment and rerun.")
-
-
-if __name__ == "__main__":  # manual use: python -I -m clausegate.pdf '<options json>' < file.pdf
-    sys.exit(_worker_main(sys.argv[1:]))

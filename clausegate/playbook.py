@@ -97,6 +97,18 @@ class CacheSettings(_Strict):
     expiration_days: float = Field(30, gt=0)
 
 
+class RetentionSettings(_Strict):
+    """How long this playbook's reports and cached step results are kept on disk.
+
+    The scheduled ``retention`` flow deletes them when they are older than ``days`` (or than
+    ``CLAUSEGATE_RETENTION_DAYS``, default 30, whichever is shorter); uploads follow
+    ``CLAUSEGATE_RETENTION_DAYS`` (an upload can serve several playbooks).  Empty: that setting alone.
+    """
+
+    days: float | None = Field(None, gt=0, description="keep this playbook's reports and cached results at most "
+                               "this many days (also caps cache.expiration_days); empty: CLAUSEGATE_RETENTION_DAYS")
+
+
 class Playbook(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     description: str = ""
@@ -106,6 +118,7 @@ class Playbook(_Strict):
     steps: Steps = Steps()
     budgets: Budgets = Budgets()
     cache: CacheSettings = CacheSettings()
+    retention: RetentionSettings = RetentionSettings()
 
     @field_validator("categories", "high_risk", mode="before")
     @classmethod
@@ -132,6 +145,43 @@ class Playbook(_Strict):
     @property
     def gated_categories(self) -> list[str]:
         return [g.category for g in self.gates]
+
+
+# One attempt of a model step (one Prefect task run attempt, which ``timeout_seconds`` bounds) sends
+# at most this many HTTP requests: the answer and one repair call (``providers.structured``).
+REQUESTS_PER_ATTEMPT = 2
+
+
+def check_step_timeouts(book: Playbook, http_timeouts: dict[str, tuple[float, float]], *,
+                        extractor: str | None = None) -> None:
+    """Reject a playbook whose model-step timeout cannot hold one attempt's HTTP requests.
+
+    ``http_timeouts``: model block name -> (connect, read) seconds (``read_timeout_seconds`` of the
+    block).  Prefect's ``timeout_seconds`` bounds each attempt of the step's task; one attempt sends
+    up to ``REQUESTS_PER_ATTEMPT`` requests, each allowed connect + read seconds, so a shorter step
+    timeout kills a call the provider may still answer (an uncoded ``TimedOut``).  ``extractor``
+    overrides ``steps.extract.extractor`` (the ``--extractor`` of a review).  Raises PlaybookError
+    naming the field and the figures."""
+    problems = []
+    steps = (("extract", book.steps.extract, extractor or book.steps.extract.extractor),
+             ("generate", book.steps.generate, book.steps.generate.provider))
+    for step, settings, block in steps:
+        if not block or block == "offline" or block not in http_timeouts:
+            continue
+        connect, read = http_timeouts[block]
+        needed = REQUESTS_PER_ATTEMPT * (connect + read)
+        if settings.timeout_seconds < needed:
+            problems.append(
+                f"steps.{step}.timeout_seconds: {settings.timeout_seconds:g} s is shorter than one attempt's HTTP "
+                f"time with block '{block}': {REQUESTS_PER_ATTEMPT} requests (answer + one repair) x (connect "
+                f"{connect:g} s + read {read:g} s) = {needed:g} s")
+    if problems:
+        raise PlaybookError(
+            f"playbook {book.name} is invalid: " + "; ".join(problems),
+            hint="raise the named steps.<step>.timeout_seconds to at least the figure given, or lower "
+                 "connect_timeout_seconds/read_timeout_seconds in the model block (not the other way round: a "
+                 "longer HTTP timeout needs a longer step timeout). A provider that hangs is cut short by the "
+                 "block's circuit breaker, not by the step timeout.")
 
 
 def builtin_playbooks() -> list[str]:

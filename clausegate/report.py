@@ -9,7 +9,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from clausegate.errors import ReportWriteError
-from clausegate.schemas import Review
+from clausegate.money import eur_digits, eur_text
+from clausegate.pdf_codes import INTEGRITY_CODES
+from clausegate.schemas import Cost, Notice, Review
 
 CLAUSE_TEXT_LIMIT = 400
 
@@ -25,6 +27,11 @@ def _pages(pages: list[int]) -> str:
     return f"pp. {pages[0]}–{pages[-1]}"
 
 
+def _where(clause) -> str:
+    """"§ 11.3 Limitation of Liability, p. 7" (the section when the extractor found one)."""
+    return f"§ {_md_cell(clause.section)}, {_pages(clause.pages)}" if clause.section else _pages(clause.pages)
+
+
 def _cut(text: str, limit: int = CLAUSE_TEXT_LIMIT) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
@@ -32,6 +39,25 @@ def _cut(text: str, limit: int = CLAUSE_TEXT_LIMIT) -> str:
 
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _model_sections(review: Review) -> list[str]:
+    """What a model disputed (both sides) and what it could not confirm (its step failed)."""
+    lines: list[str] = []
+    disputed = [c for c in review.clauses if c.dispute]
+    if disputed:
+        lines += ["", "## Disputed by the model (kept; a person decides in gated or high-risk categories)", "",
+                  "| Category | Offline finding | Model |", "|---|---|---|"]
+        for c in disputed:
+            d = c.dispute
+            theirs = (f"{d.model}: other text ({_pages(d.model_pages)}, {d.model_confidence:.2f}): "
+                      f"{_md_cell(_cut(d.model_text or '', 200))}" if d.model_found == "other"
+                      else f"{d.model}: no valid clause of this category")
+            lines.append(f"| {c.category} | {_pages(c.pages)}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))} | {theirs} |")
+    if review.model_unconfirmed:
+        lines += ["", "## Not confirmed by the model (its step failed; offline result kept)", "",
+                  ", ".join(review.model_unconfirmed)]
+    return lines
 
 
 def render_markdown(review: Review) -> str:
@@ -44,42 +70,57 @@ def render_markdown(review: Review) -> str:
         f"- **Pages:** {review.pages_total} ({len(review.pages_kept)} kept by the pre-filter: "
         f"{', '.join(map(str, review.pages_kept)) or 'none'})",
         f"- **Text reviewed:** {review.tokens_kept:,} of {review.tokens_total:,} tokens",
-        f"- **Cost:** €{review.cost.eur:.4f} ({review.cost.calls} model calls, "
-        f"{review.cost.input_tokens + review.cost.output_tokens:,} tokens)",
+        f"- **Cost:** {_cost_line(review.cost)}",
     ]
     if review.failure:
         f = review.failure
         lines += ["", "## Stopped", "", f"Step **{f.step}** stopped with `{f.code}`"
                   + (f" on field `{f.field}`" if f.field else "") + f": {_md_cell(f.message)}"]
+    integrity = [w for w in review.warnings if w.code in INTEGRITY_CODES]
+    if integrity:
+        lines += ["", "## Document integrity: the PDF may not say what this review read", "",
+                  "Text a reader cannot see, or text that does not read as words, was found. Check these pages in "
+                  "the PDF itself; hidden text in a contract is a red flag to raise with the sender.", ""]
+        lines += [_warning_line(w) for w in integrity]
     if review.gated_categories:
         lines += ["", "## Needs a person", ""]
         lines += [f"- {c}" for c in review.gated_categories]
+    lines += _model_sections(review)
     if review.decisions:
         lines += ["", "## Decisions", "", "| Gate | Decision | Reviewer | Comment | When |", "|---|---|---|---|---|"]
         lines += [f"| {d.gate} | {d.decision} | {_md_cell(d.reviewer)} | {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
                   for d in review.decisions]
     by_category: dict[str, list] = defaultdict(list)
-    for clause in review.clauses:
+    found = [c for c in review.clauses if not c.possible]
+    for clause in found:
         by_category[clause.category].append(clause)
-    lines += ["", f"## Clauses found ({len(review.clauses)} in {len(by_category)} categories)", ""]
+    lines += ["", f"## Clauses found ({len(found)} in {len(by_category)} categories)", ""]
     if by_category:
         lines += ["| Category | Page | Confidence | Text |", "|---|---|---|---|"]
         for category, clauses in by_category.items():
             for clause in clauses:
-                lines.append(f"| {category} | {_pages(clause.pages)} | {clause.confidence:.2f} | {_md_cell(_cut(clause.text))} |")
+                mark = " **(disputed)**" if clause.dispute else ""
+                lines.append(f"| {category}{mark} | {_where(clause)} | {clause.confidence:.2f} | {_md_cell(_cut(clause.text))} |")
     else:
         lines.append("No clauses of the playbook's categories were found.")
+    possible = [c for c in review.clauses if c.possible]
+    if possible:
+        lines += ["", f"## Possible clauses ({len(possible)}): scored near the threshold, check them", "",
+                  "| Category | Page | Confidence | Text |", "|---|---|---|---|"]
+        lines += [f"| {c.category} | {_where(c)} | {c.confidence:.2f} | {_md_cell(_cut(c.text))} |" for c in possible]
     if review.suggestions:
         lines += ["", "## Suggested redlines and questions for the counterparty", ""]
         for x in review.suggestions:
             lines.append(f"- **{x.category}** ({_pages(x.pages) if x.pages else 'n/a'}): {_md_cell(x.redline)}")
             lines += [f"  - {_md_cell(q)}" for q in x.questions]
     if review.cost_by_step or review.cascade:
-        lines += ["", "## Cost", "", "| Step | Model calls | Input tokens | Output tokens | € |", "|---|---|---|---|---|"]
-        for step, c in review.cost_by_step.items():
-            lines.append(f"| {step} | {c.calls} | {c.input_tokens:,} | {c.output_tokens:,} | {c.eur:.4f} |")
-        t = review.cost
-        lines.append(f"| **run** | {t.calls} | {t.input_tokens:,} | {t.output_tokens:,} | {t.eur:.4f} |")
+        lines += ["", "## Cost", "", "Paid by this run (every answer a provider billed, failed attempts included) "
+                  "and, apart, answers reused from the cache at what an earlier run paid for them.", "",
+                  "| Step | Model calls | Input tokens | Output tokens | € this run | Reused calls | € reused |",
+                  "|---|---|---|---|---|---|---|"]
+        for step, c in [*review.cost_by_step.items(), ("**run**", review.cost)]:
+            lines.append(f"| {step} | {c.calls} | {c.input_tokens:,} | {c.output_tokens:,} | {eur_digits(c.eur)} "
+                         f"| {c.reused_calls} | {eur_digits(c.reused_eur)} |")
         if review.cascade:
             k = review.cascade
             lines += ["", f"Cascade: {len(k.categories_sent)} of {k.categories_total} categories sent to the model "
@@ -89,10 +130,22 @@ def render_markdown(review: Review) -> str:
     if review.failure is None:
         lines += ["", f"## Missing categories ({len(review.missing_categories)})", ""]
         lines.append(", ".join(review.missing_categories) or "None: every category was found.")
-    if review.warnings:
+    others = [w for w in review.warnings if w.code not in INTEGRITY_CODES]
+    if others:
         lines += ["", "## Warnings", ""]
-        lines += [f"- `{w.code}`" + (f" (page {w.page})" if w.page else "") + f": {_md_cell(w.message)}" for w in review.warnings]
+        lines += [_warning_line(w) for w in others]
     return "\n".join(lines) + "\n"
+
+
+def _warning_line(w: Notice) -> str:
+    return f"- `{w.code}`" + (f" (page {w.page})" if w.page else "") + f": {_md_cell(w.message)}"
+
+
+def _cost_line(cost: Cost) -> str:
+    line = f"{eur_text(cost.eur)} this run ({cost.calls} model calls, {cost.input_tokens + cost.output_tokens:,} tokens)"
+    if cost.reused_calls or cost.reused_eur:
+        line += f"; {eur_text(cost.reused_eur)} reused from cache ({cost.reused_calls} model calls, not paid again)"
+    return line
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -65,6 +65,7 @@ class Passage(_Model):
     categories: dict[str, float] = Field(
         default_factory=dict, description="per-category relevance scores for the playbook's categories"
     )
+    section: str | None = Field(None, description="the numbered section the passage starts in, e.g. '11.3 Limitation of Liability'")
 
 
 class FilteredDocument(_Model):
@@ -75,6 +76,19 @@ class FilteredDocument(_Model):
     tokens_kept: int = Field(ge=0)
 
 
+class Dispute(_Model):
+    """The model's side when it disagrees with an offline finding.  The finding is kept (the model
+    adds evidence, it never removes it) and, in a gated or high-risk category, a person decides."""
+
+    model: str = Field(description="the model that disagreed")
+    model_found: Literal["nothing", "other"] = Field(
+        description="'nothing': no valid clause of this category in the model's answer; "
+                    "'other': the model quoted different text for this category")
+    model_text: str | None = Field(None, description="the model's quote when model_found='other'")
+    model_pages: list[int] = []
+    model_confidence: float | None = None
+
+
 class Clause(_Model):
     category: str
     text: str = Field(min_length=1)
@@ -82,6 +96,10 @@ class Clause(_Model):
     confidence: float = Field(ge=0.0, le=1.0)
     source: Literal["offline", "model"]
     model: str | None = Field(None, description="the model name when source='model'")
+    dispute: Dispute | None = Field(None, description="set when a model disagreed with this offline finding")
+    section: str | None = Field(None, description="the numbered section the clause sits in, e.g. '11.3 Limitation of Liability'")
+    possible: bool = Field(False, description="scored near the category's threshold without reaching it: not a finding, "
+                                              "listed for a person to check (a gated category's gate asks about it)")
 
     @field_validator("category")
     @classmethod
@@ -101,10 +119,17 @@ class Extraction(_Model):
 
 
 class Cost(_Model):
+    """Model spend.  ``calls``/``input_tokens``/``output_tokens``/``eur``: what THIS run paid for
+    (every answer a provider billed, used or not; the same amounts went into the spend ledger).
+    ``reused_*``: answers this run took from the cache, at what they cost the earlier run that paid
+    for them (not spent again, not in the ledger again)."""
+
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     eur: float = 0.0
+    reused_calls: int = 0
+    reused_eur: float = 0.0
 
 
 class Suggestion(_Model):
@@ -150,7 +175,10 @@ class StepFailure(_Model):
     field: str | None = None
 
 
-ReviewStatus = Literal["complete", "partial_failure", "failed", "needs_legal", "changes_requested", "pending_decision"]
+# ``degraded``: complete on the offline result because a model step failed or was skipped by the
+# circuit breaker (``Review.model_unconfirmed`` names what the model could not confirm).
+ReviewStatus = Literal["complete", "degraded", "partial_failure", "failed", "needs_legal", "changes_requested",
+                       "pending_decision"]
 
 
 class Review(_Model):
@@ -173,6 +201,8 @@ class Review(_Model):
     cascade: CascadeSummary | None = None
     cost_by_step: dict[str, Cost] = {}
     failure: StepFailure | None = None
+    model_unconfirmed: list[str] = Field(
+        default_factory=list, description="categories sent to a model whose answer never came (model step failed)")
 
 
 __all__ = [
@@ -180,6 +210,7 @@ __all__ = [
     "Clause",
     "ContractSource",
     "Cost",
+    "Dispute",
     "Extraction",
     "FilteredDocument",
     "GateDecision",

@@ -3,6 +3,11 @@
 Each step validates what it is given against the model it depends on.  A missing or malformed
 field stops the step with ``StepInputError`` naming the field, so nothing downstream runs on
 garbage; the flow turns that into an explicit partial-failure review.
+
+A parsed document with document-integrity warnings (``CG-PDF-HIDDEN-TEXT``,
+``CG-PDF-GARBLED-TEXT``, ``CG-PDF-INTEGRITY-UNCHECKED``) gets the pseudo-category
+``Document integrity`` in the review's ``gated_categories``, so the human gate asks a person
+(and lists the warnings as findings) instead of the review ending plain ``complete``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from clausegate.categories import CATEGORIES
 from clausegate.budget import add_costs
 from clausegate.errors import StepInputError
+from clausegate.pdf_codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
 from clausegate.schemas import (
     CascadeSummary,
     Cost,
@@ -57,11 +63,12 @@ def extract_step(filtered: Any, categories: Iterable[str]) -> Extraction:
     kept = require(FilteredDocument, filtered, step="extract")
     wanted = list(categories)
     from clausegate.extractor import extract_offline
+    from clausegate.offline_model import load_model
 
     clauses = extract_offline(kept, wanted)
     return Extraction(
         contract_id=kept.contract_id,
-        extractor="offline",
+        extractor=f"offline ({load_model().version})",  # the report names the model version
         clauses=clauses,
         categories_checked=wanted,
     )
@@ -84,11 +91,19 @@ def assemble_review(
     kept = require(FilteredDocument, filtered, step="review")
     found = require(Extraction, extraction, step="review")
     clauses = sorted(
-        (c for c in found.clauses if c.confidence >= min_confidence),
+        (c for c in found.clauses if c.confidence >= min_confidence or c.possible),
         key=lambda c: (CATEGORIES.index(c.category), c.pages[0], -c.confidence),
     )
-    present = {c.category for c in clauses}
-    gated_found = [c for c in dict.fromkeys(gated) if c in present]
+    present = {c.category for c in clauses if not c.possible}
+    # "possible" clauses (scored near the threshold): not findings, but never left among the missing
+    # categories, and a gated category with one goes to the gate like a finding
+    possible = {c.category for c in clauses if c.possible} - present
+    gated_found = [c for c in dict.fromkeys(gated) if c in present or c in possible]
+    warnings = [*parsed.notices, *found.notices, *notices]
+    if integrity_warnings(warnings):
+        # Hidden or garbled text: what was reviewed may not be what the contract says. Never a plain
+        # `complete`: the human gate asks about it like a gated finding (listed first).
+        gated_found.insert(0, INTEGRITY_CATEGORY)
     return Review(
         contract_id=parsed.contract_id,
         filename=parsed.filename,
@@ -96,18 +111,23 @@ def assemble_review(
         status="complete",
         extractor=found.extractor,
         clauses=clauses,
-        missing_categories=[c for c in found.categories_checked if c not in present],
+        missing_categories=[c for c in found.categories_checked if c not in present and c not in possible],
         gated_categories=gated_found,
         pages_total=len(parsed.pages),
         pages_kept=kept.pages_kept,
         tokens_total=kept.tokens_total,
         tokens_kept=kept.tokens_kept,
-        warnings=[*parsed.notices, *found.notices, *notices],
+        warnings=warnings,
         suggestions=list(suggestions),
         cascade=cascade,
         cost_by_step=cost_by_step or {},
         cost=add_costs(*(cost_by_step or {}).values()),
     )
+
+
+def integrity_warnings(warnings: Iterable[Notice]) -> list[Notice]:
+    """The document-integrity warnings (hidden text, garbled text, a page that could not be checked)."""
+    return [w for w in warnings if w.code in INTEGRITY_CODES]
 
 
 def failed_review(

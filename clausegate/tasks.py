@@ -5,10 +5,16 @@ resumed run and a retried run all reuse finished work.  The document enters the 
 through its sha256 (``contract_id``), never through its path: an edited file gets a new key.
 Model-dependent steps take the offline model's version as an input, so retraining invalidates
 their cache.
+
+Persisted results are encrypted (``clausegate.at_rest.SEALED_PICKLE``, Prefect serializer type
+``clausegate-fernet``), and a sealed upload is read through its decrypted bytes, which are also what
+the contract id hashes: a sealed upload and the same plain PDF share one contract id and one cache.
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 from datetime import timedelta
 from typing import Any
@@ -17,42 +23,78 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
 
-from clausegate import steps
+from clausegate import at_rest, model_extraction, pdf, schemas, steps
 from clausegate.providers.retry import retry_condition
 from clausegate.playbook import Playbook
 from clausegate.report import render_markdown, write_report
 from clausegate.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
 
-INPUT_KEYED = INPUTS + TASK_SOURCE
+class ResultSchema(CachePolicy):
+    """Cache key part from the source of the modules that define what results hold (pydantic models).
+
+    TASK_SOURCE sees only the task function: a field added to ``Clause`` would otherwise let a rerun
+    unpickle an old result without it (AttributeError downstream).  Any change there is a new key.
+    """
+
+    def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
+        return result_schema_version()
+
+
+def result_schema_version() -> str:
+    digest = hashlib.sha256()
+    for module in (schemas, model_extraction):
+        digest.update(inspect.getsource(module).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+RESULT_SCHEMA = ResultSchema()
+INPUT_KEYED = INPUTS + TASK_SOURCE + RESULT_SCHEMA
 
 
 class ContractContent(CachePolicy):
-    """Cache key from the contract's content hash only: its path and file name play no part."""
+    """Cache key from the contract's content hash and the parser's version: path and file name play no part."""
 
     def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
-        return inputs["source"].contract_id
+        return f"{inputs['source'].contract_id}:{pdf.PARSER_VERSION}"
 
 
-CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + ContractContent()
+CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + RESULT_SCHEMA + ContractContent()
 
 
-_COMMON: dict[str, Any] = dict(persist_result=True, retry_condition_fn=retry_condition)
+_COMMON: dict[str, Any] = dict(persist_result=True, result_serializer=at_rest.SEALED_PICKLE,
+                               retry_condition_fn=retry_condition)
 
 
 @task(name="fingerprint", cache_policy=NO_CACHE)
 def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
-    """Read the file and hash it: always runs, so an edited file is never mistaken for the old one."""
+    """Read the file and hash it: always runs, so an edited file is never mistaken for the old one.
+
+    First step of every review, so it also checks the at-rest key against the result storage
+    (``CG-AT-REST-KEY`` before any cached step is looked up; see clausegate/at_rest.py).
+    """
+    from pathlib import Path
+
     from clausegate.pdf import fingerprint
 
-    return fingerprint(source, max_bytes=int(max_file_mb * 1024 * 1024))
+    at_rest.check_result_key()
+    max_bytes = int(max_file_mb * 1024 * 1024)
+    with at_rest.plaintext_path(source, max_plain_bytes=max_bytes) as plain:
+        if plain is None:  # a plain file (e.g. `clausegate review FILE`)
+            return fingerprint(source, max_bytes=max_bytes)
+        found = fingerprint(plain, max_bytes=max_bytes)
+    original = Path(source).expanduser()
+    return found.model_copy(update={"path": str(original.absolute()), "filename": original.name})
 
 
 @task(name="parse-pdf", cache_policy=CONTENT_KEYED, **_COMMON)
 def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: str, time_cap_seconds: float) -> ParsedDocument:
     from clausegate.pdf import parse_pdf
 
-    # parse_pdf re-hashes the bytes it reads and stops with CG-PDF-CHANGED if they differ.
-    return parse_pdf(source, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb, ocr=ocr)
+    # parse_pdf re-hashes the bytes it reads and stops with CG-PDF-CHANGED if they differ.  A sealed
+    # upload is handed to it as an in-memory view of its decrypted bytes (never written to disk).
+    with at_rest.plaintext_path(source.path, max_plain_bytes=source.size_bytes) as plain:
+        view = source if plain is None else source.model_copy(update={"path": str(plain)})
+        return parse_pdf(view, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb, ocr=ocr)
 
 
 @task(name="prefilter", cache_policy=INPUT_KEYED, **_COMMON)
@@ -84,8 +126,14 @@ def offline_model_version() -> str:
 
 
 def configured(book: Playbook) -> dict[str, Any]:
-    """The tasks with the playbook's per-step timeouts, retries and cache expiration applied."""
-    expiry = timedelta(days=book.cache.expiration_days)
+    """The tasks with the playbook's per-step timeouts, retries and cache expiration applied.
+
+    A playbook's ``retention.days`` caps the cache expiration: its cached results expire (and the
+    retention flow deletes them) no later than its reports."""
+    days = book.cache.expiration_days
+    if book.retention.days is not None:
+        days = min(days, book.retention.days)
+    expiry = timedelta(days=days)
 
     def apply(task_obj, policy):
         return task_obj.with_options(

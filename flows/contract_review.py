@@ -10,6 +10,7 @@ from pathlib import PurePath
 from prefect import flow
 from prefect.runtime import flow_run
 
+from clausegate.at_rest import SEALED_JSON
 from clausegate.review_pipeline import review_contract
 
 
@@ -17,9 +18,10 @@ def _run_name() -> str:
     return "review-" + PurePath(str(flow_run.parameters.get("source", "contract"))).name
 
 
-# The review is the run's persisted result (JSON), so the inbox API can return it by task id.
+# The review is the run's persisted result (JSON, encrypted at rest: clausegate/at_rest.py), so the
+# inbox API can return it by task id.
 @flow(name="contract-review", flow_run_name=_run_name, validate_parameters=True, persist_result=True,
-      result_serializer="json")
+      result_serializer=SEALED_JSON)
 def contract_review(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports"):
     """Review one contract PDF against a playbook; write JSON + Markdown reports to ``out_dir``.
 

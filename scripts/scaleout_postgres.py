@@ -291,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         out = base / "reports"
         from prefect.client.orchestration import get_client
         from prefect.client.schemas.filters import (
-            FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId, TaskRunFilter, TaskRunFilterName)
+            FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId, FlowRunFilterTags, TaskRunFilter,
+            TaskRunFilterName)
         from prefect.deployments import run_deployment
 
         log(f"nightly-batch over {len(files)} contracts …")
@@ -307,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         with get_client(sync_client=True) as client:
             children = client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent.id])), limit=200)
+            # contract-review deployment runs are top-level (so they can suspend), tagged with the batch
+            children += client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                tags=FlowRunFilterTags(all_=[f"batch:{parent.id}"])), limit=200)
             chunk_runs = {r.id: r for r in children if "-chunk-" in r.name}
             if chunk_runs:  # dispatch=chunks: reviews are subflows of the chunk runs; label them with its worker
                 subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(

@@ -9,6 +9,10 @@ Import the fixtures you need into a test module (pytest then finds them there)::
         anthropic_server.responder = replies('{"clauses": []}')
         client = client_for(anthropic_server)
 
+What a fake charged, like a provider's invoice: ``server.billed`` (delivered 200 answers, usable or
+not), ``server.billed_tokens()``, ``server.billed_eur(eur_in_per_million, eur_out_per_million)``;
+``server.abandoned``: answers computed after the client had hung up (not charged).
+
 Servers are function-scoped (starting one takes milliseconds), bind 127.0.0.1 on a free port and
 expect the key ``KEY``. ``fresh_cooldowns`` (autouse where imported) empties the process-wide
 rate-limit cooldowns so one test's 429 never delays the next test.

@@ -32,6 +32,9 @@ __all__ = [
     "make_huge_text_pdf",
     "make_slow_pdf",
     "make_memory_hungry_pdf",
+    "make_hidden_text_pdf",
+    "make_garbled_pdf",
+    "HIDING_METHODS",
     "minimal_pdf",
 ]
 
@@ -238,4 +241,124 @@ def make_memory_hungry_pdf(path: str | Path, megabytes: int = 60) -> Path:
     content = b"BT /F1 12 Tf 10 10 Td (" + b"A" * (megabytes * 1024 * 1024) + b") Tj ET\n"
     p = _prepare(path)
     p.write_bytes(_single_stream_page_pdf(content))
+    return p
+
+
+# ------------------------------------------------------------------------------------ hostile text
+def _pdf_string(text: str) -> bytes:
+    raw = text.encode("cp1252", "replace")
+    return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
+
+
+def _lines(text: str, width: int = 95) -> list[str]:
+    import textwrap
+
+    return [line for paragraph in text.split("\n") for line in (textwrap.wrap(paragraph, width) or [""])]
+
+
+def _page_pdf(content: bytes, *, resources: str = "", extra: list[str | bytes] = (), font: list[str] | None = None) -> bytes:
+    """One Letter page drawing ``content`` with /F1 (Helvetica, WinAnsi unless ``font`` gives objects 5.. )."""
+    compressed = zlib.compress(content, 9)
+    stream = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(compressed) + compressed + b"\nendstream"
+    fonts = font or ["<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
+    return minimal_pdf([
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        f"/Resources << /Font << /F1 5 0 R >> {resources} >> >>",
+        stream,
+        *fonts,
+        *extra,
+    ])
+
+
+# How make_hidden_text_pdf hides its text: content-stream operators around "BT /F1 <size> Tf <x> <y> Td (text) Tj ET".
+HIDING_METHODS = {
+    "render-mode-3": dict(before=b"", in_bt=b"3 Tr"),  # invisible text (PDF 1.7 table 106)
+    "render-mode-7": dict(before=b"", in_bt=b"7 Tr"),  # clip only, never painted
+    "white-gray": dict(before=b"1 g"),  # white on the (white) page
+    "white-rgb": dict(before=b"1 1 1 rg"),
+    "white-cmyk": dict(before=b"0 0 0 0 k"),
+    "black-on-black": dict(before=b"0 g 60 %(box_y)d 500 20 re f"),  # a black box, then black text on it
+    "transparent": dict(before=b"/Hide gs"),  # ExtGState /ca 0
+    "off-page": dict(x=72, y=-300),
+    "off-page-right": dict(x=900, y=400),
+    "clipped": dict(before=b"0 0 5 5 re W n"),  # a 5 pt clip in the corner
+    "tiny": dict(size=0.4),  # 0.4 pt glyphs
+    "tiny-matrix": dict(before=b"0.02 0 0 0.02 72 %(y)d cm", x=0, y=0),  # 11 pt text scaled to 0.22 pt
+    "same-line": dict(same_line=True),  # visible and invisible runs inside one BT/ET (3 Tr between Tj)
+    "in-form": dict(form=True),  # invisible text inside a form XObject the page draws
+}
+
+
+def make_hidden_text_pdf(path: str | Path, visible: str, hidden: str, how: str = "render-mode-3") -> Path:
+    """A one-page PDF showing ``visible`` (Helvetica 11, wrapped) with ``hidden`` drawn after the first
+    visible line in a way a reader cannot see: ``how`` is one of ``HIDING_METHODS``.  Text extractors
+    that ignore the graphics state read both."""
+    spec = HIDING_METHODS[how]
+    lines = _lines(visible)
+    y = 740
+    hidden_y = y - 14
+    parts: list[bytes] = []
+    resources = "/ExtGState << /Hide << /Type /ExtGState /ca 0 /CA 0 >> >>"
+    extra: list[str | bytes] = []
+    for index, line in enumerate(lines):
+        if spec.get("same_line") and index == 0:
+            parts.append(b"BT /F1 11 Tf 72 %d Td %s Tj 3 Tr %s Tj 0 Tr ( end of line.) Tj ET"
+                         % (y, _pdf_string(line + " "), _pdf_string(hidden + " ")))
+        else:
+            parts.append(b"BT /F1 11 Tf 72 %d Td %s Tj ET" % (y, _pdf_string(line)))
+        y -= 14
+        if index == 0:
+            y -= 14  # the hidden line's slot
+    if spec.get("form"):
+        form = b"BT 3 Tr /F1 11 Tf 0 0 Td " + _pdf_string(hidden) + b" Tj ET"
+        extra.append(b"<< /Type /XObject /Subtype /Form /BBox [0 0 500 20] /Resources << /Font << /F1 5 0 R >> >> "
+                     b"/Length %d >>\nstream\n" % len(form) + form + b"\nendstream")
+        resources += " /XObject << /Fm1 6 0 R >>"
+        parts.insert(1, b"q 1 0 0 1 72 %d cm /Fm1 Do Q" % hidden_y)
+    elif not spec.get("same_line"):
+        before = spec.get("before", b"").replace(b"%(y)d", b"%d" % hidden_y).replace(b"%(box_y)d", b"%d" % (hidden_y - 5))
+        x, hy = spec.get("x", 72), spec.get("y", hidden_y)
+        size = spec.get("size", 11)
+        parts.insert(1, b"q %s BT %s /F1 %s Tf %d %d Td %s Tj ET Q" % (
+            before, spec.get("in_bt", b""), str(size).encode(), x, hy, _pdf_string(hidden)))
+    p = _prepare(path)
+    p.write_bytes(_page_pdf(b"\n".join(parts), resources=resources, extra=extra))
+    return p
+
+
+def make_garbled_pdf(path: str | Path, text: str, *, with_image: bool = False) -> Path:
+    """A one-page PDF whose text is set in a subset TrueType font with Identity-H encoding and **no
+    /ToUnicode map** (codes are glyph ids, as in many real exports): viewers draw the right glyphs, a
+    text extractor gets mojibake (e.g. ``7KH\\x036XSSOLHU`` for "The Supplier").  ``with_image`` also
+    draws a small image (a scanned page's picture), so OCR has something to read."""
+    lines = _lines(text)
+    parts = []
+    y = 740
+    for line in lines:
+        codes = b"".join((3 if ch == " " else max(ord(ch) - 29, 1)).to_bytes(2, "big") for ch in line)
+        parts.append(b"BT /F1 11 Tf 72 %d Td <%s> Tj ET" % (y, codes.hex().encode()))
+        y -= 14
+    font = [
+        "<< /Type /Font /Subtype /Type0 /BaseFont /ABCDEF+Arial /Encoding /Identity-H /DescendantFonts [6 0 R] >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ABCDEF+Arial /CIDSystemInfo << /Registry (Adobe) "
+        "/Ordering (Identity) /Supplement 0 >> /FontDescriptor 7 0 R /DW 500 >>",
+        "<< /Type /FontDescriptor /FontName /ABCDEF+Arial /Flags 4 /FontBBox [0 -200 1000 900] /ItalicAngle 0 "
+        "/Ascent 900 /Descent -200 /CapHeight 700 /StemV 80 >>",
+    ]
+    resources, extra = "", []
+    if with_image:
+        png = _text_image_png("GOVERNING LAW", (200, 60))
+        from PIL import Image
+
+        image = Image.open(io.BytesIO(png)).convert("L")
+        raw = zlib.compress(image.tobytes())
+        extra.append(b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
+                     b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+                     % (image.width, image.height, len(raw)) + raw + b"\nendstream")
+        resources = "/XObject << /Im1 8 0 R >>"
+        parts.append(b"q 200 0 0 60 72 100 cm /Im1 Do Q")
+    p = _prepare(path)
+    p.write_bytes(_page_pdf(b"\n".join(parts), resources=resources, extra=extra, font=font))
     return p

@@ -25,9 +25,13 @@ def test_governing_law_and_cap_found_on_the_right_page():
     assert "laws of the State of New York" in by_cat["Governing Law"].text
     assert by_cat["Cap on Liability"].pages == [3]
     assert "AGGREGATE LIABILITY" in by_cat["Cap on Liability"].text
-    thresholds = extract_thresholds(cats)
+    # the evidence is the clause's sentences with its section, not the whole passage
+    assert by_cat["Cap on Liability"].text.startswith("13. Limitation of Liability.")
+    assert by_cat["Cap on Liability"].section == "13 Limitation of Liability"
+    assert "AGGREGATE LIABILITY" not in by_cat["Governing Law"].text
+    assert by_cat["Governing Law"].section == "12 Governing Law"
     for c in clauses:
-        assert thresholds[c.category] <= c.confidence <= 1.0
+        assert 0.0 <= c.confidence <= 1.0 and not c.possible
 
 
 def test_only_requested_categories_are_returned():
@@ -79,6 +83,18 @@ def test_cuad_holdout_contract_smoke():
     found = {c.category for c in clauses}
     truth = {r["category"] for r in rows}
     assert len(found & truth) >= 0.5 * len(truth)
+
+
+def test_confidence_is_calibrated_and_monotone():
+    from clausegate.offline_model import load_model
+
+    model = load_model()
+    cal = model.metadata["calibration"]
+    assert cal["a"] > 0  # a higher score never shows a lower confidence
+    for c in ("Cap on Liability", "Governing Law", "Most Favored Nation"):
+        t = model.extract_threshold(c)
+        values = [model.calibrate(c, p) for p in (t, (t + 1) / 2, 0.999)]
+        assert values == sorted(values) and all(0 < v < 1 for v in values)
 
 
 def test_thresholds_have_a_floor_and_no_clause_has_near_zero_confidence():

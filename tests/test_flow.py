@@ -53,7 +53,12 @@ def test_review_caches_on_content_and_repeats_no_finished_task(tmp_path):
     governing = next(c for c in review.clauses if c.category == "Governing Law")
     assert governing.pages == [2] and governing.source == "offline"
     report = json.loads(next(out.glob("*.json")).read_text())
-    assert report["contract_id"] == review.contract_id and report["status"] == "complete"
+    assert report["contract_id"] == review.contract_id and report["status"] == review.status
+    # The cap clause sits near the Uncapped Liability threshold: listed as *possible* (a person checks it),
+    # never as a finding, and nothing else is gated.
+    assert not any(c.category == "Uncapped Liability" and not c.possible for c in review.clauses)
+    assert set(review.gated_categories) <= {"Uncapped Liability"}
+    assert review.status == ("pending_decision" if review.gated_categories else "complete")
     assert "Governing Law" in next(out.glob("*.md")).read_text()
 
     # Same PDF again: every content-keyed step comes from cache; only the fingerprint re-reads the file.

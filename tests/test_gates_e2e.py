@@ -16,6 +16,7 @@ written to ``$PREFECT_HOME/gate-latency.json``.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -52,6 +53,7 @@ if __name__ == "__main__" and sys.argv[1:] == ["serve"]:
     raise SystemExit(0)
 
 from clausegate.fakes.slack_server import FakeSlack  # noqa: E402
+from clausegate.gates.model import UNVERIFIED_MARK  # noqa: E402
 from tests.slack_client import SlackTestClient  # noqa: E402
 from tests.test_gates_flow import GATED_PAGES  # noqa: E402
 from tests.test_gates_support import SIGNING_SECRET, free_port, slack_settings, state_history, wait_for_state  # noqa: E402
@@ -319,6 +321,9 @@ def test_cli_lists_and_resolves(stack, runs):
     assert report["status"] == "changes_requested"
     (decision,) = report["decisions"]
     assert (decision["decision"], decision["via"], decision["reviewer"]) == ("changes", "cli", "carol")
+    (event,) = decided_events(review.id)  # attributed by the path: the CLI, with the login that ran it
+    assert (event.payload["via"], event.payload["reviewer_verified"], event.payload["verified_user"]) == (
+        "cli", True, getpass.getuser())
     assert decision["comment"] == "cap liability at 12 months of fees"
     assert_nothing_finished_ran_twice(review.id)
     message = gate_message(stack.fake, review.id)
@@ -340,6 +345,25 @@ def ui_resume(api_url: str, run_id: str, run_input: dict) -> dict:
     raise AssertionError(f"resume kept answering 503: {response.text}")
 
 
+def decided_events(run_id: str, settle: float = 1.5) -> list:
+    """The run's ``gate.decided`` audit events (written by the resumed flow; they arrive asynchronously)."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+
+    from clausegate import audit
+
+    async def read():
+        async with get_client() as client:
+            return await audit.read(client, prefix=audit.PREFIX + "gate.decided", flow_run_id=run_id)
+
+    deadline = time.monotonic() + 30
+    while not asyncio.run(read()) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    time.sleep(settle)
+    return asyncio.run(read())
+
+
 def test_slack_down_the_run_still_waits_and_the_ui_form_answers(stack, runs):
     review = runs["ui"]
     wait_for_state(review.id, {"Suspended"}, timeout=150)
@@ -355,17 +379,27 @@ def test_slack_down_the_run_still_waits_and_the_ui_form_answers(stack, runs):
     assert wait_for_state(review.id, {"Suspended"}) == "Suspended"
 
     clicked_at = time.time()
-    answer = ui_resume(stack.api_url, review.id, {"decision": "escalate", "reviewer": "uma", "comment": "form"})
+    # Through the API anyone holding the credential can claim any path: the claim is ignored, not trusted.
+    answer = ui_resume(stack.api_url, review.id, {"decision": "escalate", "reviewer": "uma", "comment": "form",
+                                                  "via": "slack"})
     assert answer["status"] == "ACCEPT", answer
     measure("ui", review.id, clicked_at)
     report = review.report()
     assert report["status"] == "needs_legal"
     (decision,) = report["decisions"]
-    assert (decision["decision"], decision["via"], decision["reviewer"]) == ("escalate", "ui", "uma")
+    assert (decision["decision"], decision["via"]) == ("escalate", "ui")
+    assert decision["reviewer"] == f"uma ({UNVERIFIED_MARK})"
     codes = {w["code"] for w in report["warnings"]}
     assert {"CG-GATE-ESCALATED", "CG-SLACK-UNDELIVERED"} <= codes
     assert_nothing_finished_ran_twice(review.id)
-    assert len(posts_for(stack.fake, review.id, ok_only=False)) == 4  # nothing re-posted after the resume
+    gate_posts = [c for c in posts_for(stack.fake, review.id, ok_only=False) if c.args["channel"] != "C0LEGAL"]
+    assert len(gate_posts) == 4  # nothing re-posted after the resume
+    # A person's Escalate (here from the UI) tells the escalation channel, once.
+    escalations = [c for c in posts_for(stack.fake, review.id) if c.args["channel"] == "C0LEGAL"]
+    assert len(escalations) == 1 and "Escalated to legal" in escalations[0].args["text"]
+    (event,) = decided_events(review.id)
+    assert (event.payload["via"], event.payload["claimed_via"], event.payload["reviewer_verified"]) == (
+        "ui", "slack", False)
 
 
 def test_a_retried_run_asks_again_with_a_new_gate_key(stack, runs):
@@ -396,7 +430,8 @@ def test_a_retried_run_asks_again_with_a_new_gate_key(stack, runs):
     assert answer["status"] == "ACCEPT", answer
     measure("ui", review.id, clicked_at)
     (decision,) = review.report()["decisions"]
-    assert decision["gate"].startswith("gate-r2-") and (decision["reviewer"], decision["via"]) == ("rita", "ui")
+    assert decision["gate"].startswith("gate-r2-")
+    assert (decision["reviewer"], decision["via"]) == (f"rita ({UNVERIFIED_MARK})", "ui")
     history = {name: Counter(states) for name, states in task_history(review.id).items()}
     for name in CONTENT_STEPS:  # executed once over four process starts (run, resume, retry, resume)
         assert history[name]["Completed"] == 1, (name, history)

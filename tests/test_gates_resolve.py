@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import threading
 import time
 import uuid
@@ -34,7 +35,9 @@ def test_resume_then_later_answers_are_told_who_decided_first(settings, fake_sla
     ref_ts = fake_slack.calls("chat.postMessage", ok_only=True)[-1]
     first = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli", comment="fine", settings=settings)
     assert first.kind == "resumed", first.message
+    # Attributed by the path (a signed receipt): the CLI, with the login that ran it.
     assert first.decision.reviewer == "dana" and first.decision.via == "cli"
+    assert first.decision.reviewer_verified and first.decision.verified_user == getpass.getuser()
     assert first.slack_updated is True
     assert state_of(gate.flow_run_id)[1] == "Resuming"
 
@@ -46,7 +49,7 @@ def test_resume_then_later_answers_are_told_who_decided_first(settings, fake_sla
     late = resolve_gate(gate.flow_run_id, "changes", reviewer="eve", via="slack", settings=settings)
     assert late.kind == "already_decided"
     assert "approved by dana via cli" in late.message and "not applied" in late.message
-    assert late.decision.reviewer == "dana"
+    assert late.decision.reviewer == "dana" and late.decision.via == "cli"
 
 
 def test_concurrent_answers_first_wins(settings):

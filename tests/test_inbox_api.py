@@ -50,7 +50,8 @@ def files_server(tmp_path_factory):
 def env(tmp_path_factory, files_server):
     root = tmp_path_factory.mktemp("inbox")
     deploy_once(root)
-    settings = inbox_settings(root, url_allow_list=[files_server])
+    # The file server is on loopback: its host must be allowed as private explicitly (clausegate.fetch).
+    settings = inbox_settings(root, url_allow_list=[files_server], url_allow_private_hosts=["127.0.0.1"])
     app = create_app(GatewayConfig(inbox=Inbox(settings, ui_url="http://ui.example")))
     acme, acme_record = make_key("acme")
     globex, _ = make_key("globex")
@@ -91,7 +92,9 @@ def test_submit_answers_at_once_with_a_task_on_the_priority_queue(env, tmp_path)
     assert {"inbox", "inbox-sender:acme", "inbox-priority:high", "inbox-topic:renewals"} <= set(run.tags)
     stored = run.parameters["source"]
     assert stored.startswith(str(env["settings"].uploads_dir)) and stored.endswith("supply_deal.pdf")
-    assert open(stored, "rb").read() == data
+    from clausegate.at_rest import file_is_sealed, read_sealed_file
+
+    assert file_is_sealed(stored) and read_sealed_file(stored, max_plain_bytes=len(data)) == data  # encrypted at rest
 
     task = env["client"].get(f"/inbox/tasks/{body['task_id']}", headers=auth(env["acme"])).json()
     assert task["status"] == "pending" and task["sender"] == "acme" and task["priority"] == "high"
@@ -209,7 +212,19 @@ def test_path_and_allow_listed_url_references_are_copied_into_the_inbox(env):
         source = read_run(response.json()["task_id"]).parameters["source"]
         assert source.startswith(str(env["settings"].uploads_dir)) and source.endswith(name)
     missing = submit(env, env["acme"], None, source_url=f"http://{env['server']}/nope.pdf")
-    assert missing.status_code == 422 and "HTTP 404" in missing.json()["detail"]["message"]
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on, allowed like the file server's
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    env["settings"].url_allow_list.append(f"127.0.0.1:{free}")  # the inbox reads its settings per request
+    try:
+        closed = submit(env, env["acme"], None, source_url=f"http://127.0.0.1:{free}/nope.pdf")
+    finally:
+        env["settings"].url_allow_list.remove(f"127.0.0.1:{free}")
+    assert missing.status_code == closed.status_code == 422, (missing.text, closed.text)
+    assert missing.json() == closed.json()  # neither the remote status nor the port state is revealed
+    assert "404" not in missing.text and env["server"] not in missing.text
 
 
 def test_a_sender_over_its_rate_gets_429_with_retry_after(env, tmp_path):

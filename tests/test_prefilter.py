@@ -54,16 +54,17 @@ CONTRACT = make_doc(PREAMBLE, BOILERPLATE, GOVERNING_LAW + CAP, BOILERPLATE)
 def test_artifact_loads_without_pickle_and_has_metadata():
     with np.load(MODEL_DIR / "offline_model.npz", allow_pickle=False) as npz:
         assert {"vocabulary", "idf", "coef", "intercept", "categories"} <= set(npz.files)
-        assert npz["coef"].shape == (len(CATEGORIES), len(npz["vocabulary"]))
+        heads = len(npz["head_vocabulary"]) if "head_vocabulary" in npz.files else 0
+        assert npz["coef"].shape == (len(CATEGORIES), len(npz["vocabulary"]) + heads)
     meta = json.loads((MODEL_DIR / "offline_model.json").read_text())
     for key in ("version", "trained_at", "split", "n_train_contracts", "sklearn_version", "features",
-                "extract_threshold", "keep_levels", "keep_threshold_grid"):
+                "extract_threshold", "possible_threshold", "calibration", "cv", "keep_levels", "keep_threshold_grid"):
         assert key in meta, key
     assert set(meta["extract_threshold"]) == set(CATEGORIES)
     model = load_model()
     assert model.version == meta["version"] and model.categories == CATEGORIES
     size = sum(p.stat().st_size for p in MODEL_DIR.glob("offline_model.*"))
-    assert size < 8_000_000
+    assert size <= 30_000_000  # issue 13: the shipped artifact stays <= 30 MB
 
 
 def test_scores_are_probabilities_in_artifact_order():
@@ -128,3 +129,9 @@ def test_robust_on_odd_pages():
     empty = prefilter(make_doc("", "  "), ["Governing Law"])
     assert empty.passages == [] and empty.tokens_total == 0 and empty.pages_kept == []
     assert prefilter(CONTRACT, []).passages == []
+
+
+def test_passages_carry_their_section():
+    fd = prefilter(CONTRACT, ["Governing Law", "Cap on Liability"])
+    gov = next(p for p in fd.passages if "State of New York" in p.text)
+    assert gov.section == "12 Governing Law"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import pickle
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -18,15 +19,18 @@ from clausegate.providers import (
     AnthropicClient,
     AuthError,
     BadRequest,
+    CircuitBreaker,
     ContextTooLong,
     CooldownRegistry,
     InvalidOutput,
+    MemoryStore,
     ModelResponse,
     NotFound,
     OpenAICompatClient,
     OutputTruncated,
     Overloaded,
     Pricing,
+    ProviderCircuitOpen,
     ProviderError,
     ProviderTimeout,
     ProviderUnreachable,
@@ -376,3 +380,103 @@ def test_policy_works_for_async_tasks_too(prefect_harness, anthropic_server):
     anthropic_server.script(["404"])
     assert asyncio.run(review_async(anthropic_server.url, return_state=True)).is_failed()
     assert anthropic_server.calls == 3
+
+
+# ------------------------------------------------------------------ Retry-After on any status; the circuit breaker
+
+def test_a_503_retry_after_sets_the_cooldown_like_a_429(model_server):
+    slept: list[float] = []
+    client = client_for(model_server, cooldowns=CooldownRegistry(sleep=slept.append))
+    model_server.script(["503"])
+    error = failure_of(lambda: client.complete("s", "u"))
+    assert error.status == 503 and retries(error) and error.retry_after_seconds == 1.0
+    client.complete("s", "u")
+    assert len(slept) == 1 and 0.9 <= slept[0] <= 1.1  # what is left of the 1 s, measured after the answer
+
+
+def test_reset_headers_alone_ask_for_no_wait_outside_a_429():
+    with fake_model_server("anthropic", retry_after_statuses=()) as server:  # a 503 without retry-after
+        slept: list[float] = []
+        client = client_for(server, cooldowns=CooldownRegistry(sleep=slept.append))
+        server.script(["503"])
+        assert failure_of(lambda: client.complete("s", "u")).retry_after_seconds is None
+        client.complete("s", "u")
+        assert slept == []  # the rate-limit reset headers on every answer are no reason to wait
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_circuit_breaker_opens_after_n_transport_failures_skips_and_closes(anthropic_server):
+    clock = Clock()
+    breaker = CircuitBreaker(MemoryStore(), failures=3, cooldown_seconds=30, clock=clock, provider="anthropic",
+                             block_name="anthropic-model/prod")
+    client = client_for(anthropic_server, read_timeout=0.3, breaker=breaker)
+    anthropic_server.down("hang")
+    for _ in range(3):
+        assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderTimeout
+    started = time.monotonic()
+    error = failure_of(lambda: client.complete("s", "u"))
+    assert type(error) is ProviderCircuitOpen and error.code == "CG-MODEL-CIRCUIT-OPEN" and not retries(error)
+    assert time.monotonic() - started < 0.2 and anthropic_server.calls == 3  # nothing sent while open
+    assert "3 consecutive transport failures" in str(error) and "anthropic-model/prod" in error.hint
+    clock.now += 29
+    failure_of(lambda: client.complete("s", "u"))
+    assert anthropic_server.calls == 3
+    clock.now += 2  # cool-down over: half-open, one probe goes through; it fails, the breaker re-opens
+    assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderTimeout
+    assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderCircuitOpen and anthropic_server.calls == 4
+    clock.now += 31
+    anthropic_server.up()
+    assert client.complete("s", "u").text == '{"clauses": []}'  # the probe succeeds: closed
+    state = breaker.state(client.base_url + "/v1/messages")
+    assert (state.failures, state.open_until) == (0, 0.0)
+
+
+def test_half_open_lets_one_probe_through_and_the_others_keep_skipping():
+    clock = Clock()
+    breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=10, probe_seconds=5, clock=clock)
+    breaker.record_failure("u", ProviderTimeout("x"))
+    with pytest.raises(ProviderCircuitOpen):
+        breaker.before_call("u")
+    clock.now += 10
+    breaker.before_call("u")  # the probe
+    with pytest.raises(ProviderCircuitOpen):  # a second caller while the probe is in flight
+        breaker.before_call("u")
+    clock.now += 5  # the probe never reported back (its process died): the next call probes
+    breaker.before_call("u")
+    breaker.record_success("u")
+    breaker.before_call("u")
+    assert breaker.state("u").failures == 0
+
+
+def test_only_transport_failures_count_and_an_answer_resets_the_count(anthropic_server):
+    breaker = CircuitBreaker(MemoryStore(), failures=2, cooldown_seconds=30)
+    client = client_for(anthropic_server, read_timeout=0.3, breaker=breaker)
+    url = client.base_url + "/v1/messages"
+    anthropic_server.script(["500", "429", "529", "hang", "ok", "hang", "401", "hang", "503"])
+    for _ in range(4):
+        failure_of(lambda: client.complete("s", "u"))
+    assert breaker.state(url).failures == 1  # 500, 429, 529 are answers; one hang
+    client.complete("s", "u")
+    assert breaker.state(url).failures == 0
+    failure_of(lambda: client.complete("s", "u"))  # hang
+    failure_of(lambda: client.complete("s", "u"))  # 401: an answer
+    failure_of(lambda: client.complete("s", "u"))  # hang
+    assert breaker.state(url).failures == 1
+    assert failure_of(lambda: client.complete("s", "u")).status == 503  # a gateway failure counts: opens
+    assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderCircuitOpen
+    assert anthropic_server.calls == 9
+
+
+def test_a_bare_client_outside_prefect_keeps_no_breaker_state(anthropic_server):
+    client = client_for(anthropic_server, read_timeout=0.2)
+    anthropic_server.down("hang")
+    for _ in range(4):
+        assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderTimeout
+    assert anthropic_server.calls == 4

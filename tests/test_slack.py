@@ -17,7 +17,13 @@ from blocks.slack import SlackSettings
 from clausegate.fakes.slack_server import FakeSlack
 from clausegate.gates.model import DecisionInfo, Finding, GateRecord
 from clausegate.gates.notify import SlackError, call_slack, notify_gate
-from clausegate.gates.slack_view import decided_message, escalation_message, findings_table, gate_message
+from clausegate.gates.slack_view import (
+    decided_message,
+    escalation_message,
+    findings_table,
+    gate_message,
+    person_escalation_message,
+)
 from tests.test_gates_support import FINDINGS, free_port, slack_settings
 from tests.test_gates_support import drained_prefect_workers  # noqa: F401  (fixture)
 
@@ -138,6 +144,20 @@ def test_gate_message_has_findings_buttons_link_and_run_id(fake, client):
     assert client.chat_postMessage(channel="C1", text=text, blocks=blocks)["ok"]
     text, blocks = escalation_message(rec, "http://prefect.example", "Overdue by 5m.")
     assert "SLA passed" in text and client.chat_postMessage(channel="C1", text=text, blocks=blocks)["ok"]
+
+
+def test_person_escalation_notice_names_who_and_how(client):
+    rec = record()
+    verified = DecisionInfo(decision="escalate", reviewer="dana (U0DANA)", comment="<uncapped> & unusual " * 60,
+                            via="slack", reviewer_verified=True, decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=timezone.utc))
+    text, blocks = person_escalation_message(rec, verified, "http://prefect.example/runs/flow-run/x")
+    assert "Escalated to legal" in text and "master-services.pdf" in text and "dana (U0DANA) via slack" in text
+    assert "<uncapped>" not in text and "&lt;uncapped&gt;" in text  # the comment is escaped, not markup
+    assert client.chat_postMessage(channel="C1", text=text, blocks=blocks)["ok"]  # within Slack's limits
+    stated = DecisionInfo(decision="escalate", reviewer="uma (as stated in the Prefect UI form, unverified)",
+                          via="ui", decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=timezone.utc))
+    text, _ = person_escalation_message(rec, stated, "http://x")
+    assert "unverified) via ui" in text
 
 
 def test_many_long_findings_still_fit_slack_limits(client):

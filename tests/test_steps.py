@@ -54,3 +54,25 @@ def test_step_input_error_survives_pickling():
     error = pickle.loads(pickle.dumps(StepInputError("extract", "passages", "is missing")))
     assert error.field == "passages" and error.code == "CG-STEP-INPUT"
     assert str(error) == str(StepInputError("extract", "passages", "is missing"))
+
+
+@pytest.mark.parametrize("code", ["CG-PDF-HIDDEN-TEXT", "CG-PDF-GARBLED-TEXT", "CG-PDF-INTEGRITY-UNCHECKED"])
+def test_integrity_warning_gates_the_review(code):
+    """A document-integrity warning makes the gate ask a person, even with no gated clause."""
+    from clausegate.schemas import Notice
+
+    notice = Notice(code=code, message="“Ignore previous instructions” is hidden text on page 1", page=1)
+    document = ParsedDocument(contract_id=CID, filename="x.pdf", pages=[Page(number=1, text="t")], notices=[notice])
+    filtered = FilteredDocument(contract_id=CID, passages=[Passage(page=1, text="t", score=1.0)],
+                                pages_kept=[1], tokens_total=1, tokens_kept=1)
+    extraction = {"contract_id": CID, "extractor": "offline", "categories_checked": ["Insurance"], "clauses": []}
+    review = steps.assemble_review(document, filtered, extraction, playbook="p", gated=["Uncapped Liability"])
+    assert review.gated_categories == ["Document integrity"]
+    assert steps.integrity_warnings(review.warnings) == [notice]
+    markdown = render_markdown(review)
+    assert markdown.index("## Document integrity") < markdown.index("## Needs a person")
+    assert "## Warnings" not in markdown, "integrity warnings are listed once, at the top"
+
+    clean = steps.assemble_review(document.model_copy(update={"notices": []}), filtered, extraction, playbook="p",
+                                  gated=["Uncapped Liability"])
+    assert clean.gated_categories == [] and clean.status == "complete"

@@ -122,3 +122,23 @@ def test_parse_json_object(text, expected):
 def test_parse_json_object_refuses(text):
     with pytest.raises(_Unusable):
         parse_json_object(text)
+
+
+def test_extraction_answer_is_parsed_leniently_so_a_bad_clause_costs_no_repair_call(model_server):
+    """The envelope must be valid; clauses are checked one by one later (model_extraction.ground_answer)."""
+    from clausegate.model_extraction import ModelAnswer
+
+    bad_and_good = {"clauses": [{"category": "Governing Law"}, {"text": "   ", "confidence": 7}, GOOD["clauses"][0]]}
+    model_server.responder = replies(bad_and_good)
+    answer, responses = complete_json(client_for(model_server), "sys", "find clauses", ModelAnswer, max_tokens=500)
+    assert len(answer.clauses) == 3 and len(responses) == 1 and model_server.calls == 1
+
+
+def test_extraction_repair_prompt_shows_the_strict_schema(model_server):
+    from clausegate.model_extraction import ModelAnswer
+
+    model_server.responder = replies({"clauses": "none"}, {"clauses": []})
+    answer, responses = complete_json(client_for(model_server), "sys", "find clauses", ModelAnswer, max_tokens=500)
+    assert answer.clauses == [] and len(responses) == 2
+    schema = prompts_of(model_server.requests[1].body)[1].split("<json_schema>\n", 1)[1].split("\n</json_schema>")[0]
+    assert json.loads(schema)["$defs"]["ModelClause"]["required"] == ["category", "passage_id", "text", "confidence"]

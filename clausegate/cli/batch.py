@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from clausegate.cli.app import app, console, use_stack_api_url as _use_stack_api_url
+from clausegate.money import eur_digits
 
 STATUS_STYLE = {"reviewed": "green", "waiting": "yellow", "failed": "red", "not-submitted": "red",
                 "unfinished": "red", "skipped": "dim", "in-flight": "dim", "duplicate": "dim"}
@@ -52,12 +53,12 @@ def summary_table(summary) -> Table:
         style = STATUS_STYLE.get(r.status, "")
         status = r.status + (f" ({r.review_status})" if r.review_status else "")
         table.add_row(r.file, f"[{style}]{status}[/{style}]" if style else status,
-                      "" if r.clauses is None else str(r.clauses), str(r.gates_waiting), f"{r.cost_eur:.4f}",
+                      "" if r.clauses is None else str(r.clauses), str(r.gates_waiting), eur_digits(r.cost_eur),
                       r.error_code, r.worker)
     t = summary.totals
     table.add_section()
     table.add_row(f"TOTAL {t.contracts}", f"{t.reviewed} reviewed · {t.failed} failed · {t.waiting} waiting · "
-                  f"{t.skipped} skipped", str(t.clauses), str(t.gates_waiting), f"{t.cost_eur:.4f}", "",
+                  f"{t.skipped} skipped", str(t.clauses), str(t.gates_waiting), eur_digits(t.cost_eur), "",
                   f"{t.contracts_per_minute:.1f}/min")
     return table
 

@@ -46,9 +46,13 @@ def resolve(
     run_id: Annotated[str, typer.Argument(help="the waiting flow run's id")],
     decision: Annotated[str, typer.Argument(help="approve | changes | escalate")],
     comment: Annotated[str, typer.Option(help="why, or which changes")] = "",
-    reviewer: Annotated[str | None, typer.Option(help="who decides (default: your login name)")] = None,
+    reviewer: Annotated[str | None, typer.Option(help="who decides (default: your login name; the login is "
+                                                      "recorded with the decision either way)")] = None,
 ) -> None:
-    """Answer a waiting gate (resumes the run); tells you if someone decided first."""
+    """Answer a waiting gate (resumes the run); tells you if someone decided first.
+
+    Recorded as ``via cli`` with your login (a signed receipt, docs/security.md §5); an answer
+    that is not applied is written to the audit log (``clausegate inbox audit``: ``gate.refused``)."""
     from clausegate.gates import load_slack_settings, resolve_gate
 
     outcome = resolve_gate(run_id, decision, reviewer=reviewer or getpass.getuser(), via="cli", comment=comment,

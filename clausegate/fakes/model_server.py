@@ -4,11 +4,20 @@
     server.script(["429", "529", "ok"])     # the next three requests; then random faults or ok
     ... AnthropicClient(base_url=server.url, api_key="k", model="m") ...
     server.requests[0].fault, server.calls; server.stop()
+    server.billed_tokens(), server.billed_eur(3.0, 15.0)   # what it charged: delivered 200 answers only
+    server.down("hang"); ...; server.up()   # an outage: every request hangs (or any fault kind) until up()
 
 or as a process: ``python -m clausegate.fakes.model_server --protocol openai --port 8901 --fault-rate 0.3 --seed 1``.
 
 Auth is checked like the real services (``x-api-key`` + ``anthropic-version``; ``Authorization:
 Bearer``); answers carry real usage fields, request ids and rate-limit headers. Faults: see FAULTS.
+
+Billing: like a provider's invoice, the fake keeps the usage of every answer it charged for
+(``RecordedRequest.usage``/``billed``): each HTTP 200 it delivered, usable or not (``not_json`` and
+``truncated`` answers are charged too); errors are free.  An answer whose client had already hung up
+(a ``slow`` answer past the client's read timeout) is not delivered and not charged, but counted in
+``abandoned`` so a test can see it.  ``billed_eur`` prices the usage per request, rounded to 1/1000
+cent per request, at the prices the caller gives.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ import argparse
 import json
 import math
 import random
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +42,8 @@ DEFAULT_API_KEY = "fake-model-key"
 RANDOM_FAULTS = ("rate_limit", "overloaded", "server_error", "unavailable", "slow", "not_json", "truncated")
 FAULTS = {  # kind -> aliases usable in script() and --kinds
     "ok": ("ok", "200"), "rate_limit": ("429",), "quota": (), "overloaded": ("529",), "server_error": ("500",),
-    "unavailable": ("503",), "slow": ("timeout",), "not_json": ("non_json", "bad_json"), "truncated": (),
+    "unavailable": ("503",), "slow": ("timeout",), "hang": ("hung",), "not_json": ("non_json", "bad_json"),
+    "truncated": (),
     "context_too_long": ("context", "400"), "too_large": ("413",), "unauthorized": ("401",),
     "forbidden": ("403",), "not_found": ("404",), "bad_request": (), "unprocessable": ("422",),
 }
@@ -110,10 +122,17 @@ class RecordedRequest:
     fault: str = "ok"
     status: int = 0
     at: float = field(default_factory=time.monotonic)
+    usage: dict[str, int] | None = None  # input/output tokens of a 200 answer (what it charges)
+    delivered: bool | None = None  # None until sent; False: the client had hung up (not charged)
 
     @property
     def model(self) -> str | None:
         return self.body.get("model") if isinstance(self.body, dict) else None
+
+    @property
+    def billed(self) -> bool:
+        """True when this request was charged: a 200 answer that reached the client."""
+        return self.usage is not None and bool(self.delivered)
 
 
 class FakeModelServer:
@@ -133,6 +152,8 @@ class FakeModelServer:
         slow_seconds: float = 2.0,
         known_models: Iterable[str] | None = None,
         context_window: int | None = None,
+        hang_seconds: float = 300.0,
+        retry_after_statuses: Iterable[int] = (429, 503),
     ) -> None:
         if protocol not in ("anthropic", "openai"):
             raise ValueError(f"protocol must be 'anthropic' or 'openai', not {protocol!r}")
@@ -144,6 +165,10 @@ class FakeModelServer:
         self.fault_kinds = [_kind(k) for k in fault_kinds]
         self.retry_after = retry_after
         self.slow_seconds = slow_seconds
+        self.hang_seconds = hang_seconds  # a "hang" answers nothing until up()/stop() or this long
+        self.retry_after_statuses = frozenset(retry_after_statuses)  # statuses that send retry-after
+        self._outage: str | None = None
+        self._released = threading.Event()
         self.known_models = set(known_models) if known_models is not None else None
         self.context_window = context_window or (200_000 if protocol == "anthropic" else 128_000)
         self.requests: list[RecordedRequest] = []
@@ -170,6 +195,7 @@ class FakeModelServer:
         return self
 
     def stop(self) -> None:
+        self._released.set()  # wake hung requests
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -189,15 +215,53 @@ class FakeModelServer:
     def calls(self) -> int:
         return len(self.requests)
 
+    @property
+    def billed(self) -> list[RecordedRequest]:
+        """The requests the fake charged for (delivered 200 answers), in order."""
+        with self._lock:
+            return [r for r in self.requests if r.billed]
+
+    @property
+    def abandoned(self) -> list[RecordedRequest]:
+        """200 answers the client never received (it had hung up): not charged."""
+        with self._lock:
+            return [r for r in self.requests if r.usage is not None and r.delivered is False]
+
+    def billed_tokens(self) -> tuple[int, int]:
+        """(input, output) tokens of every charged answer."""
+        billed = self.billed
+        return sum(r.usage["input_tokens"] for r in billed), sum(r.usage["output_tokens"] for r in billed)
+
+    def billed_eur(self, eur_per_million_input: float, eur_per_million_output: float) -> float:
+        """EUR charged at these prices: each answer priced on its own and rounded to 1/1000 cent."""
+        return round(sum(round((r.usage["input_tokens"] * eur_per_million_input
+                                + r.usage["output_tokens"] * eur_per_million_output) / 1_000_000, 5)
+                         for r in self.billed), 6)
+
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
             self._script.clear()
 
+    def down(self, kind: str = "hang") -> None:
+        """An outage: every request (after the script) gets ``kind`` (default: hang, no answer at all)
+        until :meth:`up`."""
+        with self._lock:
+            self._outage = _kind(kind)
+            self._released.clear()
+
+    def up(self) -> None:
+        """End the outage; requests still hanging are released (their clients have long gone)."""
+        with self._lock:
+            self._outage = None
+            self._released.set()
+
     def _next_fault(self) -> str:
         with self._lock:
             if self._script:
                 return self._script.pop(0)
+            if self._outage:
+                return self._outage
             if self.fault_kinds and self._rng.random() < self.fault_rate:
                 return self._rng.choice(self.fault_kinds)
         return "ok"
@@ -205,6 +269,12 @@ class FakeModelServer:
     # -- one request ---------------------------------------------------------------------
     def handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
         """Decide and build the answer; records the request. Returns (status, headers, body)."""
+        _, status, extra, payload = self.handle_request(path, headers, raw)
+        return status, extra, payload
+
+    def handle_request(self, path: str, headers: dict[str, str],
+                       raw: bytes) -> tuple[RecordedRequest, int, dict[str, str], bytes]:
+        """``handle`` plus the request's record (the handler marks it delivered or not)."""
         body = _json_or_none(raw)
         record = RecordedRequest(path=path, headers=_redacted(headers), body=body, fault=self._next_fault())
         with self._lock:
@@ -213,10 +283,16 @@ class FakeModelServer:
         kind = self._precheck(path, headers, body) or record.fault
         if kind == "slow":
             time.sleep(self.slow_seconds)
+        elif kind == "hang":
+            self._released.wait(self.hang_seconds)
         context = self._context(headers, body, number)
         status, extra, payload = self._answer(kind, body, context)
         record.fault, record.status = kind, status
-        return status, {**self._common_headers(context, status == 429), **extra}, json.dumps(payload).encode()
+        if status == 200:
+            usage = payload.get("usage") or {}
+            record.usage = {"input_tokens": int(usage.get("input_tokens", usage.get("prompt_tokens", 0))),
+                            "output_tokens": int(usage.get("output_tokens", usage.get("completion_tokens", 0)))}
+        return record, status, {**self._common_headers(context, status == 429), **extra}, json.dumps(payload).encode()
 
     def _precheck(self, path: str, headers: dict[str, str], body: Any) -> str | None:
         """What the real service would refuse before looking at the request's content."""
@@ -263,7 +339,7 @@ class FakeModelServer:
             context["tokens"] = max(context["tokens"], context["window"] + 50_000)
         if kind in _ERRORS:
             status = _STATUS_OVERRIDES[self.protocol].get(kind, _ERRORS[kind][0])
-            extra = {"retry-after": str(math.ceil(self.retry_after))} if status == 429 else {}
+            extra = {"retry-after": str(math.ceil(self.retry_after))} if status in self.retry_after_statuses else {}
             return status, extra, self._error_body(kind, context)
         if kind == "unprocessable":  # FastAPI-style validation error of local servers
             return 422, {}, {"detail": [{"loc": ["body", "messages"], "msg": "field required", "type": "missing"}]}
@@ -342,6 +418,15 @@ def _json_or_none(raw: bytes) -> Any:
         return None
 
 
+def _peer_gone(connection: socket.socket) -> bool:
+    """True when the client has closed its end (readable with EOF): it will never read an answer."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 def _redacted(headers: dict[str, str]) -> dict[str, str]:
     return {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
 
@@ -362,11 +447,17 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (stdlib name)
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         headers = {k.lower(): v for k, v in self.headers.items()}
+        record = None
         try:
-            status, extra, payload = self.server.fake.handle(self.path, headers, raw)
+            record, status, extra, payload = self.server.fake.handle_request(self.path, headers, raw)
         except Exception as exc:  # a broken responder is a 500, not a dropped connection
             status, extra = 500, {}
             payload = json.dumps({"error": {"type": "api_error", "message": f"fake responder failed: {exc!r}"}}).encode()
+        if _peer_gone(self.connection):  # the client gave up (read timeout): nothing delivered, nothing charged
+            if record is not None:
+                record.delivered = False
+            self.close_connection = True
+            return
         try:
             self.send_response(status)
             for name, value in {"content-type": "application/json", **extra}.items():
@@ -374,8 +465,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
             self.close_connection = True
+            if record is not None:
+                record.delivered = False
+            return
+        if record is not None:
+            record.delivered = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read server.requests
         return

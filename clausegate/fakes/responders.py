@@ -16,8 +16,9 @@ FIND_AT = 0.35
 
 
 def _first_sentence(text: str) -> str:
+    """The passage's first sentence when it is a real one (8+ words), else the whole passage."""
     cut = re.split(r"(?<=[.;:])\s", text.strip(), maxsplit=1)[0]
-    return cut if len(cut) >= 20 else text.strip()
+    return cut if len(cut) >= 20 and len(cut.split()) >= 8 else text.strip()
 
 
 def extraction_answer(user: str) -> dict:

@@ -10,9 +10,15 @@ The gate's state lives in Prefect, on the suspended flow run:
   why posting failed; and ``clausegate-stamp-<gate key>`` once the message shows the decision;
 * the **decision**: Prefect's own response input (``suspended-<gate key>-response``), written by
   the server only when it accepts the resume, so the first answer wins and later ones can be
-  told who decided.
+  told who decided;
+* a **decision receipt** per answer given through ``resolve_gate`` (Slack, the CLI, the SLA
+  sweeper): ``clausegate-receipt-<gate key>-<nonce>``, signed with a server-side key, written
+  before the resume whose run input carries the nonce (``clausegate_receipt``).
 
 Slack, the Prefect UI form and the CLI are views of this record; they all end in one resume call.
+Where an answer came from (``via``) is never taken from the answer: it is ``slack``/``cli``/``sla``
+only when a valid receipt matches the accepted answer, otherwise ``ui`` with the reviewer name
+marked as stated in the form (see ``clausegate.gates.receipts`` and docs/security.md §5).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from prefect.input import RunInput
 from prefect.input.run_input import keyset_from_base_key
 from pydantic import BaseModel, ConfigDict, Field
 
+from clausegate.pdf_codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
 from clausegate.schemas import Review, Suggestion
 
 Decision = Literal["approve", "changes", "escalate"]
@@ -58,7 +65,16 @@ def normalise_decision(word: str) -> str | None:
 
 
 class GateInput(RunInput):
-    """The reviewer's answer: rendered as a form in the Prefect UI (Resume → the run's form)."""
+    """The reviewer's answer: rendered as a form in the Prefect UI (Resume → the run's form).
+
+    No ``via`` field: where an answer came from is decided by the path that received it (a signed
+    receipt from ``resolve_gate``), never by the caller. Unknown fields (an old client's ``via``,
+    ``resolve_gate``'s receipt nonce) are accepted by the server and ignored here: a caller who
+    claims ``via: slack`` through the Prefect API gets an answer recorded as ``ui`` (and audited),
+    not a refused resume it could simply repeat without the field.
+    """
+
+    model_config = ConfigDict(extra="ignore")
 
     decision: Decision = Field(
         description="approve: the clauses are acceptable; changes: send back with requested changes; "
@@ -66,7 +82,6 @@ class GateInput(RunInput):
     )
     reviewer: str = Field(min_length=1, max_length=200, description="Who decides (your name or e-mail).")
     comment: str = Field("", max_length=3000, description="Why, or which changes (optional).")
-    via: Via = Field("ui", description="Where the answer came from; keep 'ui' when answering in the Prefect UI.")
 
 
 class Finding(BaseModel):
@@ -123,7 +138,15 @@ class SlackRef(BaseModel):
 
 
 class DecisionInfo(BaseModel):
-    """A decision as recorded by Prefect (the accepted resume's input) with its time."""
+    """A decision as recorded by Prefect (the accepted resume's input) with its time and attribution.
+
+    ``via`` and ``reviewer`` are ClauseGate's attribution, not the caller's claim: with a verified
+    receipt they are the receiving path's (``reviewer_verified``: the Slack user / CLI login /
+    sweeper the receipt names); otherwise ``via`` is ``ui`` and ``reviewer`` is the name typed into
+    the form, marked :data:`UNVERIFIED_MARK`. ``stated_reviewer`` is the name as the answer gave it,
+    ``claimed_via`` a ``via`` the caller put into the run input (ignored; kept for the audit), and
+    ``receipt_problem`` why a receipt the answer pointed to was not accepted.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -132,11 +155,25 @@ class DecisionInfo(BaseModel):
     comment: str = ""
     via: Via = "ui"
     decided_at: datetime
+    reviewer_verified: bool = False
+    stated_reviewer: str | None = None
+    verified_user: str | None = None
+    claimed_via: str | None = None
+    receipt_problem: str | None = None
 
     def describe(self) -> str:
         when = self.decided_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         text = f"{DECISION_PAST[self.decision]} by {self.reviewer} via {self.via} at {when}"
         return text + (f" ({self.comment})" if self.comment else "")
+
+
+UNVERIFIED_MARK = "as stated in the Prefect UI form, unverified"
+RECEIPT_FIELD = "clausegate_receipt"  # the run-input field resolve_gate puts its receipt nonce in
+
+
+def unverified_reviewer(stated: str) -> str:
+    """A reviewer name nobody verified (typed into the Prefect UI form / sent to the API), marked as such."""
+    return f"{stated} ({UNVERIFIED_MARK})"
 
 
 def gate_key(contract_id: str, categories: list[str], run_count: int) -> str:
@@ -163,6 +200,11 @@ def stamp_key(key: str) -> str:
     return f"{RECORD_PREFIX}stamp-{key}"
 
 
+def receipt_key(key: str, nonce: str) -> str:
+    """Where ``resolve_gate`` stores the signed receipt of one answer (nonce: lowercase hex)."""
+    return f"{RECORD_PREFIX}receipt-{key}-{nonce}"
+
+
 def response_key(key: str) -> str:
     """Where Prefect stores the accepted answer of ``suspend_flow_run(key=key, wait_for_input=...)``."""
     return keyset_from_base_key(f"suspended-{key}")["response"]
@@ -171,9 +213,20 @@ def response_key(key: str) -> str:
 def findings_of(review: Review, categories: list[str]) -> list[Finding]:
     wanted = set(categories)
     out = []
+    if INTEGRITY_CATEGORY in wanted:  # hidden or garbled text: each warning is a finding the person sees
+        for warning in review.warnings:
+            if warning.code in INTEGRITY_CODES:
+                text = " ".join(warning.message.split())
+                out.append(Finding(category=INTEGRITY_CATEGORY, pages=[warning.page] if warning.page else [],
+                                   text=text if len(text) <= CLAUSE_CUT else text[: CLAUSE_CUT - 1].rstrip() + "…",
+                                   confidence=1.0))
     for clause in review.clauses:
         if clause.category in wanted:
             text = " ".join(clause.text.split())
+            if clause.section:
+                text = f"§ {clause.section}: {text}"
+            if clause.possible:  # scored near the threshold without reaching it: the person checks it
+                text = f"POSSIBLE (not certain; please check): {text}"
             if len(text) > CLAUSE_CUT:
                 text = text[: CLAUSE_CUT - 1].rstrip() + "…"
             out.append(Finding(category=clause.category, pages=list(clause.pages), text=text,

@@ -1,7 +1,10 @@
 """Talking to Slack: one call wrapper that classifies errors, and the Prefect tasks that post.
 
 Slack is a *view* of the gate: a failed post never stops the gate from suspending, it is recorded
-(``SlackRef(ok=False, error=...)``) and reported in the review's notices. Retries: the Prefect tasks
+(``SlackRef(ok=False, error=...)``) and reported in the review's notices. Escalation notices (the SLA
+sweeper's ``post_escalation``, a person's ``notify_person_escalation``) are tasks with the same
+retries; when they finally fail the sweeper run fails (``CG-GATE-ESCALATION-UNDELIVERED``) and a
+review carries that notice. Retries: the Prefect tasks
 here own them (``retries`` + ``retry_condition_fn``: transient errors only); the WebClient has no
 retry handlers of its own (``SlackSettings.get_client``). ``ratelimited`` answers are honoured by
 waiting ``Retry-After`` (capped) before the next attempt.
@@ -17,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from clausegate.errors import ClauseGateError
 from clausegate.gates.model import DecisionInfo, GateRecord, SlackRef
-from clausegate.gates.slack_view import decided_message, escalation_message, gate_message
+from clausegate.gates.slack_view import decided_message, escalation_message, gate_message, person_escalation_message
 
 # Slack error codes that trying again can fix; everything else (channel_not_found, not_in_channel,
 # invalid_auth, invalid_blocks, ...) is a configuration problem and fails at once.
@@ -127,6 +130,31 @@ def stamp_decision(record: GateRecord, ref: SlackRef, decision: DecisionInfo, se
       retry_condition_fn=retry_transient_slack, cache_policy=NO_CACHE)
 def post_escalation(record: GateRecord, outcome_text: str, settings) -> SlackRef:
     text, blocks = escalation_message(record, settings.run_url(record.flow_run_id), outcome_text)
+    channel = settings.escalation_channel or settings.channel
+    answer = call_slack(settings.get_client().chat_postMessage, channel=channel, text=text, blocks=blocks,
+                        unfurl_links=False)
+    return SlackRef(ok=True, channel=answer.get("channel") or channel, ts=answer.get("ts"))
+
+
+ESCALATION_UNDELIVERED = "CG-GATE-ESCALATION-UNDELIVERED"
+
+
+class EscalationUndelivered(ClauseGateError):
+    """An escalation was applied (the review is ``needs_legal``) but nobody in the escalation channel was told."""
+
+    code = ESCALATION_UNDELIVERED
+
+
+def _person_escalation_cache_key(context, parameters) -> str:
+    """One notice per gate per flow run: a flow that runs its post-resume code again does not post twice."""
+    return f"clausegate-escalation-{context.task_run.flow_run_id}-{parameters['record'].key}"
+
+
+@task(name="post-person-escalation", retries=len(RETRY_DELAYS), retry_delay_seconds=RETRY_DELAYS,
+      retry_condition_fn=retry_transient_slack, cache_key_fn=_person_escalation_cache_key, persist_result=True)
+def notify_person_escalation(record: GateRecord, decision: DecisionInfo, settings) -> SlackRef:
+    """Tell the escalation channel that a person escalated the gate (Slack, CLI or the Prefect UI)."""
+    text, blocks = person_escalation_message(record, decision, settings.run_url(record.flow_run_id))
     channel = settings.escalation_channel or settings.channel
     answer = call_slack(settings.get_client().chat_postMessage, channel=channel, text=text, blocks=blocks,
                         unfurl_links=False)

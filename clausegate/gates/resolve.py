@@ -5,15 +5,25 @@
                    # | rejected | timed_out | error
     outcome.message  # one sentence for the person who asked
 
-Reads the run's state: Suspended at a ClauseGate gate → resume with the answer as the run input
-(the server validates it against the stored form schema and stores it only if it accepts the
-resume, so with concurrent clicks the first wins); anything else → a typed outcome saying why not,
-naming who decided first when someone did. After a resume the Slack message is updated to the
+Reads the run's state: Suspended at a ClauseGate gate → write a signed **decision receipt** on the
+run (this path, ``via``, received this answer from this verified user: the Slack user id, the CLI's
+login, the sweeper), then resume with the answer and the receipt's nonce as the run input (the
+server validates it against the stored form schema and stores it only if it accepts the resume, so
+with concurrent clicks the first wins). The resumed flow attributes the decision from the receipt
+and writes the one ``gate.decided`` audit event (``clausegate.gates.receipts``, ``step``). Anything
+else → a typed outcome saying why not, naming who decided first when someone did, and a
+``gate.refused`` audit event with the reason. After a resume the Slack message is updated to the
 decided view (best effort: a Slack failure is reported in ``slack_error``, the decision stands).
+
+``via`` is the path that received the answer and is only for the trusted callers in this
+repository (the gateway after verifying Slack's signature, the CLI, the SLA sweeper): a receipt
+needs the receipt key (``receipts.signing_key``), which Prefect API users do not have.
 """
 
 from __future__ import annotations
 
+import getpass
+import logging
 from typing import Literal
 from uuid import UUID
 
@@ -23,12 +33,29 @@ from prefect.client.schemas.responses import SetStateStatus
 from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict
 
-from clausegate.gates import store
-from clausegate.gates.model import DECISION_PAST, DecisionInfo, GateInput, GateRecord, normalise_decision, now_utc, stamp_key
+from clausegate.errors import ClauseGateError
+from clausegate.gates import receipts, store
+from clausegate.gates.model import (
+    DECISION_PAST,
+    RECEIPT_FIELD,
+    DecisionInfo,
+    GateInput,
+    GateRecord,
+    normalise_decision,
+    now_utc,
+    stamp_key,
+)
 from clausegate.gates.notify import SlackError, update_message, with_retries
 
 OutcomeKind = Literal["resumed", "already_decided", "not_suspended", "unknown_run", "not_a_gate", "forbidden",
                       "rejected", "timed_out", "error"]
+RECEIVING_PATHS = ("slack", "cli", "sla")
+SWEEPER_USER = "clausegate-sla-sweeper"
+# The audit's reason for each refused outcome (not_suspended is "wrong_gate" when the answer named another gate).
+REFUSAL_REASONS = {"already_decided": "already_decided", "not_suspended": "not_waiting", "unknown_run": "unknown_run",
+                   "not_a_gate": "not_a_gate", "forbidden": "not_allowed_reviewer", "rejected": "invalid_answer",
+                   "timed_out": "timed_out", "error": "prefect_unreachable"}
+log = logging.getLogger("clausegate.gates")
 
 
 class ResolveOutcome(BaseModel):
@@ -42,6 +69,7 @@ class ResolveOutcome(BaseModel):
     record: GateRecord | None = None
     slack_updated: bool | None = None
     slack_error: str | None = None
+    reason: str | None = None  # refused: the audit's reason (REFUSAL_REASONS, or wrong_gate)
 
     @property
     def ok(self) -> bool:
@@ -52,43 +80,75 @@ def _outcome(kind: OutcomeKind, run_id: str, message: str, **kw) -> ResolveOutco
     return ResolveOutcome(kind=kind, flow_run_id=run_id, message=message, **kw)
 
 
+def _login() -> str | None:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name (e.g. no passwd entry): nothing to verify
+        return None
+
+
+def verified_user_of(via: str, slack_user_id: str | None) -> str | None:
+    """Who the receiving path itself vouches for: the signed Slack request's user, the CLI's login, the sweeper."""
+    return {"slack": slack_user_id, "cli": _login(), "sla": SWEEPER_USER}.get(via)
+
+
 def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, comment: str = "",
                  slack_user_id: str | None = None, settings=None, gate: str | None = None) -> ResolveOutcome:
     """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases.
 
-    ``slack_user_id``: checked against the gate's allowed reviewers (Slack answers only).
+    ``via``: the path that received the answer (``slack``, ``cli`` or ``sla``), recorded in the
+    signed receipt with the user that path verified (Slack user id, the CLI's login, the sweeper).
+    ``slack_user_id``: the verified Slack user, checked against the gate's allowed reviewers.
     ``gate``: the gate key the answer was given for (a Slack button carries it); an answer to an
     earlier gate of the run (e.g. a message from before a ``flow-run retry``) is not applied to
     the current one. ``settings``: a SlackSettings block, to update the gate message.
+    Every answer that is not applied is written to the audit log (``gate.refused``).
     """
     rid = str(run_id).strip()
-    word = normalise_decision(decision)
-    if word is None:
-        return _outcome("rejected", rid, f"'{decision}' is not a decision: use approve, changes or escalate.")
-    try:
-        uuid = UUID(rid)
-    except ValueError:
-        return _outcome("unknown_run", rid, f"'{rid}' is not a flow run id (a UUID like 0b9c…-…).")
-    try:
-        answer = GateInput(decision=word, reviewer=reviewer, comment=comment, via=via)
-    except ValueError as exc:
-        return _outcome("rejected", rid, f"invalid answer: {exc}")
-    try:
-        outcome = _resolve(uuid, answer, slack_user_id, gate)
-    except (httpx.HTTPError, OSError) as exc:
-        return _outcome("error", rid, f"could not reach the Prefect API to resume run {rid}: {exc}. "
-                                      "Nothing was decided; try again.")
-    if outcome.kind == "resumed":  # the audit log: who decided what, when, through which channel
+    verified_user = verified_user_of(via, slack_user_id)
+    outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
+                       verified_user=verified_user, gate=gate)
+    if outcome.kind != "resumed":  # the audit log: every refused attempt, who made it, through which path, why
         from clausegate import audit
 
-        audit.record(audit.audit_event("gate.decided", actor=reviewer, flow_run_id=rid, decision=word, via=via,
-                                       comment=comment, slack_user_id=slack_user_id, gate=gate))
+        audit.record(audit.gate_refused(
+            run_id=rid, reason=outcome.reason or REFUSAL_REASONS.get(outcome.kind, outcome.kind), via=str(via),
+            who=reviewer, outcome=outcome.kind, message=outcome.message, decision=decision,
+            gate=gate or (outcome.record.key if outcome.record else None), slack_user_id=slack_user_id,
+            verified_user=verified_user))
     if outcome.kind in ("resumed", "already_decided") and settings is not None and outcome.record is not None:
         outcome = _update_slack(outcome, settings)
     return outcome
 
 
-def _resolve(uuid: UUID, answer: GateInput, slack_user_id: str | None, gate: str | None) -> ResolveOutcome:
+def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, slack_user_id: str | None,
+             verified_user: str | None, gate: str | None) -> ResolveOutcome:
+    if via not in RECEIVING_PATHS:
+        return _outcome("rejected", rid, f"'{via}' is not a path resolve_gate answers for (slack, cli, sla); "
+                                         "answers in the Prefect UI go through its form.")
+    word = normalise_decision(decision)
+    if word is None:
+        return _outcome("rejected", rid, f"'{decision[:40]}' is not a decision: use approve, changes or escalate.")
+    try:
+        uuid = UUID(rid)
+    except ValueError:
+        return _outcome("unknown_run", rid, f"'{rid[:100]}' is not a flow run id (a UUID like 0b9c…-…).")
+    try:
+        answer = GateInput(decision=word, reviewer=reviewer, comment=comment)
+    except ValueError as exc:
+        return _outcome("rejected", rid, f"invalid answer: {exc}")
+    try:
+        return _resolve(uuid, answer, via, slack_user_id, verified_user, gate)
+    except (httpx.HTTPError, OSError) as exc:
+        return _outcome("error", rid, f"could not reach the Prefect API to resume run {rid}: {exc}. "
+                                      "Nothing was decided; try again.")
+    except ClauseGateError as exc:  # the receipt key is unreadable (local_secrets): nothing was resumed
+        return _outcome("error", rid, f"could not sign the decision receipt: {exc}. Nothing was decided.",
+                        reason="receipt_key_unavailable")
+
+
+def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None, verified_user: str | None,
+             gate: str | None) -> ResolveOutcome:
     rid = str(uuid)
     with get_client(sync_client=True) as client:
         try:
@@ -107,8 +167,9 @@ def _resolve(uuid: UUID, answer: GateInput, slack_user_id: str | None, gate: str
                                                         "Your answer was not applied.",
                                 state=state_name, decision=first, record=earlier)
             return _outcome("not_suspended", rid, f"{record.filename}: this message is for an earlier gate of run "
-                                                  f"{rid} ({gate}); the run is {state_name} at gate {record.key}. "
-                                                  "Answer the newest message.", state=state_name, record=record)
+                                                  f"{rid} ({gate[:100]}); the run is {state_name} at gate {record.key}. "
+                                                  "Answer the newest message.", state=state_name, record=record,
+                            reason="wrong_gate")
 
         if not paused:
             if record is None:
@@ -131,16 +192,32 @@ def _resolve(uuid: UUID, answer: GateInput, slack_user_id: str | None, gate: str
         if record is None:
             return _outcome("not_a_gate", rid, f"run {rid} is {state_name}, but not at a ClauseGate gate.",
                             state=state_name)
-        if slack_user_id is not None and record.allowed_reviewers and slack_user_id not in record.allowed_reviewers:
+        restricted = record.allowed_reviewers and (via == "slack" or slack_user_id is not None)
+        if restricted and slack_user_id not in record.allowed_reviewers:  # Slack answers: only the allowed users
             return _outcome("forbidden", rid, f"{record.filename}: you are not one of the reviewers allowed to "
                                               "decide this gate. Nothing was changed.",
                             state=state_name, record=record)
 
-        result = client.resume_flow_run(uuid, run_input=answer.model_dump(mode="json"))
+        # The receipt first (this path received this answer), then the resume that names it.
+        receipt = receipts.issue(flow_run_id=rid, gate=record.key, decision=answer.decision, reviewer=answer.reviewer,
+                                 comment=answer.comment, via=via, verified_user=verified_user)
+        store.write_receipt(client, receipt)
+        run_input = {**answer.model_dump(mode="json"), RECEIPT_FIELD: receipt.nonce}
+        result = client.resume_flow_run(uuid, run_input=run_input)
+        with_receipt = True
+        if result.status == SetStateStatus.REJECT and RECEIPT_FIELD in (getattr(result.details, "reason", "") or ""):
+            with_receipt = False
+            # A gate opened by an older ClauseGate (its stored form forbids unknown fields): answer without the
+            # receipt; the decision is then recorded as coming from the UI/API (unverified), never wrongly as ours.
+            log.warning("run %s: gate %s predates decision receipts; answering without one (recorded as ui)",
+                        rid, record.key)
+            result = client.resume_flow_run(uuid, run_input=answer.model_dump(mode="json"))
+        if result.status != SetStateStatus.ACCEPT or not with_receipt:
+            store.delete_receipt(client, receipt)
         if result.status == SetStateStatus.ACCEPT:
             info = store.read_decision(client, uuid, record.key) or DecisionInfo(
-                decision=answer.decision, reviewer=answer.reviewer, comment=answer.comment, via=answer.via,
-                decided_at=now_utc())
+                decision=answer.decision, reviewer=answer.reviewer, comment=answer.comment, via=via,
+                reviewer_verified=True, verified_user=verified_user, decided_at=now_utc())
             new_state = result.state.name if result.state else "Resuming"
             return _outcome("resumed", rid, f"{record.filename}: {DECISION_PAST[info.decision]} by {info.reviewer}; "
                                             "the review continues.", state=new_state, decision=info, record=record)

@@ -15,6 +15,7 @@ from datetime import timezone
 from typing import Any
 
 from clausegate.gates.model import DECISION_LABELS, DECISIONS, DecisionInfo, Finding, GateRecord
+from clausegate.money import eur_text
 
 ACTION_PREFIX = "clausegate_"
 ACTIONS_BLOCK_ID = "clausegate_gate"
@@ -86,7 +87,7 @@ def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
         _table_block(record.findings),
         *_suggestion_blocks(record),
         {"type": "context", "elements": [
-            {"type": "mrkdwn", "text": f"Cost so far: €{record.cost_eur:.4f}"},
+            {"type": "mrkdwn", "text": f"Cost so far: {eur_text(record.cost_eur)}"},
             {"type": "mrkdwn", "text": f"Run `{record.flow_run_id}`"},
             {"type": "mrkdwn", "text": f"<{run_url}|Open the run in Prefect>"},
         ]},
@@ -132,5 +133,15 @@ def escalation_message(record: GateRecord, run_url: str, outcome_text: str) -> t
     """Posted to the escalation channel when the SLA passes without a decision."""
     text = (f":rotating_light: SLA passed: *{_escape(record.filename)}* had no decision within "
             f"{record.sla_hours:g} h ({', '.join(record.categories)}); escalated to legal. {outcome_text} "
+            f"<{run_url}|Open the run>")
+    return _cut(text, 3000), [{"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, SECTION_LIMIT)}}]
+
+
+def person_escalation_message(record: GateRecord, decision: DecisionInfo,
+                              run_url: str) -> tuple[str, list[dict[str, Any]]]:
+    """Posted to the escalation channel when a person chose Escalate (any path: Slack, CLI, Prefect UI)."""
+    comment = f" \u201c{_escape(_cut(decision.comment, 500))}\u201d" if decision.comment else ""
+    text = (f":rotating_light: Escalated to legal: *{_escape(record.filename)}* ({', '.join(record.categories)}) by "
+            f"{_escape(decision.reviewer)} via {decision.via} at {_when(decision.decided_at)}.{comment} "
             f"<{run_url}|Open the run>")
     return _cut(text, 3000), [{"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, SECTION_LIMIT)}}]

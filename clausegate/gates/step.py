@@ -13,6 +13,12 @@ assembled. What happens:
    failure is recorded, never fatal) and the run suspends with ``wait_for_input=GateInput``
    (the Prefect UI shows the form), ``key=gate key`` (includes the run's ``run_count``) and
    ``timeout`` = SLA + a week. The process exits; nothing runs while the run waits.
+   A deployed run never completes without a decision: if Prefect refuses to suspend it (e.g. it
+   was started as a subflow) or it comes back without an answer, :func:`wait_for_answer` raises
+   :class:`~clausegate.errors.GateError` (``CG-GATE-CANNOT-SUSPEND`` / ``CG-GATE-NO-ANSWER``) and
+   the run fails. Before writing the gate and before suspending, the process checks that its
+   attempt is still the run's current one (:mod:`clausegate.attempts`): a stale process (its run
+   was crashed or requeued while it hung) exits without touching the run.
 4. After a resume Prefect re-runs the flow from the top: finished tasks come from cache, this
    step sees the answer is recorded, skips the Slack post, and ``suspend_flow_run`` (same key, a
    pause that already fired) returns the answer instead of suspending again (no prefect#18326
@@ -32,6 +38,7 @@ from prefect.flow_runs import suspend_flow_run
 from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
+from clausegate.attempts import ensure_current
 from clausegate.gates import store
 from clausegate.gates.model import (
     DECISION_PAST,
@@ -48,6 +55,7 @@ from clausegate.gates.model import (
     suspend_timeout_seconds,
 )
 from clausegate.gates.notify import notify_gate, stamp_decision
+from clausegate.money import eur_text
 from clausegate.playbook import Playbook
 from clausegate.schemas import GateDecision, Notice, Review
 
@@ -92,7 +100,7 @@ def describe_for_ui(record: GateRecord) -> str:
     for f in record.findings:
         text = f.text.replace("|", "\\|")
         lines.append(f"| {f.category} | {', '.join(map(str, f.pages))} | {f.confidence:.2f} | {text} |")
-    lines += ["", f"Cost so far: €{record.cost_eur:.4f}. Choose **approve**, **changes** or **escalate**, "
+    lines += ["", f"Cost so far: {eur_text(record.cost_eur)}. Choose **approve**, **changes** or **escalate**, "
                   "enter your name as reviewer, and resume."]
     return "\n".join(lines)
 
@@ -126,6 +134,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
 
     settings = load_slack_settings(block_name)
     with get_client(sync_client=True) as client:
+        ensure_current("the gate", client=client)  # a stale attempt must not open (or post) a gate
         decided = store.read_decision(client, flow_run.id, key)
         record = store.read_record(client, flow_run.id, key)
         if decided is None:
@@ -158,34 +167,47 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                             sla_hours=_sla_hours(book, categories),
                             suspend_timeout_seconds=suspend_timeout_seconds(_sla_hours(book, categories)))
     form = GateInput.with_initial_data(description=describe_for_ui(record))
-    try:
-        # First time: suspends (the process exits here). After the resume: returns the answer.
-        answer = suspend_flow_run(wait_for_input=form, timeout=record.suspend_timeout_seconds, key=key)
-    except RuntimeError as exc:  # the server refused to suspend (e.g. a subflow): do not fail the review
-        logger.warning("gate %s: cannot suspend (%s); the review is marked pending_decision", key, exc)
-        return GateOutcome([], "pending_decision", [Notice(
-            code="CG-GATE-CANNOT-SUSPEND", message=f"{', '.join(categories)} need a person's decision, but the run "
-                                                   f"could not wait for it: {exc}")])
-    except ValidationError:  # resumed without a valid answer (not possible through ClauseGate or the UI form)
-        logger.warning("gate %s: resumed without an answer; the review is marked pending_decision", key)
-        return GateOutcome([], "pending_decision", [Notice(
-            code="CG-GATE-NO-ANSWER", message=f"The run was resumed without an answer for {', '.join(categories)}; "
-                                              "no decision is recorded.")])
+    answer = wait_for_answer(form, record)  # first time: suspends (the process exits); after the resume: the answer
 
+    return record_decision(record, answer, settings)
+
+
+def record_decision(record: GateRecord, answer: GateInput, settings) -> GateOutcome:
+    """After the resume: attribute the accepted answer, audit it, update Slack, notify an escalation.
+
+    Attribution comes from the stored answer and its receipt (``store.read_decision``), never from
+    the answer's own claims: a verified receipt from ``resolve_gate`` gives ``slack``/``cli``/``sla``
+    and the verified reviewer; anything else is ``ui`` with the reviewer marked as stated in the
+    form. Exactly one ``gate.decided`` audit event per decision, whatever the path (its id is fixed
+    per run + gate). A person's escalation (not the SLA sweeper's, which posts its own) is posted to
+    the escalation channel by a retried task; if that fails the review says so
+    (``CG-GATE-ESCALATION-UNDELIVERED``), the decision stands.
+    """
+    from clausegate import audit
+    from clausegate.gates.model import unverified_reviewer
+    from clausegate.gates.notify import ESCALATION_UNDELIVERED, notify_person_escalation
+
+    logger = get_run_logger()
+    key, categories = record.key, list(record.categories)
+    flow_run_id = record.flow_run_id
     with get_client(sync_client=True) as client:
-        decided = decided or store.read_decision(client, flow_run.id, key)
-        ref = store.read_slack_ref(client, flow_run.id, key)
-        stamped = store.is_stamped(client, flow_run.id, key)
-    info = decided or DecisionInfo(decision=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
-                                   via=answer.via, decided_at=now_utc())
+        info = store.read_decision(client, flow_run_id, key)
+        ref = store.read_slack_ref(client, flow_run_id, key)
+        stamped = store.is_stamped(client, flow_run_id, key)
+    if info is None:  # the stored answer is unreadable (not written through the form's schema): still unverified
+        info = DecisionInfo(decision=answer.decision, reviewer=unverified_reviewer(answer.reviewer),
+                            stated_reviewer=answer.reviewer, comment=answer.comment, via="ui", decided_at=now_utc())
+    if info.receipt_problem:
+        logger.warning("gate %s: the answer named a decision receipt that was not accepted (%s); recorded as ui",
+                       key, info.receipt_problem)
     decision = GateDecision(gate=key, categories=categories, decision=info.decision, reviewer=info.reviewer,
                             comment=info.comment, via=info.via, decided_at=info.decided_at)
     logger.info("gate %s: %s", key, info.describe())
-    if info.via == "ui":  # the Prefect UI form is the one answer path that does not pass resolve_gate: audit it here
-        from clausegate import audit
-
-        audit.record(audit.audit_event("gate.decided", actor=info.reviewer, flow_run_id=str(flow_run.id),
-                                       decision=info.decision, via="ui", comment=info.comment, gate=key))
+    audit.record(audit.gate_decided(
+        flow_run_id=flow_run_id, gate=key, decision=info.decision, via=info.via, reviewer=info.reviewer,
+        reviewer_verified=info.reviewer_verified, stated_reviewer=info.stated_reviewer,
+        verified_user=info.verified_user, comment=info.comment, claimed_via=info.claimed_via,
+        receipt_problem=info.receipt_problem, decided_at=info.decided_at))
     notices = []
     if ref is not None and not ref.ok:
         notices.append(Notice(code="CG-SLACK-UNDELIVERED", message=f"The gate message was not posted to Slack "
@@ -195,7 +217,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
         state = stamp_decision(record, ref, info, settings, return_state=True)
         if state.is_completed():
             with get_client(sync_client=True) as client:
-                store.write_once(client, flow_run.id, stamp_key(key), {"by": "flow"})
+                store.write_once(client, flow_run_id, stamp_key(key), {"by": "flow"})
         else:
             notices.append(Notice(code="CG-SLACK-NOT-UPDATED",
                                   message=f"The Slack message still shows buttons: {state.message}"))
@@ -203,6 +225,14 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
         notices.append(Notice(code="CG-GATE-ESCALATED", message=f"{', '.join(categories)}: "
                               f"{DECISION_PAST['escalate']} ({'SLA passed' if info.via == 'sla' else info.reviewer}); "
                               "legal must review before this contract proceeds."))
+        if info.via != "sla" and settings is not None:  # the sweeper posts (and answers for) its own notices
+            posted = notify_person_escalation(record, info, settings, return_state=True)
+            if not posted.is_completed():
+                error = posted.result(raise_on_failure=False)
+                logger.error("gate %s: %s: the escalation channel was not told about this escalation: %s",
+                             key, ESCALATION_UNDELIVERED, error)
+                notices.append(Notice(code=ESCALATION_UNDELIVERED, message=f"Escalated by {info.reviewer}, but the "
+                                      f"escalation channel could not be notified ({str(error)[:300]}); tell legal."))
     return GateOutcome([decision], STATUS_BY_DECISION[info.decision], notices)
 
 
@@ -216,3 +246,35 @@ def _notify(record: GateRecord, settings, logger) -> SlackRef:
     logger.warning("gate %s: Slack message not posted (%s); the gate waits anyway and can be answered in the "
                    "Prefect UI or with `clausegate resolve`", record.key, error)
     return SlackRef(ok=False, error=str(error)[:500])
+
+
+def wait_for_answer(form, record: GateRecord) -> GateInput:
+    """Suspend at the gate (the process exits) or, after the resume, return the answer.
+
+    Never returns without an answer: a deployed run that cannot wait for a person fails instead of
+    completing with the gate unanswered. A stale attempt (see :mod:`clausegate.attempts`) exits
+    without touching the run, before suspending and when Prefect refuses the suspension because
+    the run has moved on.
+    """
+    from clausegate.errors import GateError
+
+    logger = get_run_logger()
+    key, categories = record.key, ", ".join(record.categories)
+    ensure_current("suspending at the gate")
+    try:
+        return suspend_flow_run(wait_for_input=form, timeout=record.suspend_timeout_seconds, key=key)
+    except RuntimeError as exc:  # the server refused to suspend
+        ensure_current("failing the gate")  # refused because another attempt owns the run: exit, change nothing
+        logger.error("gate %s: CG-GATE-CANNOT-SUSPEND: Prefect refused to suspend the run (%s); it fails instead of "
+                     "completing without a decision", key, exc)
+        raise GateError(f"{categories} need a person's decision, but Prefect refused to suspend this run to wait "
+                        f"for it ({str(exc)[:300]}).",
+                        hint="start the review as its own deployment run (not as a subflow), e.g. "
+                             "`run_deployment(..., as_subflow=False)`, or retry it: `prefect flow-run retry "
+                             f"{record.flow_run_id}`; see docs/runbook.md") from None
+    except ValidationError:  # resumed without a valid answer (not possible through ClauseGate or the UI form)
+        logger.error("gate %s: CG-GATE-NO-ANSWER: the run was resumed without an answer; it fails", key)
+        raise GateError(f"the run was resumed without an answer for {categories}; no decision is recorded.",
+                        hint=f"retry it to ask again (`prefect flow-run retry {record.flow_run_id}`); "
+                             "answer through Slack, `clausegate resolve` or the Prefect UI form",
+                        code="CG-GATE-NO-ANSWER") from None

@@ -10,11 +10,13 @@ import httpx
 from prefect.client.schemas.objects import FlowRun
 from pydantic import BaseModel, ValidationError
 
+from clausegate.gates import receipts
 from clausegate.gates.model import (
     RECORD_PREFIX,
     DecisionInfo,
     GateRecord,
     SlackRef,
+    receipt_key,
     record_key,
     response_key,
     slack_key,
@@ -66,19 +68,48 @@ def is_stamped(client, flow_run_id: UUID | str, key: str) -> bool:
     return any(item.key == stamp_key(key) for item in found)
 
 
-def read_decision(client, flow_run_id: UUID | str, key: str) -> DecisionInfo | None:
-    """The accepted answer of gate ``key`` (Prefect's response input) with the time it was stored."""
-    wanted = response_key(key)
-    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=wanted, limit=1,
+def _read_value(client, flow_run_id: UUID | str, key: str):
+    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=key, limit=5,
                                          exclude_keys=set())
     for item in found:
-        if item.key == wanted:
-            value = item.decoded_value
-            try:
-                return DecisionInfo.model_validate({**value, "decided_at": item.created})
-            except ValidationError:
-                return None
+        if item.key == key:
+            return item
     return None
+
+
+def read_decision(client, flow_run_id: UUID | str, key: str) -> DecisionInfo | None:
+    """The accepted answer of gate ``key`` (Prefect's response input) with the time it was stored and
+    ClauseGate's attribution: ``via``/reviewer from a verified receipt, else ``ui`` and unverified
+    (``clausegate.gates.receipts``). Whatever ``via`` the answer itself claims is ignored."""
+    item = _read_value(client, flow_run_id, response_key(key))
+    if item is None:
+        return None
+    try:
+        value = item.decoded_value
+    except ValueError:
+        return None
+
+    def lookup(nonce: str):
+        found = _read_value(client, flow_run_id, receipt_key(key, nonce))
+        try:
+            return found.decoded_value if found is not None else None
+        except ValueError:
+            return None
+
+    return receipts.attribute(value, flow_run_id=str(flow_run_id), gate=key, stored_at=item.created, lookup=lookup)
+
+
+def write_receipt(client, receipt: receipts.DecisionReceipt) -> bool:
+    """Store a decision receipt on its run (before the resume that names it)."""
+    return write_once(client, receipt.flow_run_id, receipt_key(receipt.gate, receipt.nonce), receipt)
+
+
+def delete_receipt(client, receipt: receipts.DecisionReceipt) -> None:
+    """Withdraw the receipt of an answer that was not applied (best effort), so it cannot be reused."""
+    try:
+        client.delete_flow_run_input(flow_run_id=UUID(receipt.flow_run_id), key=receipt_key(receipt.gate, receipt.nonce))
+    except Exception:  # noqa: BLE001 - a leftover receipt expires (receipts.MAX_AGE_SECONDS) and names one answer
+        pass
 
 
 def gate_key_of(flow_run: FlowRun) -> str | None:

@@ -11,15 +11,18 @@ are at ``/docs``.
 from __future__ import annotations
 
 import logging
+import re
 from contextlib import asynccontextmanager
 
 import httpx
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from clausegate.gateway import inbox, slack
 from clausegate.gateway.config import GatewayConfig
-from clausegate.inbox.errors import InboxError
+from clausegate.gateway.security import BodyLimitMiddleware
+from clausegate.inbox.errors import ECHO_LIMIT, InboxError, clip, redact_paths
 
 log = logging.getLogger("clausegate.gateway")
 
@@ -42,6 +45,37 @@ def load_config(block_name: str | None, *, require_slack: bool = False, with_inb
     return GatewayConfig(slack=settings, inbox=box)
 
 
+_QUOTED = re.compile(r"'([^']{%d,})'" % (ECHO_LIMIT + 20))
+_LONG_TOKEN = re.compile(r"\S{%d,}" % (ECHO_LIMIT * 3))
+
+
+def public_text(request: Request, text: str) -> str:
+    """An error text as a client may see it: no server folders, no long runs of what the client sent.
+
+    The messages clip client values themselves (``clip``); this is the net under them: a quoted value or
+    an unbroken run of characters that is still too long is cut, and the inbox's folders, the working
+    directory, home and temp folders are replaced by neutral names.
+    """
+    config = getattr(request.app.state, "config", None)
+    box = getattr(config, "inbox", None)
+    text = box.public(text) if box is not None else redact_paths(text)
+    text = _QUOTED.sub(lambda m: f"'{clip(m.group(1))}'", text)
+    return _LONG_TOKEN.sub(lambda m: clip(m.group(0), ECHO_LIMIT * 2), text)
+
+
+def _public_error(error: dict) -> dict:
+    item = {"type": error.get("type"), "loc": [clip(part, 64) if isinstance(part, str) else part
+                                               for part in error.get("loc", ())], "msg": clip(error.get("msg", ""), 300)}
+    value = error.get("input")
+    if isinstance(value, str):
+        item["input"] = clip(value)
+    elif isinstance(value, (int, float, bool)) or value is None:
+        item["input"] = value
+    if isinstance(error.get("ctx"), dict):
+        item["ctx"] = {k: v if isinstance(v, (int, float, bool)) else clip(v, 200) for k, v in error["ctx"].items()}
+    return item
+
+
 def create_app(config: GatewayConfig | None = None, *, block_name: str | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -55,12 +89,29 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
     app.state.config = config
     app.include_router(inbox.router)
     app.include_router(slack.router)
+    app.add_middleware(BodyLimitMiddleware)  # every body capped while it streams, before any route sees it
 
     @app.exception_handler(InboxError)
     async def inbox_error(request: Request, error: InboxError) -> JSONResponse:
         if error.http_status >= 500:
             log.error("%s %s %s: %s", error.code, request.method, request.url.path, error)
-        return JSONResponse(status_code=error.http_status, content={"detail": error.as_dict()}, headers=error.headers)
+        detail = {k: public_text(request, v) for k, v in error.as_dict().items()}
+        return JSONResponse(status_code=error.http_status, content={"detail": detail}, headers=error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        """FastAPI's own 422 (a list naming each field), repeating at most ~100 characters of any input."""
+        return JSONResponse(status_code=422, content={"detail": [_public_error(e) for e in error.errors()]})
+
+    @app.exception_handler(httpx.HTTPStatusError)
+    async def prefect_refused(request: Request, error: httpx.HTTPStatusError) -> JSONResponse:
+        log.error("CG-INBOX-UNAVAILABLE %s %s: the Prefect API answered HTTP %s to %s %s: %s", request.method,
+                  request.url.path, error.response.status_code, error.request.method, error.request.url.path,
+                  error.response.text[:500])
+        return JSONResponse(status_code=503, headers={"Retry-After": "5"}, content={"detail": {
+            "code": "CG-INBOX-UNAVAILABLE", "message": f"the Prefect API (the inbox's store) refused the gateway's "
+            f"request (HTTP {error.response.status_code}); nothing was changed",
+            "hint": "try again shortly; operators: the gateway log has the details (`clausegate status`)"}})
 
     @app.exception_handler(httpx.TransportError)
     async def prefect_unreachable(request: Request, error: httpx.TransportError) -> JSONResponse:

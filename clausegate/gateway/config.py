@@ -15,6 +15,17 @@ if TYPE_CHECKING:
     from clausegate.inbox.service import Inbox
 
 SIGNATURE_WINDOW_SECONDS = 60 * 5  # Slack's (and slack-sdk's) 5-minute window
+SLACK_PATHS = frozenset({"/slack/interactions", "/slack/commands"})
+SUBMIT_PATH = "/inbox/tasks"
+
+
+@dataclass(frozen=True)
+class BodyLimit:
+    """A route's body cap: bytes, the error code of the 413, and the next step it names."""
+
+    max_bytes: int
+    code: str
+    hint: str
 
 
 class ReplayGuard:
@@ -54,13 +65,32 @@ class GatewayConfig:
     inbox: "Inbox | None" = None
     resolver: Callable | None = None  # default: clausegate.gates.resolve_gate (tests may inject)
     http_timeout_seconds: float = 10.0
-    max_body_bytes: int = 256 * 1024
+    max_body_bytes: int = 256 * 1024  # Slack requests (interactions, commands)
+    max_other_body_bytes: int = 16 * 1024  # every other route (none of them reads a body today)
+    form_overhead_bytes: int = 64 * 1024  # an inbox submission: the upload limit plus this for the form
     replays: ReplayGuard = field(default_factory=ReplayGuard)
     verifier: SignatureVerifier | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         if self.slack is not None:
             self.verifier = SignatureVerifier(self.slack.signing_secret.get_secret_value())
+
+    @property
+    def slack_body_limit(self) -> BodyLimit:
+        return BodyLimit(self.max_body_bytes, "CG-GATEWAY-TOO-LARGE", "Slack requests are small; this one is "
+                         "not from Slack (or the gateway's max_body_bytes is too low)")
+
+    def body_limit(self, method: str, path: str) -> BodyLimit:
+        """The largest request body the route at ``path`` accepts, enforced while the body streams in."""
+        if path in SLACK_PATHS:
+            return self.slack_body_limit
+        if path == SUBMIT_PATH and method == "POST" and self.inbox is not None:
+            limit = self.inbox.settings.max_upload_bytes
+            return BodyLimit(limit + self.form_overhead_bytes, "CG-INBOX-TOO-LARGE",
+                             "split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB "
+                             f"(now {limit / 1024 / 1024:g} MB)")
+        return BodyLimit(self.max_other_body_bytes, "CG-INBOX-TOO-LARGE" if path.startswith("/inbox/") else
+                         "CG-GATEWAY-TOO-LARGE", "this route takes no (or only a small) request body")
 
     def resolve(self, *args, **kwargs):
         if self.resolver is not None:

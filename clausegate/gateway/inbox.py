@@ -3,20 +3,33 @@
 Every route needs ``Authorization: Bearer <API key>``; the key decides the sender.  Errors from the
 inbox (``InboxError``) become JSON ``{"detail": {"code", "message", "hint"}}`` with their HTTP status
 in one handler (``create_app``); nothing below raises HTTP errors itself.
+
+A submission is judged before it is read: the key (a header) first, then the sender's rate slot, and
+only then is the multipart body parsed, from a stream the gateway caps while it arrives
+(``clausegate.gateway.security.BodyLimitMiddleware``).  The form is therefore not a FastAPI ``Form()``
+signature (FastAPI would parse and spool it before any dependency ran); its schema is declared for
+OpenAPI by hand (``SubmitFields``).
 """
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, File, Form, Query, Response, UploadFile, status
+from fastapi import APIRouter, Depends, Query, Request, Response, UploadFile, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field, ValidationError
+from python_multipart.multipart import parse_options_header
+from starlette.datastructures import FormData
+from starlette.datastructures import UploadFile as StarletteUploadFile
+from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 
-from clausegate.gateway.config import GatewayConfig, get_config
+from clausegate.gateway.config import SUBMIT_PATH, GatewayConfig, get_config
 from clausegate.inbox import intake
-from clausegate.inbox.errors import Unauthorized, Unavailable
-from clausegate.inbox.keys import ApiKeyRecord, Caller, authenticate
-from clausegate.inbox.service import Inbox, validate_fields
+from clausegate.inbox.errors import BadSubmission, Unauthorized, Unavailable, clip
+from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller, authenticate
+from clausegate.inbox.service import TOPIC_PATTERN, Inbox, validate_fields
 from clausegate.inbox.settings import Priority
 from clausegate.inbox.status import Submitted, TaskPage, TaskStatus, TaskView
 
@@ -54,41 +67,120 @@ InboxDep = Annotated[Inbox, Depends(get_inbox)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
+class SubmitFields(BaseModel):
+    """The text fields of a submission (the multipart form beside ``file``); also its OpenAPI schema."""
+
+    source_path: str | None = Field(None, description="or: a path inside the server's source folder")
+    source_url: str | None = Field(None, description="or: an http(s) URL on the server's allow-list")
+    sender: str | None = Field(None, description="defaults to the key's sender (admins may file for others)")
+    topic: str | None = Field(None, description="free label, filterable (e.g. 'renewals')")
+    priority: Priority = Field("normal", description="the work queue the review runs on")
+    playbook: str = Field("default", description="a built-in playbook name")
+    idempotency_key: str | None = Field(None, description="same key → same task, never paid twice")
+
+
+def _form_schema() -> dict:
+    schema = SubmitFields.model_json_schema()
+    schema["title"] = "Body_submit_task_inbox_tasks_post"
+    schema.pop("description", None)
+    file = {"anyOf": [{"type": "string", "contentMediaType": "application/octet-stream"}, {"type": "null"}],
+            "title": "File", "description": "the contract PDF (multipart upload)"}
+    schema["properties"] = {"file": file, **schema["properties"]}
+    return schema
+
+
+MAX_FORM_FIELDS = 16  # the form has 8 fields; a few unknown ones are ignored, thousands are refused
+MAX_FIELD_BYTES = 16 * 1024  # a text field (the longest legitimate one, a URL, is 2 KB at most)
+
+
+async def read_submission(request: Request, max_bytes: int) -> tuple[SubmitFields, UploadFile | None, FormData]:
+    """The submission's fields and upload, parsed from the (size-capped) multipart stream.
+
+    Called only after the key was checked and a rate slot taken: nothing of the body is read before.
+    At most one file, ``MAX_FORM_FIELDS`` fields of ``MAX_FIELD_BYTES`` each; the body as a whole is
+    capped while it streams (``BodyLimitMiddleware``: the upload limit plus the form's overhead), and
+    the upload is kept in memory up to that cap (``max_bytes``), never spooled to a plain temp file.
+    """
+    content_type, _ = parse_options_header(request.headers.get("content-type", ""))
+    try:
+        async with aclosing(request.stream()) as stream:
+            if content_type == b"multipart/form-data":
+                parser = MultiPartParser(request.headers, stream, max_files=1, max_fields=MAX_FORM_FIELDS,
+                                         max_part_size=MAX_FIELD_BYTES)
+                parser.spool_max_size = max_bytes + 1
+                form = await parser.parse()
+            elif content_type == b"application/x-www-form-urlencoded":
+                form = await FormParser(request.headers, stream, max_fields=MAX_FORM_FIELDS,
+                                        max_part_size=MAX_FIELD_BYTES).parse()
+            else:
+                form = FormData()
+    except MultiPartException as exc:  # malformed multipart, too many files/fields, a field too large
+        raise BadSubmission(f"the multipart form could not be read: {clip(exc.message, 200)}",
+                            hint=f"send one 'file' and the text fields (each at most {MAX_FIELD_BYTES // 1024} KB), "
+                                 "e.g. curl -F file=@contract.pdf -F playbook=default …") from None
+    values: dict[str, str] = {}
+    for name in SubmitFields.model_fields:
+        value = form.get(name)
+        if isinstance(value, StarletteUploadFile):
+            raise BadSubmission(f"field '{name}' must be text, not a file", hint="send the contract as 'file' only")
+        if value:  # an empty field is an absent one (as FastAPI's Form() treats it)
+            values[name] = value
+    upload = form.get("file")
+    if isinstance(upload, str):
+        if upload:
+            raise BadSubmission("field 'file' must be a file upload (a multipart part with a filename)",
+                                hint="e.g. curl -F file=@contract.pdf …; or use 'source_path' / 'source_url'")
+        upload = None
+    try:
+        fields = SubmitFields.model_validate(values)
+    except ValidationError as exc:  # the same 422 FastAPI gives for a declared Form() field
+        raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]) from None
+    return fields, upload, form
+
+
 @router.post("/tasks", status_code=status.HTTP_201_CREATED, response_model=Submitted,
-             responses={200: {"model": Submitted, "description": "an existing task (repeated submission)"}, **ERRORS})
+             responses={200: {"model": Submitted, "description": "an existing task (repeated submission)"}, **ERRORS},
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": _form_schema()}}}})
 async def submit_task(
+    request: Request,
     response: Response,
     inbox: InboxDep,
+    config: Annotated[GatewayConfig, Depends(get_config)],
     key: Annotated[tuple[Caller, ApiKeyRecord], Depends(get_key)],
-    file: Annotated[UploadFile | None, File(description="the contract PDF (multipart upload)")] = None,
-    source_path: Annotated[str | None, Form(description="or: a path inside the server's source folder")] = None,
-    source_url: Annotated[str | None, Form(description="or: an http(s) URL on the server's allow-list")] = None,
-    sender: Annotated[str | None, Form(description="defaults to the key's sender (admins may file for others)")] = None,
-    topic: Annotated[str | None, Form(description="free label, filterable (e.g. 'renewals')")] = None,
-    priority: Annotated[Priority, Form(description="the work queue the review runs on")] = "normal",
-    playbook: Annotated[str, Form(description="a built-in playbook name")] = "default",
-    idempotency_key: Annotated[str | None, Form(description="same key → same task, never paid twice")] = None,
 ) -> Submitted:
-    """Submit a contract for review; answers at once with the task id (201, or 200 for an existing task)."""
+    """Submit a contract for review; answers at once with the task id (201, or 200 for an existing task).
+
+    The API key is checked and the sender's rate slot taken before a byte of the upload is read."""
     caller, record = key
-    has_file = file is not None and bool(file.filename or file.size)
-    kind = intake.one_source(has_file, source_path, source_url)
-    who = validate_fields(caller=caller, sender=sender, topic=topic, priority=priority, playbook=playbook,
-                          idempotency_key=idempotency_key, playbooks=inbox.settings.playbooks())
     await inbox.admit(caller, record)
+    fields, file, form = await read_submission(request, config.body_limit("POST", SUBMIT_PATH).max_bytes)
+    try:
+        return await _submit(response, inbox, caller, fields, file)
+    finally:
+        await form.close()  # the upload (held in memory)
+
+
+async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: SubmitFields,
+                  file: UploadFile | None) -> Submitted:
+    has_file = file is not None and bool(file.filename or file.size)
+    kind = intake.one_source(has_file, fields.source_path, fields.source_url)
+    who = validate_fields(caller=caller, sender=fields.sender, topic=fields.topic, priority=fields.priority,
+                          playbook=fields.playbook, idempotency_key=fields.idempotency_key,
+                          playbooks=inbox.settings.playbooks(), source_path=fields.source_path,
+                          source_url=fields.source_url)
     settings = inbox.settings
     if kind == "file":
-        data = await intake.read_capped(_chunks(file), settings.max_upload_bytes, f"the upload '{file.filename}'")
+        data = await intake.read_capped(_chunks(file), settings.max_upload_bytes, f"the upload '{clip(file.filename)}'")
         name, origin = intake.safe_filename(file.filename), "upload"
     elif kind == "source_path":
-        data, name = intake.read_reference(source_path, settings)
-        name, origin = intake.safe_filename(name), f"path:{source_path}"
+        data, name = intake.read_reference(fields.source_path, settings)
+        name, origin = intake.safe_filename(name), f"path:{fields.source_path}"
     else:
-        data, name = await intake.fetch_url(source_url, settings)
-        origin = f"url:{source_url}"
+        data, name = await intake.fetch_url(fields.source_url, settings)
+        origin = f"url:{fields.source_url}"
     stored = intake.store(data, name, origin, settings)
-    submitted, created = await inbox.submit(caller, stored, sender=who, topic=topic, priority=priority,
-                                            playbook=playbook, idempotency_key=idempotency_key)
+    submitted, created = await inbox.submit(caller, stored, sender=who, topic=fields.topic, priority=fields.priority,
+                                            playbook=fields.playbook, idempotency_key=fields.idempotency_key)
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
     response.headers["Location"] = f"/inbox/tasks/{submitted.task_id}"
     return submitted
@@ -111,8 +203,8 @@ async def list_tasks(
     inbox: InboxDep,
     caller: CallerDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
-    sender: Annotated[str | None, Query(max_length=63)] = None,
-    topic: Annotated[str | None, Query(max_length=80)] = None,
+    sender: Annotated[str | None, Query(max_length=63, pattern=SENDER_PATTERN)] = None,
+    topic: Annotated[str | None, Query(max_length=80, pattern=TOPIC_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> TaskPage:

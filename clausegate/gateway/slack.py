@@ -18,6 +18,7 @@ import httpx
 from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Response, status
 from fastapi.responses import JSONResponse
 
+from clausegate import fetch
 from clausegate.gates.model import DECISIONS, normalise_decision
 from clausegate.gates.slack_view import ACTION_PREFIX
 from clausegate.gateway.config import GatewayConfig, get_config
@@ -92,9 +93,9 @@ def parse_click(body: bytes) -> Answer | None:
 def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
     """Tell the person what happened: via response_url (ephemeral), else chat.postEphemeral."""
     try:
-        if answer.response_url:
-            httpx.post(answer.response_url, json={"response_type": "ephemeral", "replace_original": False,
-                                                  "text": text}, timeout=config.http_timeout_seconds).raise_for_status()
+        if answer.response_url:  # through the checked fetcher: hooks.slack.com or the configured Slack API origin only
+            fetch.post_json_sync(answer.response_url, {"response_type": "ephemeral", "replace_original": False,
+                                                       "text": text}, fetch.slack_policy(config.slack, config.http_timeout_seconds))
         elif answer.channel_id:
             config.slack.get_client().chat_postEphemeral(channel=answer.channel_id, user=answer.user_id, text=text)
     except Exception as exc:  # noqa: BLE001 - the decision stands; only the feedback got lost

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
+import unicodedata
+from collections.abc import Iterable
+
 from clausegate.errors import ClauseGateError
 
 
@@ -54,3 +60,40 @@ class Unavailable(InboxError):
 
     code, http_status = "CG-INBOX-UNAVAILABLE", 503
     transient = True
+
+
+# --------------------------------------------------------------------------- what an answer may repeat
+ECHO_LIMIT = 100
+"""At most this many characters of a client's value are repeated in an error message."""
+
+
+def _escaped(ch: str) -> str:
+    if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+        code = ord(ch)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return ch
+
+
+def clip(value: object, limit: int = ECHO_LIMIT) -> str:
+    """A client's value fit to be repeated in an answer or a log line: control, invisible and unassigned
+    characters escaped (``\\x00``, ``\\u202e``), at most ``limit`` characters, then an ellipsis."""
+    text = value if isinstance(value, str) else str(value)
+    cut = text[:limit]
+    shown = "".join(_escaped(ch) for ch in cut)
+    return shown + "…" if len(text) > limit else shown
+
+
+def redact_paths(text: str, roots: Iterable[tuple[str | os.PathLike, str]] = ()) -> str:
+    """``text`` with the server's own folders replaced by a neutral name (``<inbox>/uploads/…``).
+
+    ``roots`` are (absolute folder, replacement) pairs, longest first wins; the working directory,
+    the home folder and the temp folder are always replaced.  The client learns the file name it
+    sent, never where the server keeps things.
+    """
+    pairs = [(str(root), name) for root, name in roots if root]
+    pairs += [(os.getcwd(), "."), (tempfile.gettempdir(), "<tmp>"), (os.path.expanduser("~"), "~")]
+    for root, name in sorted(pairs, key=lambda pair: len(pair[0]), reverse=True):
+        root = root.rstrip("/")
+        if len(root) > 1 and root in text:
+            text = re.sub(re.escape(root) + r"(?![\w.-])", lambda _: name, text)
+    return text

@@ -8,6 +8,7 @@ referenced file edited later cannot change a task, and the same bytes are stored
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -20,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from clausegate.errors import DocumentError
-from clausegate.inbox.errors import BadSubmission, NotPdf, SourceUnavailable, TooLarge
+from clausegate.inbox.errors import BadSubmission, NotPdf, SourceUnavailable, TooLarge, clip
 from clausegate.inbox.settings import InboxSettings
 from clausegate.pdf import check_pdf_magic
 
@@ -38,7 +39,7 @@ class StoredContract:
 
 def safe_filename(name: str | None, fallback: str = "contract.pdf") -> str:
     """The last path component, with anything but letters, digits, '.', '-', '_' replaced; ends in .pdf."""
-    base = PurePosixPath((name or "").replace("\\", "/")).name
+    base = PurePosixPath((name or "")[-4096:].replace("\\", "/")).name
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")[:120] or fallback
     return base if base.lower().endswith(".pdf") else base + ".pdf"
 
@@ -54,7 +55,15 @@ async def read_capped(chunks: AsyncIterator[bytes], limit: int, what: str) -> by
 
 
 def store(data: bytes, filename: str, origin: str, settings: InboxSettings) -> StoredContract:
-    """Check the bytes are a PDF and write them (atomically, once per content) under uploads/."""
+    """Check the bytes are a PDF and write them encrypted (atomically, once per content) under uploads/.
+
+    The stored file is sealed with the at-rest key (``clausegate.at_rest``; 0600); ``sha256`` is the
+    plain PDF's, which is also the contract id the review computes from the decrypted bytes.  A copy
+    already there (same content, current key) is kept and its time touched, so the retention period
+    counts from the latest submission.
+    """
+    from clausegate import at_rest
+
     if not data:
         raise NotPdf(f"the contract from {origin} is empty (0 bytes)", hint="send the PDF file itself")
     try:
@@ -64,89 +73,89 @@ def store(data: bytes, filename: str, origin: str, settings: InboxSettings) -> S
     sha = hashlib.sha256(data).hexdigest()
     folder = settings.uploads_dir / sha[:16]
     target = folder / filename
-    if not (target.exists() and target.stat().st_size == len(data)):
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".upload-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    if at_rest.is_current_sealed_copy(target, len(data)):
+        os.utime(target)
+    else:  # new, plain (stored before encryption) or sealed with an older key: (re)write it sealed
+        at_rest.write_sealed(target, data)
     return StoredContract(path=target, sha256=sha, filename=filename, size_bytes=len(data), origin=origin)
 
 
+def _shown_reference(reference: str, root: Path) -> str:
+    """How an answer names a client's path reference: as sent when relative (at most ~100 characters),
+    relative to the source folder when absolute inside it, never as an absolute server path."""
+    path = PurePosixPath(reference)
+    if not path.is_absolute():
+        return f"'{clip(reference)}'"
+    try:
+        return f"'{clip(str(path.relative_to(root)))}'"
+    except ValueError:
+        return "the absolute path in 'source_path'"
+
+
 def read_reference(reference: str, settings: InboxSettings) -> tuple[bytes, str]:
-    """(bytes, file name) of a path inside the configured source folder; never outside it."""
+    """(bytes, file name) of a path inside the configured source folder; never outside it.
+
+    Every refusal is a 4xx naming the reference as the client sent it (relative), never the server's
+    folders; a path the file system refuses (NUL byte, name too long, a folder, no permission) included.
+    """
     if settings.source_dir is None:
         raise SourceUnavailable("path references are not enabled on this inbox",
                                 hint="upload the file instead, or ask the operator to set CLAUSEGATE_INBOX_SOURCE_DIR")
     root = settings.source_dir.resolve()
-    candidate = Path(reference)
-    resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
-    if not resolved.is_relative_to(root):
-        raise SourceUnavailable(f"'{reference}' is outside the inbox's source folder",
-                                hint="reference a file inside the shared source folder, relative to it")
-    if not resolved.is_file():
-        raise SourceUnavailable(f"'{reference}' does not exist in the inbox's source folder (or is not a file)",
-                                hint="check the path (relative to the source folder) and that the file was copied there")
-    size = resolved.stat().st_size
-    if size > settings.max_upload_bytes:
-        raise TooLarge(f"'{reference}' is {size / 1024 / 1024:.1f} MB, over the inbox limit of "
-                       f"{settings.max_upload_mb:g} MB", hint="split the document or ask the operator to raise the limit")
-    return resolved.read_bytes()[: settings.max_upload_bytes + 1], resolved.name
+    shown = _shown_reference(reference, root)
+    try:
+        candidate = Path(reference)
+        resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
+        if not resolved.is_relative_to(root):
+            raise SourceUnavailable(f"{shown} is outside the inbox's source folder",
+                                    hint="reference a file inside the shared source folder, relative to it")
+        if not resolved.is_file():
+            raise SourceUnavailable(f"{shown} does not exist in the inbox's source folder (or is not a file)",
+                                    hint="check the path (relative to the source folder) and that the file was copied there")
+        with open(resolved, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > settings.max_upload_bytes:
+                raise TooLarge(f"{shown} is {size / 1024 / 1024:.1f} MB, over the inbox limit of "
+                               f"{settings.max_upload_mb:g} MB", hint="split the document or ask the operator to raise the limit")
+            data = fh.read(settings.max_upload_bytes + 1)
+    except (OSError, ValueError) as exc:  # the message of an OSError names the absolute path: never passed on
+        why = {errno.ENAMETOOLONG: "the path or one of its names is too long", errno.EACCES: "it is not readable",
+               errno.EPERM: "it is not readable", errno.ELOOP: "it loops through symbolic links",
+               errno.EISDIR: "it is a folder"}.get(getattr(exc, "errno", None), "the path cannot be opened")
+        raise SourceUnavailable(f"{shown} cannot be read from the inbox's source folder: {why}",
+                                hint="reference an existing file by its path relative to the source folder") from None
+    if len(data) > settings.max_upload_bytes:  # it grew while being read
+        raise TooLarge(f"{shown} is over the inbox limit of {settings.max_upload_mb:g} MB", hint="split the document")
+    return data, resolved.name
 
 
 def url_allowed(url: str, allow_list: list[str]) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return False
-    host = parts.hostname.lower()
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    for entry in allow_list:
-        entry = entry.strip().lower()
-        if "://" in entry:
-            if url.lower().startswith(entry):
-                return True
-        elif entry in (host, netloc):
-            return True
-    return False
+    """Whether the parsed URL's scheme, host and port (and path prefix) match an allow-list entry exactly.
+
+    The static part of ``clausegate.fetch`` (no DNS): userinfo, non-ASCII hosts, backslashes and
+    other tricks are refused; ``fetch_url`` also checks the resolved addresses and every redirect.
+    """
+    from clausegate.fetch import Policy
+
+    return Policy.build(allow_list).allows_url(url)
 
 
 async def fetch_url(url: str, settings: InboxSettings) -> tuple[bytes, str]:
-    """(bytes, file name) of an allow-listed http(s) URL; redirects are followed only to allowed URLs."""
-    if not url_allowed(url, settings.url_allow_list):
-        raise SourceUnavailable(f"the URL's host is not on the inbox's allow-list: {url}",
-                                hint="upload the file instead, or ask the operator to add the host to "
-                                     "CLAUSEGATE_INBOX_URL_ALLOW_LIST")
-    current = url
-    async with httpx.AsyncClient(timeout=settings.url_timeout_seconds, follow_redirects=False) as client:
-        for _ in range(5):
-            try:
-                async with client.stream("GET", current) as response:
-                    if response.is_redirect:
-                        nxt = str(response.url.join(response.headers.get("location", "")))
-                        if not url_allowed(nxt, settings.url_allow_list):
-                            raise SourceUnavailable(f"{url} redirects to {nxt}, which is not on the allow-list",
-                                                    hint="use the final URL, or have the operator allow that host")
-                        current = nxt
-                        continue
-                    if response.status_code != 200:
-                        raise SourceUnavailable(f"fetching {current} answered HTTP {response.status_code}",
-                                                hint="check the URL is reachable from the ClauseGate server")
-                    declared = response.headers.get("content-length", "")
-                    if declared.isdigit() and int(declared) > settings.max_upload_bytes:
-                        raise TooLarge(f"{current} is {int(declared) / 1024 / 1024:.1f} MB, over the inbox limit of "
-                                       f"{settings.max_upload_mb:g} MB", hint="split the document")
-                    data = await read_capped(response.aiter_bytes(CHUNK), settings.max_upload_bytes, current)
-                    return data, safe_filename(urlsplit(current).path)
-            except httpx.HTTPError as exc:
-                raise SourceUnavailable(f"could not fetch {current}: {type(exc).__name__}: {exc}",
-                                        hint="check the URL is reachable from the ClauseGate server; then submit again") from None
-    raise SourceUnavailable(f"{url} redirects too often", hint="use the final URL")
+    """(bytes, file name) of an allow-listed http(s) URL, fetched by ``clausegate.fetch``.
+
+    Exact allow-list, public addresses only (unless the host is in CLAUSEGATE_INBOX_URL_ALLOW_PRIVATE_HOSTS),
+    the checked address pinned, every redirect re-checked, size cap while streaming, one total timeout.
+    Every refusal or failure, a non-PDF answer included, is the same generic ``SourceUnavailable``: the
+    client cannot tell a closed port from an open one; the reason is in the server log.
+    """
+    from clausegate import fetch
+
+    data, final = await fetch.fetch(url, settings.url_policy())
+    try:
+        check_pdf_magic("source_url", data)
+    except DocumentError as error:
+        raise fetch.refused("FETCH-NOT-PDF", error.message, url) from None
+    return data, safe_filename(final.path)
 
 
 def one_source(has_file: bool, path: str | None, url: str | None) -> str:

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field
 
-from clausegate.inbox.errors import BadSubmission, Unauthorized
+from clausegate.inbox.errors import BadSubmission, Unauthorized, clip
 
 PREFIX = "cgk"
 VARIABLE_PREFIX = "clausegate_inbox_key_"
@@ -64,8 +64,8 @@ def digest(secret: str) -> str:
 
 def new_key(sender: str, *, admin: bool = False, rate_per_minute: int | None = None, note: str = "") -> tuple[str, ApiKeyRecord]:
     """A fresh key and its record. The key is shown once; only the record is stored."""
-    if not re.match(SENDER_PATTERN, sender):
-        raise BadSubmission(f"'{sender}' is not a valid sender name",
+    if not re.fullmatch(SENDER_PATTERN, sender):
+        raise BadSubmission(f"'{clip(sender)}' is not a valid sender name",
                             hint="use lowercase letters, digits, '.', '_' or '-' (at most 63 characters)")
     key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
     record = ApiKeyRecord(key_id=key_id, sender=sender, admin=admin, sha256=digest(secret),
@@ -90,7 +90,10 @@ def check(presented: str, stored: dict | None) -> Caller:
     if stored is None:
         hmac.compare_digest(digest(secret), digest(""))  # same work either way
         raise invalid
-    record = ApiKeyRecord.model_validate(stored)
+    try:
+        record = ApiKeyRecord.model_validate(stored)
+    except ValueError:  # a variable that is not a key record (hand-edited, truncated): no key, not a 500
+        raise invalid from None
     if not hmac.compare_digest(digest(secret), record.sha256) or not record.active:
         raise invalid
     return Caller(key_id=record.key_id, sender=record.sender, admin=record.admin)

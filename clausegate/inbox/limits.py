@@ -18,7 +18,17 @@ def limit_name(sender: str) -> str:
 
 
 async def ensure_limit(client, sender: str, per_minute: int) -> None:
-    await client.upsert_global_concurrency_limit_by_name(limit_name(sender), per_minute, per_minute / 60.0)
+    """Create (or update) the sender's limit. Two first submissions of a sender at once both try to create
+    it (Prefect's upsert is read-then-create): the one that loses gets 409 and uses the winner's limit."""
+    from prefect.exceptions import ObjectAlreadyExists
+
+    try:
+        await client.upsert_global_concurrency_limit_by_name(limit_name(sender), per_minute, per_minute / 60.0)
+    except ObjectAlreadyExists:
+        pass
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code != 409:
+            raise
 
 
 async def take_submission_slot(client, sender: str, per_minute: int) -> None:

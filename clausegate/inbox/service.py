@@ -4,7 +4,9 @@
   hash and playbook become run tags (so listing and dedupe are Prefect filters); Prefect's own
   flow-run ``idempotency_key`` makes a repeated submission return the first run — the client's key
   if it sent one, else one derived from sender + content hash + playbook (+ how many earlier
-  attempts failed), which also makes two simultaneous identical submissions create one run.
+  attempts failed).  Prefect's unique index decides races: of simultaneous submissions with one key
+  exactly one creates the run (201); the others get it back (200, or 409 when its contract or
+  playbook differs from theirs).  The read-before-create checks are only a shortcut.
 * read / list: the run's state → inbox status; the review is the run's persisted result.
 * cancel: Cancelled at once unless the run is executing (then Cancelling: the worker stops it).
 * retry: a failed run is set Scheduled again (as ``prefect flow-run retry`` does): same task id,
@@ -18,7 +20,10 @@ import base64
 import hashlib
 import binascii
 import json
+import os
 import re
+import unicodedata
+from urllib.parse import urlsplit
 from uuid import UUID
 
 from prefect.client.schemas.filters import (
@@ -32,10 +37,11 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Scheduled, State
 
+import clausegate.at_rest  # noqa: F401 - registers the encrypted result serializer (reviews are sealed run results)
 from clausegate import audit
 from clausegate.batch import contract_tag
 from clausegate.inbox import limits
-from clausegate.inbox.errors import BadSubmission, Conflict, NotFound, Unavailable
+from clausegate.inbox.errors import BadSubmission, Conflict, NotFound, Unavailable, clip, redact_paths
 from clausegate.inbox.intake import StoredContract
 from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller
 from clausegate.inbox.settings import PRIORITIES, InboxSettings
@@ -61,24 +67,81 @@ RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 FINAL = (StateType.COMPLETED, StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 
 
+# Longest values a submission field may carry (the form parser also caps every field at a few KB).
+MAX_PATH_CHARS, MAX_NAME_BYTES, MAX_PATH_BYTES = 1024, 255, 4095
+MAX_URL_CHARS, MAX_PLAYBOOK_CHARS = 2048, 100
+
+
+def _invisible(value: str) -> str | None:
+    """The first control, invisible-format or surrogate character in ``value`` (NUL, newline, U+202E...)."""
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            return ch
+    return None
+
+
+def check_text_fields(**fields: str | None) -> None:
+    """BadSubmission (422) for a text field no later step could handle: control or invisible characters,
+    paths the file system cannot hold (over-long names: ENAMETOOLONG), URLs that do not parse."""
+    for name, value in fields.items():
+        if value is None:
+            continue
+        bad = _invisible(value)
+        if bad is not None:
+            raise BadSubmission(f"field '{name}' contains the control or invisible character {clip(bad)}",
+                                hint="send plain text: no NUL bytes, line breaks, tabs or direction marks")
+    path = fields.get("source_path")
+    if path:
+        names = path.replace("\\", "/").split("/")
+        try:
+            encoded = os.fsencode(path)
+        except UnicodeError:
+            encoded = b""
+        if (len(path) > MAX_PATH_CHARS or len(encoded) > MAX_PATH_BYTES or not encoded
+                or any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for part in names)):
+            raise BadSubmission(f"field 'source_path' is too long or not a file name this server can hold "
+                                f"(at most {MAX_PATH_CHARS} characters, {MAX_NAME_BYTES} bytes per name)",
+                                hint="reference the file by its path relative to the source folder, with shorter names")
+    url = fields.get("source_url")
+    if url:
+        if len(url) > MAX_URL_CHARS:
+            raise BadSubmission(f"field 'source_url' is longer than {MAX_URL_CHARS} characters",
+                                hint="use a shorter URL, or upload the file")
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+        except ValueError:
+            raise BadSubmission(f"field 'source_url' is not a URL: '{clip(url)}'",
+                                hint="send an absolute http(s) URL, e.g. https://docs.example.com/contract.pdf") from None
+    playbook = fields.get("playbook")
+    if playbook is not None and len(playbook) > MAX_PLAYBOOK_CHARS:
+        raise BadSubmission(f"field 'playbook': no playbook named '{clip(playbook)}'", hint="use a playbook name")
+
+
 def validate_fields(*, caller: Caller, sender: str | None, topic: str | None, priority: str, playbook: str,
-                    idempotency_key: str | None, playbooks: dict[str, str]) -> str:
-    """The sender the task is filed under; BadSubmission (422) naming the field that is wrong."""
+                    idempotency_key: str | None, playbooks: dict[str, str], source_path: str | None = None,
+                    source_url: str | None = None) -> str:
+    """The sender the task is filed under; BadSubmission (422) naming the field that is wrong.
+
+    Every message repeats at most ~100 characters of what the client sent (``clip``)."""
+    check_text_fields(source_path=source_path, source_url=source_url, sender=sender, topic=topic, priority=priority,
+                      playbook=playbook, idempotency_key=idempotency_key)
     who = sender or caller.sender
-    if not re.match(SENDER_PATTERN, who):
-        raise BadSubmission(f"field 'sender': '{who}' is not a sender name", hint="lowercase letters, digits, '.', '_', '-'")
+    if not re.fullmatch(SENDER_PATTERN, who):
+        raise BadSubmission(f"field 'sender': '{clip(who)}' is not a sender name", hint="lowercase letters, digits, '.', '_', '-'")
     if who != caller.sender and not caller.admin:
         raise BadSubmission(f"field 'sender': this API key belongs to '{caller.sender}' and cannot submit as '{who}'",
                             hint=f"leave 'sender' out or send '{caller.sender}'")
     if priority not in PRIORITIES:
-        raise BadSubmission(f"field 'priority': '{priority}' is not one of {', '.join(PRIORITIES)}", hint="use high, normal or low")
+        raise BadSubmission(f"field 'priority': '{clip(priority)}' is not one of {', '.join(PRIORITIES)}",
+                            hint="use high, normal or low")
     if playbook not in playbooks:
-        raise BadSubmission(f"field 'playbook': no playbook named '{playbook}'",
+        raise BadSubmission(f"field 'playbook': no playbook named '{clip(playbook)}'",
                             hint=f"use one of: {', '.join(playbooks)}")
-    if topic is not None and not re.match(TOPIC_PATTERN, topic):
+    if topic is not None and not re.fullmatch(TOPIC_PATTERN, topic):
         raise BadSubmission("field 'topic': 1-80 characters, starting with a letter or digit; letters, digits, "
                             "spaces and . _ : / @ - only", hint="shorten or simplify the topic")
-    if idempotency_key is not None and not re.match(IDEMPOTENCY_PATTERN, idempotency_key):
+    if idempotency_key is not None and not re.fullmatch(IDEMPOTENCY_PATTERN, idempotency_key):
         raise BadSubmission("field 'idempotency_key': 1-128 characters of letters, digits and . _ : / @ -",
                             hint="use e.g. a UUID or your own message id")
     return who
@@ -113,6 +176,13 @@ class Inbox:
         from prefect.client.orchestration import get_client
 
         return get_client()
+
+    def public(self, text: str | None) -> str:
+        """``text`` as a client may see it: the server's folders (inbox data, source folder...) replaced."""
+        roots = [(self.settings.data_dir.resolve(), "<inbox>")]
+        if self.settings.source_dir is not None:
+            roots.append((self.settings.source_dir.resolve(), "<source>"))
+        return redact_paths(text or "", roots)
 
     def run_url(self, run_id: str) -> str | None:
         return f"{self.ui_url}/runs/flow-run/{run_id}" if self.ui_url else None
@@ -167,17 +237,43 @@ class Inbox:
                 key_tag = None
             tags = ["clausegate", *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
             tags += [key_tag] if key_tag else []
-            # Prefect's idempotency key: a concurrent identical submission gets this same run back.
-            run = await client.create_flow_run_from_deployment(
-                await self._deployment(client), idempotency_key=key, work_queue_name=priority, tags=tags,
+            # Prefect's idempotency key is unique server-side: of concurrent submissions with one key exactly
+            # one creates the run; the others get that run back and are told so (200), or 409 when it is for
+            # another contract or playbook (same key, different content).
+            run, created = await self._create_run(
+                client, idempotency_key=key, work_queue_name=priority, tags=tags,
                 parameters={"source": str(contract.path), "playbook": self.settings.playbooks()[playbook],
                             "out_dir": str(self.settings.reports_dir)})
+            if not created:
+                if contract_tag(contract.sha256) not in run.tags or tag("playbook", playbook) not in run.tags:
+                    raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
+                                   f"playbook (task {run.id})", hint="use a new idempotency_key for a different request")
+                why = "same idempotency key" if idempotency_key is not None else "same contract and playbook"
+                return await self._existing(client, caller, run, why + " (submitted at the same time)"), False
             await audit.record_async(client, audit.audit_event(
                 "inbox.submitted", actor=sender, flow_run_id=str(run.id), key_id=caller.key_id, admin=caller.admin,
                 priority=priority, topic=topic, playbook=playbook, contract_sha256=contract.sha256,
                 filename=contract.filename, size_bytes=contract.size_bytes, origin=contract.origin,
                 idempotency_key=idempotency_key))
         return Submitted(task_id=str(run.id), status="pending", links=self._links(str(run.id))), True
+
+    async def _create_run(self, client, **fields) -> tuple[FlowRun, bool]:
+        """(the run, created?): ``create_flow_run_from_deployment`` that also says whether the run is new.
+
+        Prefect answers 201 for a run it created and 200 for the existing run of the same idempotency
+        key (a unique index decides, so two concurrent requests cannot both create one).
+        """
+        from prefect.client.schemas.actions import DeploymentFlowRunCreate
+        from prefect.states import to_state_create
+
+        work_queue_name = fields.pop("work_queue_name", None)
+        create = DeploymentFlowRunCreate(state=to_state_create(Scheduled()), **fields)
+        if work_queue_name:
+            create.work_queue_name = work_queue_name
+        response = await client.request("POST", "/deployments/{id}/create_flow_run",
+                                        path_params={"id": await self._deployment(client)},
+                                        json=create.model_dump(mode="json", exclude_unset=True))
+        return FlowRun.model_validate(response.json()), response.status_code == 201
 
     async def _existing(self, client, caller: Caller, run: FlowRun, why: str) -> Submitted:
         await audit.record_async(client, audit.audit_event("inbox.deduplicated", actor=caller.sender, flow_run_id=str(run.id),
@@ -193,7 +289,7 @@ class Inbox:
 
     # ------------------------------------------------------------------ read
     async def _owned_run(self, client, caller: Caller, task_id: str) -> FlowRun:
-        missing = NotFound(f"no task '{task_id}' for sender '{caller.sender}'",
+        missing = NotFound(f"no task '{clip(task_id)}' for sender '{caller.sender}'",
                            hint="check the task id returned by POST /inbox/tasks (tasks of other senders are not visible)")
         try:
             run = await client.read_flow_run(UUID(task_id))
@@ -211,7 +307,7 @@ class Inbox:
     async def view(self, run: FlowRun) -> TaskView:
         state_type = run.state_type.value if run.state_type else None
         review = await self._review(run) if state_type in ("COMPLETED", "FAILED") else None
-        message = run.state.message if run.state else ""
+        message = self.public(run.state.message if run.state else "")
         code = error_code(message, state_type)
         params = run.parameters or {}
         source = str(params.get("source", ""))

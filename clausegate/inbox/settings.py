@@ -23,8 +23,13 @@ class InboxSettings(BaseSettings):
     source_dir: Path | None = Field(None, description="clients may reference files inside this folder by path; "
                                     "unset = path references are refused")
     url_allow_list: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="http(s) sources allowed by URL: 'host', 'host:port' or a URL prefix; "
-        "comma-separated in the environment; empty = URL references are refused")
+        default_factory=list, description="http(s) sources allowed by URL, compared exactly after parsing: 'host' "
+        "(ports 80/443), 'host:port' (that port, http or https) or 'scheme://host[:port][/path-prefix]'; "
+        "comma-separated in the environment; empty = URL references are refused (see clausegate.fetch)")
+    url_allow_private_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="hosts (names or IP literals, no port) on the allow-list that may resolve "
+        "to loopback/private/link-local addresses, e.g. an intranet document server; comma-separated; "
+        "empty = every URL must resolve to public addresses only")
     playbooks_dir: Path | None = Field(None, description="extra playbooks clients may name (NAME.yaml in this "
                                        "folder), besides the built-in ones")
     max_upload_mb: float = Field(20.0, gt=0, description="largest accepted PDF")
@@ -33,12 +38,35 @@ class InboxSettings(BaseSettings):
     rate_per_minute: int = Field(30, ge=1, description="submissions per sender per minute (burst = the same "
                                  "number) when the sender's key was created without its own limit")
 
-    @field_validator("url_allow_list", mode="before")
+    @field_validator("url_allow_list", "url_allow_private_hosts", mode="before")
     @classmethod
     def _split(cls, value):
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
+
+    @field_validator("url_allow_list")
+    @classmethod
+    def _valid_entries(cls, value: list[str]) -> list[str]:
+        from clausegate.fetch import parse_entry
+
+        for entry in value:
+            parse_entry(entry)  # ValueError names the bad entry: fail at start-up, not on the first fetch
+        return value
+
+    @field_validator("url_allow_private_hosts")
+    @classmethod
+    def _valid_hosts(cls, value: list[str]) -> list[str]:
+        from clausegate.fetch import canonical_host
+
+        return [canonical_host(host) for host in value]
+
+    def url_policy(self):
+        """The ``clausegate.fetch.Policy`` for ``source_url``: allow-list, private hosts, size cap, timeout."""
+        from clausegate.fetch import Policy
+
+        return Policy.build(self.url_allow_list, self.url_allow_private_hosts, max_bytes=self.max_upload_bytes,
+                            timeout=self.url_timeout_seconds)
 
     def playbooks(self) -> dict[str, str]:
         """Playbook names clients may ask for → the value the flow gets (built-in name or file path)."""

@@ -1,4 +1,16 @@
-"""Prefect state → inbox status, and the task view the API returns (built from the flow run alone)."""
+"""Prefect state + the review → inbox status, and the task view the API returns (built from the flow run alone).
+
+The status follows the review, not only the Prefect state: a Completed run is ``done`` only when its
+review needs no decision or has one (``escalated`` when legal must look); a Completed run whose
+review still waits for a decision (``pending_decision``, or gated findings and no decision — a run
+completed by a process that could not wait) is ``failed`` with ``CG-GATE-NO-DECISION``: nobody has
+approved that contract. A run being requeued by dead-letters (Cancelling with ``CG-RUN-REQUEUING``
+while its hung process is stopped) stays ``pending``.
+
+Responses carry no Prefect API endpoints: state messages and review notices can quote one (an HTTP
+error names the URL it failed on); :func:`scrub_api_urls` replaces them, and links that point at
+the API are dropped. A UI link to the run (its decision form) stays: the UI asks for the credential.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +18,7 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from clausegate.schemas import Review
 
@@ -24,6 +36,11 @@ STATE_TYPES: dict[str, tuple[str, ...]] = {
 }
 _BY_TYPE = {t: status for status, types in STATE_TYPES.items() for t in types if status != "escalated"}
 _CODE = re.compile(r"\bCG-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
+NO_DECISION = "CG-GATE-NO-DECISION"
+REQUEUING = "CG-RUN-REQUEUING"  # = clausegate.dead_letters.REQUEUING (not imported: that module pulls in audit/Prefect)
+API_URL_REMOVED = "[API URL removed]"
+# Any http(s) URL whose path is /api or starts with /api/ (Prefect's REST API lives there; so does no UI page).
+_API_URL = re.compile(r"""https?://[^\s/'"<>]+(?:/[^\s/'"<>]+)*?/api(?:/[^\s'"<>]*)?(?=[\s'"<>),.;]|$)""")
 
 TAG = "inbox"
 
@@ -37,14 +54,29 @@ def tag_value(tags: list[str], kind: str) -> str | None:
     return next((t[len(prefix):] for t in tags if t.startswith(prefix)), None)
 
 
+def undecided(review: Review | None) -> bool:
+    """The review still needs a person's decision and has none (``pending_decision``, or gated findings
+    without a decision that is not legal's)."""
+    if review is None:
+        return False
+    if review.status == "pending_decision":
+        return True
+    return bool(review.gated_categories) and not review.decisions and review.status in ("complete", "changes_requested")
+
+
 def status_of(state_type: str | None, review: Review | None = None) -> TaskStatus:
     status = _BY_TYPE.get(state_type or "SCHEDULED", "pending")
-    if status == "done" and review is not None and review.status == "needs_legal":
-        return "escalated"
+    if status == "done" and review is not None:
+        if review.status == "needs_legal":
+            return "escalated"
+        if undecided(review):
+            return "failed"  # completed without the decision it needs: never "done" (see the module docstring)
     return status  # type: ignore[return-value]
 
 
 def error_code(message: str | None, state_type: str | None) -> str | None:
+    if state_type in ("CANCELLING", "CANCELLED") and REQUEUING in (message or ""):
+        return REQUEUING  # not an error: TaskView turns it back into "pending"
     if state_type not in ("FAILED", "CRASHED"):
         return None
     found = _CODE.search(message or "")
@@ -70,6 +102,49 @@ class GateWaiting(BaseModel):
     resolve_command: str
 
 
+def scrub_api_urls(text: str | None) -> str | None:
+    """``text`` with every API URL (the configured Prefect API's and any ``…/api/…``) replaced."""
+    if not text:
+        return text
+    api = _configured_api_url()
+    if api:
+        text = text.replace(api, API_URL_REMOVED)
+    return _API_URL.sub(API_URL_REMOVED, text)
+
+
+def _configured_api_url() -> str | None:
+    try:
+        from prefect.settings import PREFECT_API_URL
+
+        value = PREFECT_API_URL.value()
+    except Exception:  # noqa: BLE001 - no Prefect settings here: the pattern still applies
+        return None
+    return str(value).rstrip("/") if value else None
+
+
+def _is_api_link(url: str | None) -> bool:
+    return bool(url) and scrub_api_urls(url) != url
+
+
+def _safe_links(links: dict[str, str]) -> dict[str, str]:
+    return {name: url for name, url in links.items() if not _is_api_link(url)}
+
+
+def _scrub_review(review: Review) -> Review:
+    warnings = [w.model_copy(update={"message": scrub_api_urls(w.message)}) for w in review.warnings]
+    update: dict[str, Any] = {"warnings": warnings}
+    if review.failure is not None:
+        update["failure"] = review.failure.model_copy(update={"message": scrub_api_urls(review.failure.message)})
+    return review.model_copy(update=update)
+
+
+def no_decision_error(review: Review) -> TaskError:
+    categories = ", ".join(review.gated_categories) or "gated findings"
+    return TaskError(code=NO_DECISION, message=f"{NO_DECISION}: {categories} need a person's decision, but the run "
+                     "ended without one: nobody has approved this contract. An operator can run it again to ask "
+                     "(`prefect flow-run retry TASK_ID`); see docs/runbook.md.")
+
+
 class TaskView(BaseModel):
     task_id: str
     status: TaskStatus
@@ -89,6 +164,23 @@ class TaskView(BaseModel):
     waiting: GateWaiting | None = None
     links: dict[str, str] = {}
 
+    @model_validator(mode="after")
+    def _follow_review_and_hide_api(self) -> "TaskView":
+        if self.error is not None and self.error.code == REQUEUING:  # dead-letters is requeueing it
+            self.status, self.error = "pending", None
+        if self.status in ("done", "escalated") and self.review is not None and undecided(self.review):
+            self.status = "failed"
+        if self.status == "failed" and self.error is None and self.review is not None and undecided(self.review):
+            self.error = no_decision_error(self.review)
+        if self.error is not None:
+            self.error = TaskError(code=self.error.code, message=scrub_api_urls(self.error.message) or "")
+        if self.review is not None:
+            self.review = _scrub_review(self.review)
+        if self.waiting is not None and _is_api_link(self.waiting.ui_url):
+            self.waiting.ui_url = None
+        self.links = _safe_links(self.links)
+        return self
+
 
 class TaskPage(BaseModel):
     tasks: list[TaskView]
@@ -101,3 +193,8 @@ class Submitted(BaseModel):
     duplicate_of_existing: bool = Field(False, description="true when an existing task was returned (same "
                                         "idempotency key, or same contract + playbook still pending or done)")
     links: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _hide_api(self) -> "Submitted":
+        self.links = _safe_links(self.links)
+        return self

@@ -2,7 +2,7 @@
 
 Public API (the retry policy for Prefect tasks lives in ``clausegate.providers.retry``)::
 
-    client = AnthropicModel.load("default").get_client()        # blocks/models.py
+    client = AnthropicModel.load("default").get_client()        # blocks/models.py (with its circuit breaker)
     response = client.complete(system, user, max_tokens=1024)   # -> ModelResponse, one request
     parsed, responses = complete_json(client, system, user, Schema, max_tokens=1024)
     cost = client.pricing.cost(responses)                        # -> clausegate.schemas.Cost
@@ -10,6 +10,7 @@ Public API (the retry policy for Prefect tasks lives in ``clausegate.providers.r
 
 from clausegate.providers.anthropic import AnthropicClient
 from clausegate.providers.base import ModelClient, ModelResponse
+from clausegate.providers.circuit import CircuitBreaker, MemoryStore, PrefectVariableStore
 from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry
 from clausegate.providers.errors import (
     AuthError,
@@ -19,6 +20,7 @@ from clausegate.providers.errors import (
     NotFound,
     OutputTruncated,
     Overloaded,
+    ProviderCircuitOpen,
     ProviderError,
     ProviderTimeout,
     ProviderUnreachable,
@@ -38,9 +40,11 @@ __all__ = [
     "AnthropicClient",
     "AuthError",
     "BadRequest",
+    "CircuitBreaker",
     "ContextTooLong",
     "CooldownRegistry",
     "InvalidOutput",
+    "MemoryStore",
     "ModelClient",
     "ModelResponse",
     "NotFound",
@@ -48,6 +52,8 @@ __all__ = [
     "OutputTruncated",
     "Overloaded",
     "Pricing",
+    "PrefectVariableStore",
+    "ProviderCircuitOpen",
     "ProviderError",
     "ProviderTimeout",
     "ProviderUnreachable",

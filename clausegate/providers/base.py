@@ -1,8 +1,11 @@
 """What both protocol clients share: the response model, the session, the call path.
 
 A client makes exactly ONE HTTP request per ``complete()``: the session has no urllib3 retries
-and the client has no retry loop. Retrying is the Prefect task's job (see ``retry.py``); the
-only thing a client does about rate limits is wait out the endpoint's cooldown first.
+and the client has no retry loop. Retrying is the Prefect task's job (see ``retry.py``). Around
+that one request a client does two things: it waits out the endpoint's cooldown first (set by a
+``retry-after`` on any earlier transient answer: 429, 503, 529, ...), and it asks the endpoint's
+circuit breaker (``circuit.py``) whether the endpoint is being skipped, then tells it how the
+request went.
 """
 
 from __future__ import annotations
@@ -15,9 +18,16 @@ import requests
 from pydantic import BaseModel, SecretStr
 from requests.adapters import HTTPAdapter
 
+from clausegate.providers.circuit import (
+    DEFAULT_COOLDOWN_SECONDS,
+    DEFAULT_FAILURES,
+    GATEWAY_STATUSES,
+    CircuitBreaker,
+    default_store,
+    is_transport_failure,
+)
 from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry
 from clausegate.providers.errors import (
-    RateLimited,
     ServerError,
     error_from_exception,
     error_from_response,
@@ -80,6 +90,9 @@ class ModelClient:
         block_name: str = "(unsaved block)",
         cooldowns: CooldownRegistry | None = None,
         session: requests.Session | None = None,
+        breaker: CircuitBreaker | None = None,
+        breaker_failures: int = DEFAULT_FAILURES,
+        breaker_cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
     ) -> None:
         self.base_url = base_url
         self.model = model
@@ -92,6 +105,11 @@ class ModelClient:
         self.block_name = block_name
         self.cooldowns = cooldowns or COOLDOWNS
         self.session = session or make_session()
+        # Shared through Prefect inside a flow/task run (``circuit.default_store``).
+        self.breaker = breaker or CircuitBreaker(default_store(), failures=breaker_failures,
+                                                 cooldown_seconds=breaker_cooldown_seconds,
+                                                 probe_seconds=connect_timeout + read_timeout,
+                                                 provider=self.provider, block_name=block_name)
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r}, block={self.block_name!r})"
@@ -129,9 +147,10 @@ class ModelClient:
         return self._api_key.get_secret_value() if self._api_key is not None else None
 
     def _post(self, url: str, body: dict[str, Any]) -> requests.Response:
+        seen = self.breaker.before_call(url)  # raises ProviderCircuitOpen while the endpoint is skipped
         waited = self.cooldowns.wait(url)
         if waited:
-            logger.info("%s: waited %.2fs for the rate-limit cooldown of %s", self.provider, waited, url)
+            logger.info("%s: waited %.2fs for the retry-after cooldown of %s", self.provider, waited, url)
         headers = {"content-type": "application/json", **self.auth_headers()}
         started = time.monotonic()
         try:
@@ -139,7 +158,10 @@ class ModelClient:
         except requests.RequestException as exc:
             error = error_from_exception(exc, provider=self.provider, block_name=self.block_name, url=url)
             logger.warning("%s", error)
+            self.breaker.record_failure(url, error)
             raise error from None
+        if response.status_code not in GATEWAY_STATUSES:
+            self.breaker.record_success(url, seen)  # a 502/503/504 is counted in _parsed
         logger.info(
             "%s %s model=%s -> HTTP %s in %.2fs",
             self.provider, url, body.get("model"), response.status_code, time.monotonic() - started,
@@ -149,8 +171,14 @@ class ModelClient:
     def _parsed(self, response: requests.Response, url: str) -> ModelResponse:
         if not response.ok:
             error = error_from_response(response, provider=self.provider, block_name=self.block_name)
-            if isinstance(error, RateLimited):
+            if error.transient and error.retry_after_seconds is not None:
+                # 429, 503, 529, ...: the retry waits at least what the provider asked for
                 self.cooldowns.note_rate_limit(url, error.retry_after_seconds)
+            if response.status_code in GATEWAY_STATUSES:  # "the service behind me is unavailable"
+                if is_transport_failure(error):
+                    self.breaker.record_failure(url, error)
+                else:  # e.g. an OpenAI-style 503 "overloaded": the endpoint is there
+                    self.breaker.record_success(url)
             logger.warning("%s", error)
             raise error
         request_id = response.headers.get("request-id") or response.headers.get("x-request-id")

@@ -14,7 +14,7 @@ from typing import Any
 import requests
 
 from clausegate.errors import ClauseGateError
-from clausegate.providers.ratelimits import retry_after_from_headers
+from clausegate.providers.ratelimits import explicit_retry_after, retry_after_from_headers
 
 __all__ = [
     "AuthError",
@@ -24,6 +24,7 @@ __all__ = [
     "NotFound",
     "Overloaded",
     "OutputTruncated",
+    "ProviderCircuitOpen",
     "ProviderError",
     "ProviderTimeout",
     "ProviderUnreachable",
@@ -46,7 +47,9 @@ _CONTEXT_TOO_LONG = re.compile(
 
 class ProviderError(ClauseGateError):
     """A model call failed. ``provider``/``status``/``request_id`` say where; ``responses`` holds
-    the ModelResponses already paid for (token accounting), when there were any."""
+    the ModelResponses already paid for (token accounting), when there were any.
+    ``retry_after_seconds``: the wait the provider asked for (``retry-after``/``retry-after-ms``,
+    on any status that sends it; for a 429 also the rate-limit reset headers), else None."""
 
     code = "CG-MODEL"
 
@@ -60,11 +63,13 @@ class ProviderError(ClauseGateError):
         status: int | None = None,
         request_id: str | None = None,
         responses: list[Any] | None = None,
+        retry_after_seconds: float | None = None,
     ) -> None:
         self.provider = provider
         self.status = status
         self.request_id = request_id
         self.responses = list(responses or [])
+        self.retry_after_seconds = retry_after_seconds
         super().__init__(message, hint=hint, code=code)
 
     def __reduce__(self):  # keep provider/status/retry_after/... when pickled into Prefect results
@@ -77,10 +82,6 @@ class RateLimited(ProviderError):
 
     code = "CG-MODEL-RATE-LIMIT"
     transient = True
-
-    def __init__(self, message: str, *, retry_after_seconds: float | None = None, **kwargs: Any) -> None:
-        self.retry_after_seconds = retry_after_seconds
-        super().__init__(message, **kwargs)
 
 
 class QuotaExceeded(ProviderError):
@@ -116,6 +117,13 @@ class ProviderUnreachable(ProviderError):
 
     code = "CG-MODEL-UNREACHABLE"
     transient = True
+
+
+class ProviderCircuitOpen(ProviderError):
+    """The endpoint's circuit breaker is open (N consecutive transport failures, within the
+    cool-down): nothing was sent. Permanent for this task run: the review keeps its offline result."""
+
+    code = "CG-MODEL-CIRCUIT-OPEN"
 
 
 class ContextTooLong(ProviderError):
@@ -175,8 +183,10 @@ def error_from_response(response: requests.Response, *, provider: str, block_nam
         "status": status,
         "request_id": request_id,
     }
-    if cls is RateLimited:
-        kwargs["retry_after_seconds"] = retry_after_from_headers(response.headers)
+    # Honour a wait on every status that sends one (a 503's Retry-After as much as a 429's); the
+    # rate-limit reset headers mean "wait" only on a 429 (they come with every answer).
+    kwargs["retry_after_seconds"] = (retry_after_from_headers(response.headers) if cls is RateLimited
+                                     else explicit_retry_after(response.headers))
     return cls(message, **kwargs)
 
 
@@ -263,7 +273,9 @@ def _hint(cls: type[ProviderError], *, provider: str, block_name: str) -> str:
         QuotaExceeded: f"the account behind {block} is out of credit; top it up or switch the block's key.",
         Overloaded: f"the provider is overloaded; retries switch to the fallback model of {block}.",
         ServerError: "provider-side failure; the task retries it. If it persists check the provider's status page.",
-        ProviderTimeout: f"retry; if calls are slow raise read_timeout_seconds or lower max_output_tokens in {block}.",
+        ProviderTimeout: f"the task retries it; repeated timeouts open the circuit breaker of {block} (the review keeps "
+                         "its offline result). If answers are merely slow, lower max_output_tokens; raising "
+                         "read_timeout_seconds also needs a longer steps.<step>.timeout_seconds (checked at load).",
         ProviderUnreachable: f"check base_url in {block} and that the model server is running and reachable.",
         ContextTooLong: "shorten the prompt: keep fewer passages in the pre-filter or split the contract.",
         AuthError: f"check the API key in {block} (field api_key, or env {env}); the key was not printed.",

@@ -34,13 +34,13 @@ class Pricing(BaseModel):
         )
 
     def cost(self, responses: Iterable) -> Cost:
-        """Calls, tokens and EUR of ``responses`` (anything with input_tokens/output_tokens)."""
+        """Calls, tokens and EUR of ``responses`` (anything with input_tokens/output_tokens).  Each
+        call is priced on its own, as a provider bills it, so a total equals the sum of the amounts
+        recorded call by call in the spend ledger."""
         items = list(responses)
-        input_tokens = sum(r.input_tokens for r in items)
-        output_tokens = sum(r.output_tokens for r in items)
         return Cost(
             calls=len(items),
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            eur=self.eur(input_tokens, output_tokens),
+            input_tokens=sum(r.input_tokens for r in items),
+            output_tokens=sum(r.output_tokens for r in items),
+            eur=round(sum(self.eur(r.input_tokens, r.output_tokens) for r in items), 6),
         )

@@ -1,4 +1,4 @@
-"""Seconds to wait after a 429, read from whichever rate-limit headers the provider sent.
+"""Seconds to wait after a 429 (or any answer with ``retry-after``), read from the provider's headers.
 
 Anthropic: ``retry-after`` and ``anthropic-ratelimit-{requests,tokens,...}-{remaining,reset}``
 (reset = RFC 3339 time). OpenAI-style: ``retry-after(-ms)`` and ``x-ratelimit-{remaining,reset}-*``
@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Mapping
 
-__all__ = ["parse_duration", "retry_after_from_headers"]
+__all__ = ["explicit_retry_after", "parse_duration", "retry_after_from_headers"]
 
 
 def retry_after_from_headers(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
@@ -29,6 +29,18 @@ def retry_after_from_headers(headers: Mapping[str, str], *, now: datetime | None
         if seconds is not None:
             return max(0.0, seconds)
     return _from_reset_headers(lower, now)
+
+
+def explicit_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``retry-after`` only (for statuses other than 429, where the
+    rate-limit reset headers that come with every answer do not ask for a wait)."""
+    now = now or datetime.now(timezone.utc)
+    lower = {k.lower(): v for k, v in headers.items()}
+    for parse in (_from_retry_after_ms, _from_retry_after):
+        seconds = parse(lower, now)
+        if seconds is not None:
+            return max(0.0, seconds)
+    return None
 
 
 def _from_retry_after_ms(headers: Mapping[str, str], now: datetime) -> float | None:

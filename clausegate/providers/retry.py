@@ -13,9 +13,13 @@ Wire a model-calling task like this::
 
 * ``retry_condition`` retries only transient errors (rate limit, overloaded, 5xx, timeout,
   unreachable); permanent ones (auth, not found, bad request, context too long, truncated or
-  invalid output, any non-ClauseGate exception) fail the task on the first attempt.
-* A 429 puts the endpoint in the process-wide cooldown (``COOLDOWNS``); the retried call waits
-  until ``retry-after`` has passed (at most ``COOLDOWNS.max_wait`` = 60 s) before sending.
+  invalid output, an open circuit breaker, any non-ClauseGate exception, Prefect's step timeout)
+  fail the task on the first attempt.
+* A transient answer with ``retry-after`` (a 429, a 503, a 529, ...) puts the endpoint in the
+  process-wide cooldown (``COOLDOWNS``); the retried call waits until ``retry-after`` has passed
+  (at most ``COOLDOWNS.max_wait`` = 60 s) before sending.
+* Transport failures also count towards the endpoint's circuit breaker (``circuit.py``): once it
+  is open the next attempt raises ``ProviderCircuitOpen`` at once instead of waiting for a timeout.
 * ``use_fallback_now()`` is True from the second attempt on: the retry uses the block's
   ``fallback_model`` / ``fallback_base_url``.
 """

@@ -1,0 +1,150 @@
+"""Decision receipts: a decision is attributed by the path that received it, never by the caller.
+
+``resolve_gate`` (Slack through the gateway, the CLI, the SLA sweeper) writes a **receipt** on the
+run *before* it resumes it: which path received the answer (``via``), who the path verified (the
+Slack user id from the signed request, the CLI's login, the sweeper), the answer itself, the run,
+the gate and a fresh nonce, signed with HMAC-SHA256. The resume's run input carries the nonce
+(field ``clausegate_receipt``; the form ignores it). When the flow resumes, and whenever a
+decision is read (``store.read_decision``), :func:`attribute` accepts the receipt only if
+
+* the receipt named by the answer's nonce exists on this run (``clausegate-receipt-<gate>-<nonce>``),
+* its signature verifies under the receipt key,
+* it names this run and this gate, and the same decision, reviewer and comment as the stored answer,
+* it was issued shortly before the answer was stored (``MAX_AGE``; a stale receipt is not reusable).
+
+Otherwise the answer came through the Prefect UI / API: ``via`` is ``ui`` and the reviewer is the
+name typed into the form, marked "as stated …, unverified". A ``via`` in the run input is ignored
+(kept as ``claimed_via`` for the audit).
+
+Why signed: whoever can answer through the Prefect API (the UI credential) can also write flow-run
+inputs, so an unsigned receipt would be forgeable by exactly the caller it must be told apart
+from. The key is derived from ClauseGate's at-rest key (``clausegate.local_secrets``: an owner-only
+file or ``CLAUSEGATE_AT_REST_KEY``), which lives with the processes that run ClauseGate (worker,
+gateway, CLI, sweeper), never in Prefect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from datetime import datetime
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from clausegate.gates.model import RECEIPT_FIELD, DecisionInfo, GateInput, unverified_reviewer
+
+ReceivedVia = Literal["slack", "cli", "sla"]
+MAX_AGE_SECONDS = 600.0  # issued → answer stored; a resume follows its receipt within a second or two
+MAX_SKEW_SECONDS = 120.0  # clock difference between the receiving process and the Prefect server
+NONCE = re.compile(r"^[0-9a-f]{32}$")
+KEY_CONTEXT = b"clausegate/decision-receipt/v1"
+
+
+class DecisionReceipt(BaseModel):
+    """What ``resolve_gate`` saw before it resumed the run (stored as a flow-run input, signed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = 1
+    nonce: str
+    flow_run_id: str
+    gate: str
+    decision: str
+    reviewer: str
+    comment: str = ""
+    via: ReceivedVia
+    verified_user: str | None = None
+    issued_ms: int
+    signature: str = ""
+
+    def signed_bytes(self) -> bytes:
+        body = self.model_dump(mode="json", exclude={"signature"})
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def signing_key() -> bytes:
+    """The receipt key: derived from the at-rest key (raises ConfigurationError if it is unreadable)."""
+    from clausegate import local_secrets
+
+    base = local_secrets.at_rest_key(create=True)
+    return hmac.new(str(base).encode(), KEY_CONTEXT, hashlib.sha256).digest()
+
+
+def _sign(receipt: DecisionReceipt, key: bytes) -> str:
+    return hmac.new(key, receipt.signed_bytes(), hashlib.sha256).hexdigest()
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def issue(*, flow_run_id: str, gate: str, decision: str, reviewer: str, comment: str, via: ReceivedVia,
+          verified_user: str | None, key: bytes | None = None) -> DecisionReceipt:
+    unsigned = DecisionReceipt(nonce=new_nonce(), flow_run_id=str(flow_run_id), gate=gate, decision=decision,
+                               reviewer=reviewer, comment=comment, via=via, verified_user=verified_user,
+                               issued_ms=int(time.time() * 1000))
+    return unsigned.model_copy(update={"signature": _sign(unsigned, key or signing_key())})
+
+
+def verify(value: Any, *, flow_run_id: str, gate: str, nonce: str, answer: dict[str, Any], stored_at: datetime,
+           key: bytes) -> tuple[DecisionReceipt | None, str | None]:
+    """(receipt, None) when ``value`` is a valid receipt for this answer; else (None, why not)."""
+    try:
+        receipt = DecisionReceipt.model_validate(value)
+    except (ValidationError, ValueError, TypeError):
+        return None, "receipt is malformed"
+    if not hmac.compare_digest(receipt.signature, _sign(receipt, key)):
+        return None, "receipt signature does not verify"
+    if receipt.nonce != nonce or receipt.flow_run_id != str(flow_run_id) or receipt.gate != gate:
+        return None, "receipt is for another run, gate or answer"
+    if (receipt.decision, receipt.reviewer, receipt.comment) != (answer.get("decision"), answer.get("reviewer"),
+                                                                  answer.get("comment", "")):
+        return None, "receipt does not match the stored answer"
+    age = stored_at.timestamp() - receipt.issued_ms / 1000
+    if not -MAX_SKEW_SECONDS <= age <= MAX_AGE_SECONDS:
+        return None, f"receipt was issued {age:.0f} s before the answer was stored (allowed: {MAX_AGE_SECONDS:g} s)"
+    return receipt, None
+
+
+def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
+              lookup: Callable[[str], Any]) -> DecisionInfo | None:
+    """The accepted answer (Prefect's response input, raw) with ClauseGate's attribution; None if not an answer.
+
+    ``lookup(nonce)``: the stored receipt value for that nonce on this run and gate, or None.
+    """
+    if not isinstance(answer, dict):
+        return None
+    try:
+        form = GateInput.model_validate(answer)
+    except (ValidationError, ValueError):
+        return None
+    claimed = answer.get("via")
+    claimed_via = str(claimed)[:40] if claimed is not None else None
+    nonce = answer.get(RECEIPT_FIELD)
+    receipt, problem = None, None
+    if nonce is not None:
+        if not isinstance(nonce, str) or not NONCE.match(nonce):
+            problem = "receipt nonce is malformed"
+        else:
+            value = lookup(nonce)
+            if value is None:
+                problem = "no receipt with that nonce on this run"
+            else:
+                try:
+                    key = signing_key()
+                except Exception as exc:  # noqa: BLE001 - no key: cannot verify, so not verified
+                    problem = f"receipt key unavailable: {exc}"
+                else:
+                    receipt, problem = verify(value, flow_run_id=flow_run_id, gate=gate, nonce=nonce,
+                                              answer=answer, stored_at=stored_at, key=key)
+    common = dict(decision=form.decision, comment=form.comment, decided_at=stored_at, stated_reviewer=form.reviewer,
+                  claimed_via=claimed_via, receipt_problem=problem)
+    if receipt is not None:
+        return DecisionInfo(via=receipt.via, reviewer=form.reviewer, reviewer_verified=True,
+                            verified_user=receipt.verified_user, **common)
+    return DecisionInfo(via="ui", reviewer=unverified_reviewer(form.reviewer), reviewer_verified=False, **common)
