@@ -63,14 +63,22 @@ def _get_or_create(name: str, make, create: bool) -> str | None:
     if not create:
         return None
     value = make()
+    _ensure_dir(path.parent)
+    # Written whole to a private temp file, then hard-linked into place: link() fails if the name exists, so
+    # processes racing to create the secret agree on the first one, and nobody ever reads a half-written file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        # O_EXCL: two processes racing to create the secret agree on the first one written.
-        _ensure_dir(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _read_private(path)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(value + "\n")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(value + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return _read_private(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return value
 
 

@@ -624,6 +624,7 @@ def up(options: StackOptions, paths: StackPaths, echo: Callable[[str], None] = p
                                  hint="stop what uses it, or `clausegate up --port N` (or --api-url to use that server)")
             # Basic auth on the whole API (and the UI, which asks for the string): generated once, owner-only file.
             auth = local_secrets.api_auth_string(create=True)
+            local_secrets.at_rest_key(create=True)  # before any process could race to create it
             env = base_env(paths, api_url, {
                 "PREFECT_SERVER_API_AUTH_STRING": auth,
                 "PREFECT_SERVER_API_HOST": options.host, "PREFECT_SERVER_API_PORT": str(options.port),

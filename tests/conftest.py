@@ -45,6 +45,27 @@ def pytest_unconfigure(config):
         _SERVER.stop()
 
 
+@pytest.fixture(autouse=True)
+def _no_open_circuit_breakers():
+    """Each test starts with every provider circuit closed.
+
+    Breaker state is a Prefect Variable per endpoint URL, and fake servers get ports the OS hands out again:
+    a breaker a test left open for 127.0.0.1:PORT would otherwise skip a later test's calls to that port.
+    """
+    yield
+    if _SERVER is None or _SERVER.process is None:
+        return
+    import httpx
+
+    from clausegate.providers.circuit import VARIABLE_PREFIX
+
+    auth = tuple(_SERVER.auth_string.split(":", 1))
+    with httpx.Client(base_url=_SERVER.api_url, auth=auth, timeout=10) as client:
+        found = client.post("/variables/filter", json={"variables": {"name": {"like_": VARIABLE_PREFIX}}}).json()
+        for variable in found if isinstance(found, list) else []:
+            client.delete(f"/variables/name/{variable['name']}")
+
+
 @pytest.fixture(scope="session")
 def prefect_server() -> PrefectServer:
     assert _SERVER is not None

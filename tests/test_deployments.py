@@ -205,6 +205,7 @@ def test_nightly_batch_fans_out_to_deployment_runs_and_alerts_on_failures(deploy
         FlowFilterName,
         FlowRunFilter,
         FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
         FlowRunFilterTags,
     )
     from prefect.deployments import run_deployment

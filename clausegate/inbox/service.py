@@ -372,10 +372,12 @@ class Inbox:
         if topic:
             tags.append(tag("topic", topic))
         async with self._client() as client:
-            runs = await self._runs(client, tags, STATE_TYPES[status] if status else None, limit=limit + 1, offset=offset)
+            # A Completed run whose review still needs a decision is *failed* (CG-GATE-NO-DECISION): look there too.
+            types = STATE_TYPES[status] + (("COMPLETED",) if status == "failed" else ()) if status else None
+            runs = await self._runs(client, tags, types, limit=limit + 1, offset=offset)
         more = len(runs) > limit
         views = [await self.view(run) for run in runs[:limit]]
-        if status in ("done", "escalated"):
+        if status in ("done", "escalated", "failed"):
             views = [v for v in views if v.status == status]
         return TaskPage(tasks=views, next_cursor=encode_cursor(offset + limit) if more else None)
 
