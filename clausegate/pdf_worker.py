@@ -125,8 +125,7 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     except DependencyError as exc:
         raise _dependency(exc) from None
     except NotImplementedError as exc:
-        raise _Stop(ENCRYPTED, f"the PDF uses an encryption scheme pypdf does not support ({exc}).",
-                    "ask the sender for an unprotected copy (no password, no encryption).") from None
+        raise _unsupported_encryption(exc) from None
     except (MemoryError, RecursionError):
         raise
     except Exception as exc:  # noqa: BLE001 - anything pypdf raises on a broken file means "corrupt"
@@ -138,8 +137,7 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
         except DependencyError as exc:
             raise _dependency(exc) from None
         except NotImplementedError as exc:
-            raise _Stop(ENCRYPTED, f"the PDF uses an encryption scheme pypdf does not support ({exc}).",
-                        "ask the sender for an unprotected copy (no password, no encryption).") from None
+            raise _unsupported_encryption(exc) from None
         except (MemoryError, RecursionError):
             raise
         except Exception as exc:  # noqa: BLE001
@@ -360,6 +358,11 @@ def _corrupt(exc: BaseException) -> _Stop:
         "download or export the file again (it may be an incomplete download); if it opens in a PDF viewer, "
         "'print to PDF' a new copy and upload that.",
     )
+
+
+def _unsupported_encryption(exc: BaseException) -> _Stop:
+    return _Stop(ENCRYPTED, f"the PDF uses an encryption scheme pypdf does not support ({exc}).",
+                 "ask the sender for an unprotected copy (no password, no encryption).")
 
 
 def _dependency(exc: BaseException) -> _Stop:

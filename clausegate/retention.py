@@ -256,6 +256,19 @@ def _record_expired(path: Path, now: float) -> bool:
         return False
 
 
+def _settle(path: Path, st, *, expired: bool, in_use: InUse, counts: AreaCounts, dry_run: bool) -> None:
+    """Keep a fresh or in-use file; otherwise delete it (or only count it, in a dry run)."""
+    if not expired:
+        counts.kept_fresh += 1
+    elif path in in_use:
+        counts.kept_in_use += 1
+    elif dry_run:
+        counts.deleted += 1
+        counts.bytes_deleted += st.st_size
+    else:
+        _delete(path, st, counts)
+
+
 def sweep_results(folder: Path, *, days: float, in_use: InUse, now: float | None = None,
                   dry_run: bool = False) -> AreaCounts:
     from clausegate.at_rest import KEY_CHECK_FILE
@@ -268,15 +281,7 @@ def sweep_results(folder: Path, *, days: float, in_use: InUse, now: float | None
         if path.name == KEY_CHECK_FILE and path.parent == folder:
             continue
         expired = now - st.st_mtime > days * DAY or _record_expired(path, now)
-        if not expired:
-            counts.kept_fresh += 1
-        elif path in in_use:
-            counts.kept_in_use += 1
-        elif dry_run:
-            counts.deleted += 1
-            counts.bytes_deleted += st.st_size
-        else:
-            _delete(path, st, counts)
+        _settle(path, st, expired=expired, in_use=in_use, counts=counts, dry_run=dry_run)
     return counts
 
 
@@ -287,15 +292,7 @@ def sweep_uploads(folder: Path, *, days: float, in_use: InUse, now: float | None
     if not folder.is_dir():
         return counts
     for path, st in _files(folder):
-        if now - st.st_mtime <= days * DAY:
-            counts.kept_fresh += 1
-        elif path in in_use:
-            counts.kept_in_use += 1
-        elif dry_run:
-            counts.deleted += 1
-            counts.bytes_deleted += st.st_size
-        else:
-            _delete(path, st, counts)
+        _settle(path, st, expired=now - st.st_mtime > days * DAY, in_use=in_use, counts=counts, dry_run=dry_run)
     if not dry_run:
         _remove_empty_dirs(folder)
     return counts
