@@ -65,16 +65,16 @@ def children_cpu() -> float:
 
 def plain_review(files: list[Path], book_path: str, out: Path) -> dict:
     """The review steps without Prefect: what the work itself costs on this machine."""
-    from clausegate import steps
-    from clausegate.pdf import fingerprint, parse_pdf
-    from clausegate.playbook import load_playbook
-    from clausegate.report import write_report
+    from clausegate.review import assemble
+    from clausegate.review.document.sandbox import fingerprint, parse_pdf
+    from clausegate.review.playbook import load_playbook
+    from clausegate.review.report import write_report
 
     book = load_playbook(book_path)
     cats = list(book.categories)
     p = book.steps.parse
     warm = parse_pdf(fingerprint(files[0]), max_chars=p.max_chars, timeout_seconds=p.timeout_seconds, memory_mb=p.memory_mb)
-    steps.prefilter_step(warm, cats)  # load the offline model once (a warm worker would have it)
+    assemble.prefilter_step(warm, cats)  # load the offline model once (a warm worker would have it)
     t0, c0, k0 = time.perf_counter(), time.process_time(), children_cpu()
     per: list[float] = []
     failed = 0
@@ -83,12 +83,12 @@ def plain_review(files: list[Path], book_path: str, out: Path) -> dict:
         src = fingerprint(path, max_bytes=int(p.max_file_mb * 1024 * 1024))
         try:
             doc = parse_pdf(src, max_chars=p.max_chars, timeout_seconds=p.timeout_seconds, memory_mb=p.memory_mb, ocr=p.ocr)
-            filtered = steps.prefilter_step(doc, cats)
+            filtered = assemble.prefilter_step(doc, cats)
             ex = _extract(steps, filtered, cats)
-            review = steps.assemble_review(doc, filtered, ex, playbook=book.name, gated=book.gated_categories)
+            review = assemble.assemble_review(doc, filtered, ex, playbook=book.name, gated=book.gated_categories)
         except Exception as error:  # noqa: BLE001
             failed += 1
-            review = steps.failed_review(contract_id=src.contract_id, filename=src.filename, playbook=book.name,
+            review = assemble.failed_review(contract_id=src.contract_id, filename=src.filename, playbook=book.name,
                                          step="parse", error=error)
         write_report(review, out)
         per.append(time.perf_counter() - s)
@@ -100,9 +100,9 @@ def plain_review(files: list[Path], book_path: str, out: Path) -> dict:
 def _extract(steps, filtered, cats):
     import inspect
 
-    if len(inspect.signature(steps.extract_step).parameters) >= 3:  # older signature took the extractor name
-        return steps.extract_step(filtered, cats, "offline")
-    return steps.extract_step(filtered, cats)
+    if len(inspect.signature(assemble.extract_step).parameters) >= 3:  # older signature took the extractor name
+        return assemble.extract_step(filtered, cats, "offline")
+    return assemble.extract_step(filtered, cats)
 
 
 def run_stats(values: list[float]) -> str:

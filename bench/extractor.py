@@ -1,4 +1,4 @@
-"""Benchmark the offline extractor on CUAD's HOLDOUT split (``clausegate.cuad_split.is_holdout``).
+"""Benchmark the offline extractor on CUAD's HOLDOUT split (``tools.cuad.is_holdout``).
 
     python bench/extractor.py [--limit N] [--png docs/quality/extractor.png] [--json FILE]
                               [--previous docs/quality/extractor-previous.json]
@@ -12,7 +12,7 @@ its targets:
   for the high-risk categories); true when CUAD has at least one span of it for the contract;
 * passage level ("is this passage the clause?"): over every passage of every page
   (``split_passages``); a passage is predicted for a category when a found clause's text lies
-  in it (located like CUAD's spans, ``cuad_split.locate_span``: the shown sentences are part
+  in it (located like CUAD's spans, ``cuad.locate_span``: the shown sentences are part
   of the passage, or the clause runs across it); true when a CUAD span of the category
   overlaps it;
 * calibration: a finding is right when one of its passages is a true passage of its category;
@@ -41,12 +41,12 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from prefilter import load_holdout, parsed_document  # noqa: E402  (bench/prefilter.py)
 
-from clausegate import cuad_split  # noqa: E402
-from clausegate.categories import CATEGORIES, CLAUSE_CATEGORIES, METADATA_CATEGORIES  # noqa: E402
-from clausegate.extractor import extract_offline  # noqa: E402
-from clausegate.offline_model import MODEL_DIR, load_model  # noqa: E402
-from clausegate.passages import split_passages  # noqa: E402
-from clausegate.prefilter import prefilter  # noqa: E402
+from tools import cuad  # noqa: E402
+from clausegate.review.categories import CATEGORIES, CLAUSE_CATEGORIES, METADATA_CATEGORIES  # noqa: E402
+from clausegate.review.offline.extract import extract_offline  # noqa: E402
+from clausegate.review.offline.model import MODEL_DIR, load_model  # noqa: E402
+from clausegate.review.passages import split_passages  # noqa: E402
+from clausegate.review.prefilter import prefilter  # noqa: E402
 
 HIGH_RISK = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", "Minimum Commitment",
              "Revenue/Profit Sharing", "Most Favored Nation"]  # the default playbook's high_risk list
@@ -91,8 +91,8 @@ def evaluate(docs) -> dict:
         for row in rows:
             c = ci[row["category"]]
             truth_doc[c] = True
-            for pno in cuad_split.span_pages(row):
-                for i in cuad_split.locate_span(row["text"], page_passages.get(pno, [])):
+            for pno in cuad.span_pages(row):
+                for i in cuad.locate_span(row["text"], page_passages.get(pno, [])):
                     truth_pas.add((c, pno, i))
         pred_doc, surfaced = np.zeros(k, dtype=bool), np.zeros(k, dtype=bool)
         pred_pas: set[tuple[int, int, int]] = set()
@@ -102,7 +102,7 @@ def evaluate(docs) -> dict:
             if getattr(cl, "possible", False):
                 continue
             pred_doc[c] = True
-            mine = {(c, pno, i) for pno in cl.pages for i in cuad_split.locate_span(cl.text, page_passages.get(pno, []))}
+            mine = {(c, pno, i) for pno in cl.pages for i in cuad.locate_span(cl.text, page_passages.get(pno, []))}
             pred_pas |= mine
             conf.append(float(cl.confidence))
             right.append(bool(mine & truth_pas))
@@ -131,7 +131,7 @@ def evaluate(docs) -> dict:
     return {
         "model_version": model.version,
         "contracts": len(docs),
-        "split": cuad_split.SPLIT_NAME,
+        "split": cuad.SPLIT_NAME,
         "per_category": per_cat,
         "contract_micro": prf(*doc_counts[idx].sum(axis=0)),
         "contract_macro_f1": float(np.mean([per_cat[c]["contract"][2] for c in CLAUSE_CATEGORIES])),
@@ -260,8 +260,8 @@ def main() -> None:
     ap.add_argument("--png", default=str(DOCS / "extractor.png"), help="'' for no picture")
     args = ap.parse_args()
     t0 = time.time()
-    if not cuad_split.cuad_available():
-        sys.exit(f"CUAD not found at {cuad_split.cuad_dir()}")
+    if not cuad.cuad_available():
+        sys.exit(f"CUAD not found at {cuad.cuad_dir()}")
     res = evaluate(load_holdout(args.limit))
     prev_path = Path(args.previous) if args.previous else None
     prev = json.loads(prev_path.read_text()) if prev_path and prev_path.is_file() else None

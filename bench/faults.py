@@ -47,7 +47,7 @@ PERIODS = ("day", "month", "year")
 
 
 def contracts(n: int, work: Path) -> list[Path]:
-    from clausegate.cuad_split import cuad_available, cuad_dir, is_holdout, load_manifest
+    from tools.cuad import cuad_available, cuad_dir, is_holdout, load_manifest
 
     if cuad_available():
         rows = [e for e in load_manifest() if is_holdout(e["filename"])]
@@ -77,7 +77,7 @@ budgets: {{per_run_eur: 1.0, per_period_eur: 1000.0, max_tokens_per_run: 500000}
 
 
 def ledger() -> dict[str, float]:
-    from clausegate.budget import spent_this_period
+    from clausegate.ops.budget import spent_this_period
 
     return {period: spent_this_period(period) for period in PERIODS}
 
@@ -86,8 +86,8 @@ def start_servers(rate: float, seed: int, *, kinds=FAULT_KINDS, slow_seconds: fl
     from pydantic import SecretStr
 
     from blocks.models import AnthropicModel, OpenAICompatibleModel
-    from clausegate.fakes.model_server import FakeModelServer
-    from clausegate.fakes.responders import contract_responder
+    from clausegate.demo.model_server import FakeModelServer
+    from clausegate.demo.responders import contract_responder
 
     servers = {kind: FakeModelServer(kind, api_key=BENCH_KEY, responder=contract_responder, fault_rate=rate,
                                      fault_kinds=kinds, seed=seed, retry_after=1, slow_seconds=slow_seconds).start()

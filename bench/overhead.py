@@ -23,17 +23,17 @@ sys.path.insert(0, str(ROOT))
 
 
 def plain_review(pdf: Path, out: Path) -> None:
-    from clausegate import steps
-    from clausegate.pdf import fingerprint, parse_pdf
-    from clausegate.playbook import load_playbook
-    from clausegate.report import write_report
+    from clausegate.review import assemble
+    from clausegate.review.document.sandbox import fingerprint, parse_pdf
+    from clausegate.review.playbook import load_playbook
+    from clausegate.review.report import write_report
 
     book = load_playbook("default")
     source = fingerprint(pdf)
     document = parse_pdf(source)
-    filtered = steps.prefilter_step(document, book.categories)
-    extraction = steps.extract_step(filtered, book.categories)
-    review = steps.assemble_review(document, filtered, extraction, playbook=book.name, gated=book.gated_categories)
+    filtered = assemble.prefilter_step(document, book.categories)
+    extraction = assemble.extract_step(filtered, book.categories)
+    review = assemble.assemble_review(document, filtered, extraction, playbook=book.name, gated=book.gated_categories)
     write_report(review, out)
 
 

@@ -1,4 +1,4 @@
-"""Benchmark the pre-filter on CUAD's HOLDOUT split (``clausegate.cuad_split.is_holdout``).
+"""Benchmark the pre-filter on CUAD's HOLDOUT split (``tools.cuad.is_holdout``).
 
     python bench/prefilter.py [--limit N]
 
@@ -8,7 +8,7 @@ holdout contracts:
 * tokens kept: sum of ``tokens_kept`` / sum of ``tokens_total`` (``count_tokens``);
 * spans kept: share of the holdout's labelled spans of the playbook's categories (spans whose
   PDF page is known) that lie in the kept passages of their page(s).  Rule
-  (``cuad_split.span_in_passages``): the span's whitespace-normalised lower-cased text is
+  (``cuad.span_in_passages``): the span's whitespace-normalised lower-cased text is
   contained in a kept passage, or, for spans of >= 4 words, >= 50% of its words occur in one
   kept passage, or its text is contained in the page's kept passages joined in order (a long
   clause cut into adjacent passages, all kept);
@@ -35,13 +35,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clausegate import cuad_split  # noqa: E402
-from clausegate.categories import CATEGORIES, CATEGORY_QUESTIONS  # noqa: E402
-from clausegate.passages import count_tokens  # noqa: E402
-from clausegate.prefilter import RECALL_TARGETS, prefilter  # noqa: E402
-from clausegate.schemas import Page, ParsedDocument  # noqa: E402
+from tools import cuad  # noqa: E402
+from clausegate.review.categories import CATEGORIES, CATEGORY_QUESTIONS  # noqa: E402
+from clausegate.review.passages import count_tokens  # noqa: E402
+from clausegate.review.prefilter import RECALL_TARGETS, prefilter  # noqa: E402
+from clausegate.review.schemas import Page, ParsedDocument  # noqa: E402
 
-# Fallback playbook category lists, used when ``clausegate.playbook.load_playbook`` (written
+# Fallback playbook category lists, used when ``clausegate.review.playbook.load_playbook`` (written
 # separately) is not importable yet.  DEFAULT = all 41 CUAD categories; NARROW = the
 # "payment & liability" playbook.
 FALLBACK_PLAYBOOKS: dict[str, list[str]] = {
@@ -62,7 +62,7 @@ def playbooks() -> dict[str, tuple[list[str], str]]:
     out = {}
     for name, fallback in FALLBACK_PLAYBOOKS.items():
         try:
-            from clausegate.playbook import load_playbook  # type: ignore[import-not-found]
+            from clausegate.review.playbook import load_playbook  # type: ignore[import-not-found]
 
             out[name] = (list(load_playbook(name).categories), "playbook")
         except Exception:  # noqa: BLE001 - loader absent or playbook missing: use the hard-coded list
@@ -82,14 +82,14 @@ def parsed_document(entry: dict, pages: list[str]) -> ParsedDocument:
 
 
 def load_holdout(limit: int):
-    manifest = cuad_split.load_manifest()
-    annotations = cuad_split.load_annotations()
-    hold = sorted((e for e in manifest if cuad_split.is_holdout(e["filename"])), key=lambda e: e["filename"])
+    manifest = cuad.load_manifest()
+    annotations = cuad.load_annotations()
+    hold = sorted((e for e in manifest if cuad.is_holdout(e["filename"])), key=lambda e: e["filename"])
     if limit:
         hold = hold[:limit]
     docs = []
     for entry in hold:
-        pages = cuad_split.load_pages(entry)
+        pages = cuad.load_pages(entry)
         docs.append((entry, pages, annotations.get(entry["filename"], [])))
     return docs
 
@@ -110,12 +110,12 @@ def evaluate(docs, cats: list[str], level: str) -> dict:
         for row in rows:
             if row["category"] not in cat_set:
                 continue
-            sp = cuad_split.span_pages(row)
+            sp = cuad.span_pages(row)
             if not sp:
                 continue
             spans_total += 1
             label_pages.add(sp[0])
-            if cuad_split.span_in_passages(row["text"], [t for pg in sp for t in by_page.get(pg, [])]):
+            if cuad.span_in_passages(row["text"], [t for pg in sp for t in by_page.get(pg, [])]):
                 spans_kept += 1
         lpages_total += len(label_pages)
         lpages_kept += len(label_pages & set(fd.pages_kept))
@@ -149,8 +149,8 @@ def baseline(docs, cats: list[str], token_share: float, span_target: float) -> l
     label_pages = set()
     for d, (_, _, rows) in enumerate(docs):
         for row in rows:
-            if row["category"] in cat_set and cuad_split.span_pages(row):
-                pno = cuad_split.span_pages(row)[0]
+            if row["category"] in cat_set and cuad.span_pages(row):
+                pno = cuad.span_pages(row)[0]
                 span_rank.append(rank.get((d, pno), len(order)))
                 label_pages.add((d, pno))
     span_rank = np.sort(np.array(span_rank))
@@ -175,13 +175,13 @@ def main() -> None:
     ap.add_argument("--no-baseline", action="store_true")
     args = ap.parse_args()
     t0 = time.time()
-    if not cuad_split.cuad_available():
-        sys.exit(f"CUAD not found at {cuad_split.cuad_dir()}")
+    if not cuad.cuad_available():
+        sys.exit(f"CUAD not found at {cuad.cuad_dir()}")
     docs = load_holdout(args.limit)
-    from clausegate.offline_model import load_model
+    from clausegate.review.offline.model import load_model
 
     model = load_model()
-    print(f"ClauseGate pre-filter benchmark - CUAD holdout ({cuad_split.SPLIT_NAME}): {len(docs)} contracts")
+    print(f"ClauseGate pre-filter benchmark - CUAD holdout ({cuad.SPLIT_NAME}): {len(docs)} contracts")
     print(f"model {model.version} trained {model.metadata['trained_at']} on {model.metadata['n_train_contracts']} TRAIN contracts")
     header = f"{'playbook':<19} {'method':<26} {'tokens kept':>11} {'spans kept':>11} {'label pages kept':>17}  target"
     for name, (cats, source) in playbooks().items():

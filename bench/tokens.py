@@ -7,7 +7,7 @@ Jinja2 compression + cascade.
 - pre-filter: every passage the pre-filter keeps + instructions for the playbook's categories;
 - compressed + cascade: only the categories the cascade sends (high-risk or unsure offline),
   each question once, and only the top passages per sent category (what the product sends).
-Tokens are ClauseGate's word/punctuation count (``clausegate.passages.count_tokens``); provider
+Tokens are ClauseGate's word/punctuation count (``clausegate.review.passages.count_tokens``); provider
 tokenizers differ by a roughly constant factor, so the ratios hold.
 """
 
@@ -20,18 +20,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clausegate.cuad_split import cuad_available, is_holdout, load_manifest, load_pages  # noqa: E402
-from clausegate.extractor import category_confidence, extract_thresholds  # noqa: E402
-from clausegate.model_extraction import (  # noqa: E402
+from tools.cuad import cuad_available, is_holdout, load_manifest, load_pages  # noqa: E402
+from clausegate.review.offline.extract import category_confidence, extract_thresholds  # noqa: E402
+from clausegate.review.llm.extract import (  # noqa: E402
     PromptPassage,
     build_prompt,
     cascade_categories,
     naive_prompt_tokens,
     render_extraction_prompt,
 )
-from clausegate.playbook import builtin_playbooks, load_playbook  # noqa: E402
-from clausegate.prefilter import prefilter  # noqa: E402
-from clausegate.schemas import Page, ParsedDocument  # noqa: E402
+from clausegate.review.playbook import builtin_playbooks, load_playbook  # noqa: E402
+from clausegate.review.prefilter import prefilter  # noqa: E402
+from clausegate.review.schemas import Page, ParsedDocument  # noqa: E402
 
 
 def measure(entry: dict, book) -> tuple[int, int, int, int]:

@@ -7,7 +7,7 @@
 The flow, the gateway and the SLA sweeper load the block named by ``CLAUSEGATE_SLACK_BLOCK``
 (default ``clausegate``; see ``clausegate.gates.slack_settings``). Secrets are ``SecretStr``:
 masked in ``repr``, the Prefect UI and logs. ``api_base_url`` points at Slack's Web API; tests and
-demos set it to the fake (``python -m clausegate.fakes.slack_server``).
+demos set it to the fake (``python -m clausegate.demo.slack_server``).
 
 Retries: ``get_client()`` returns a WebClient **without** slack-sdk's own retry handlers. One layer
 owns retries (stacked retries multiply requests): the Prefect tasks that post to Slack retry.

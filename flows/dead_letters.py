@@ -2,7 +2,7 @@
 
 Runs as the ``dead-letters`` deployment: triggered by every Crashed contract-review run (prefect.yaml
 ``triggers:``; the run id comes from the event) and swept every 10 minutes as a backstop. Logic:
-:mod:`clausegate.dead_letters`. Before a requeue the crashed attempt's process must be gone: when its
+:mod:`clausegate.ops.dead_letters`. Before a requeue the crashed attempt's process must be gone: when its
 worker is alive and still runs it (a hung process), the run is set Cancelling so that worker kills
 it; this run waits for that (up to ``CLAUSEGATE_REQUEUE_STOP_SECONDS``, default 120 s). A gate that
 was marked crashed while it waited is put back (``restored``).
@@ -13,7 +13,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.client.orchestration import get_client
 
-from clausegate import dead_letters
+from clausegate.ops import dead_letters
 
 
 @flow(name="dead-letters", validate_parameters=True)

@@ -3,7 +3,7 @@
 Runs as the ``failure-alert`` deployment, started by a Prefect automation on every Failed/Crashed
 contract-review run (the deployment's ``triggers:`` in prefect.yaml) and by a 15-minute backstop
 schedule; one check at a time (deployment concurrency limit 1, CANCEL_NEW).  The logic is in
-:mod:`clausegate.alerts`; posting reuses the gates' Slack task (retries on transient errors only).
+:mod:`clausegate.ops.alerts`; posting reuses the gates' Slack task (retries on transient errors only).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.states import Failed
 
-from clausegate import alerts
+from clausegate.ops import alerts
 
 
 @flow(name="failure-alert", validate_parameters=True)

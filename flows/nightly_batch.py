@@ -20,7 +20,7 @@ from prefect.states import Failed
 
 from clausegate import batch
 from clausegate.errors import ClauseGateError
-from clausegate.playbook import load_playbook
+from clausegate.review.playbook import load_playbook
 
 
 @task(name="discover-contracts", cache_policy=NO_CACHE)

@@ -1,7 +1,7 @@
 """The retention sweep: delete uploads, persisted results and reports older than their period.
 
 Runs as the ``retention`` deployment (prefect.yaml, daily).  The logic — periods, what counts as in
-use by an unfinished (e.g. Suspended) run, report tombstones — is :mod:`clausegate.retention`; this
+use by an unfinished (e.g. Suspended) run, report tombstones — is :mod:`clausegate.ops.retention`; this
 flow only picks the folders, runs it and publishes the counts (a table artifact ``retention``).
 """
 
@@ -13,8 +13,8 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Failed
 
-from clausegate import retention as r
-from clausegate.at_rest import result_storage_dir
+from clausegate.ops import retention as r
+from clausegate.security.at_rest import result_storage_dir
 
 
 @flow(name="retention", validate_parameters=True)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CUAD_DIR = ROOT.parent / "shared" / "data" / "cuad"
 sys.path.insert(0, str(ROOT))
 
-from tests.prefect_server import PrefectServer  # noqa: E402
+from tests.support.prefect_server import PrefectServer  # noqa: E402
 
 _SERVER: PrefectServer | None = None
 

@@ -20,11 +20,11 @@ def _prefect_credential() -> None:
 
 def use_api_credential() -> None:
     """Send the stack's API credential (basic auth) unless the environment already names one."""
-    from clausegate import local_secrets
+    from clausegate.security import credentials
 
     if os.environ.get("PREFECT_API_AUTH_STRING"):
         return
-    auth = local_secrets.api_auth_string()
+    auth = credentials.api_auth_string()
     if not auth:
         return
     from prefect.settings import PREFECT_API_AUTH_STRING, temporary_settings

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from clausegate.cli.app import app, console, use_stack_api_url as _use_stack_api_url
-from clausegate.money import eur_digits
+from clausegate.review.money import eur_digits
 
 STATUS_STYLE = {"reviewed": "green", "waiting": "yellow", "failed": "red", "not-submitted": "red",
                 "unfinished": "red", "skipped": "dim", "in-flight": "dim", "duplicate": "dim"}
@@ -82,7 +82,7 @@ def batch_command(
     """Review every new PDF in FOLDER (skips contracts already reviewed, by content hash)."""
     from clausegate import batch
     from clausegate.errors import ClauseGateError
-    from clausegate.playbook import load_playbook
+    from clausegate.review.playbook import load_playbook
 
     if local and deployments:
         console.print("[red]choose one of --local and --deployments[/red]")

@@ -89,7 +89,7 @@ def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None
     """The audit log (submissions, cancels, retries, gate decisions), newest first."""
     from prefect.client.orchestration import get_client
 
-    from clausegate import audit
+    from clausegate.ops import audit
 
     async def read():
         async with get_client() as client:

@@ -52,8 +52,8 @@ def fake_model(
     whole pipeline runs "with a model" on this machine. Ctrl-C stops it."""
     from pydantic import SecretStr
 
-    from clausegate.fakes.model_server import DEFAULT_API_KEY, FakeModelServer
-    from clausegate.fakes.responders import contract_responder
+    from clausegate.demo.model_server import DEFAULT_API_KEY, FakeModelServer
+    from clausegate.demo.responders import contract_responder
 
     server = FakeModelServer(protocol, api_key=DEFAULT_API_KEY, port=port, fault_rate=fault_rate, seed=seed,
                              responder=contract_responder).start()

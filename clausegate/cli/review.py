@@ -48,7 +48,7 @@ def review(
 ) -> None:
     """Review FILE with the contract-review flow and write its report."""
     from clausegate.errors import ClauseGateError
-    from clausegate.playbook import load_playbook
+    from clausegate.review.playbook import load_playbook
 
     try:
         load_playbook(playbook)  # fail fast, before starting any server
@@ -80,7 +80,7 @@ def review(
 @app.command()
 def playbooks() -> None:
     """List the built-in playbooks."""
-    from clausegate.playbook import builtin_playbooks, load_playbook
+    from clausegate.review.playbook import builtin_playbooks, load_playbook
 
     for name in builtin_playbooks():
         book = load_playbook(name)

@@ -68,11 +68,11 @@ def up(
     console.print()
     console.print(f"[bold green]ClauseGate is up.[/bold green]  Prefect UI: [link]{state['ui_url']}[/link]")
     console.print(f"  API:      {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
-    from clausegate import local_secrets
+    from clausegate.security import credentials
 
     if state.get("server_started"):
-        console.print(f"  Login:    the UI and API ask for [bold]{local_secrets.api_auth_string()}[/bold]  (kept in "
-                      f"{local_secrets.secrets_dir() / local_secrets.AUTH_FILE}, mode 600; `clausegate auth rotate` "
+        console.print(f"  Login:    the UI and API ask for [bold]{credentials.api_auth_string()}[/bold]  (kept in "
+                      f"{credentials.secrets_dir() / credentials.AUTH_FILE}, mode 600; `clausegate auth rotate` "
                       "makes a new one)")
     if state.get("gateway_url"):
         console.print(f"  Gateway:  {state['gateway_url']}   inbox API docs: {state['gateway_url']}/docs "

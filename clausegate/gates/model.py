@@ -32,8 +32,8 @@ from prefect.input import RunInput
 from prefect.input.run_input import keyset_from_base_key
 from pydantic import BaseModel, ConfigDict, Field
 
-from clausegate.pdf_codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
-from clausegate.schemas import Review, Suggestion
+from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.schemas import Review, Suggestion
 
 Decision = Literal["approve", "changes", "escalate"]
 Via = Literal["slack", "ui", "cli", "sla"]

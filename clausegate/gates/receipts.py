@@ -18,7 +18,7 @@ name typed into the form, marked "as stated …, unverified". A ``via`` in the r
 
 Why signed: whoever can answer through the Prefect API (the UI credential) can also write flow-run
 inputs, so an unsigned receipt would be forgeable by exactly the caller it must be told apart
-from. The key is derived from ClauseGate's at-rest key (``clausegate.local_secrets``: an owner-only
+from. The key is derived from ClauseGate's at-rest key (``clausegate.security.credentials``: an owner-only
 file or ``CLAUSEGATE_AT_REST_KEY``), which lives with the processes that run ClauseGate (worker,
 gateway, CLI, sweeper), never in Prefect.
 """
@@ -69,9 +69,9 @@ class DecisionReceipt(BaseModel):
 
 def signing_key() -> bytes:
     """The receipt key: derived from the at-rest key (raises ConfigurationError if it is unreadable)."""
-    from clausegate import local_secrets
+    from clausegate.security import credentials
 
-    base = local_secrets.at_rest_key(create=True)
+    base = credentials.at_rest_key(create=True)
     return hmac.new(str(base).encode(), KEY_CONTEXT, hashlib.sha256).digest()
 
 

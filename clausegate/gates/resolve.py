@@ -109,7 +109,7 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
                        verified_user=verified_user, gate=gate)
     if outcome.kind != "resumed":  # the audit log: every refused attempt, who made it, through which path, why
-        from clausegate import audit
+        from clausegate.ops import audit
 
         audit.record(audit.gate_refused(
             run_id=rid, reason=outcome.reason or REFUSAL_REASONS.get(outcome.kind, outcome.kind), via=str(via),

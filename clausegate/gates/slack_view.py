@@ -15,7 +15,7 @@ from datetime import timezone
 from typing import Any
 
 from clausegate.gates.model import DECISION_LABELS, DECISIONS, DecisionInfo, Finding, GateRecord
-from clausegate.money import eur_text
+from clausegate.review.money import eur_text
 
 ACTION_PREFIX = "clausegate_"
 ACTIONS_BLOCK_ID = "clausegate_gate"

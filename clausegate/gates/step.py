@@ -17,7 +17,7 @@ assembled. What happens:
    was started as a subflow) or it comes back without an answer, :func:`wait_for_answer` raises
    :class:`~clausegate.errors.GateError` (``CG-GATE-CANNOT-SUSPEND`` / ``CG-GATE-NO-ANSWER``) and
    the run fails. Before writing the gate and before suspending, the process checks that its
-   attempt is still the run's current one (:mod:`clausegate.attempts`): a stale process (its run
+   attempt is still the run's current one (:mod:`clausegate.pipeline.attempts`): a stale process (its run
    was crashed or requeued while it hung) exits without touching the run.
 4. After a resume Prefect re-runs the flow from the top: finished tasks come from cache, this
    step sees the answer is recorded, skips the Slack post, and ``suspend_flow_run`` (same key, a
@@ -38,7 +38,7 @@ from prefect.flow_runs import suspend_flow_run
 from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
-from clausegate.attempts import ensure_current
+from clausegate.pipeline.attempts import ensure_current
 from clausegate.gates import store
 from clausegate.gates.model import (
     DECISION_PAST,
@@ -55,9 +55,9 @@ from clausegate.gates.model import (
     suspend_timeout_seconds,
 )
 from clausegate.gates.notify import notify_gate, stamp_decision
-from clausegate.money import eur_text
-from clausegate.playbook import Playbook
-from clausegate.schemas import GateDecision, Notice, Review
+from clausegate.review.money import eur_text
+from clausegate.review.playbook import Playbook
+from clausegate.review.schemas import GateDecision, Notice, Review
 
 SLACK_BLOCK_ENV = "CLAUSEGATE_SLACK_BLOCK"
 DEFAULT_SLA_HOURS = 24.0
@@ -183,7 +183,7 @@ def record_decision(record: GateRecord, answer: GateInput, settings) -> GateOutc
     the escalation channel by a retried task; if that fails the review says so
     (``CG-GATE-ESCALATION-UNDELIVERED``), the decision stands.
     """
-    from clausegate import audit
+    from clausegate.ops import audit
     from clausegate.gates.model import unverified_reviewer
     from clausegate.gates.notify import ESCALATION_UNDELIVERED, notify_person_escalation
 
@@ -252,7 +252,7 @@ def wait_for_answer(form, record: GateRecord) -> GateInput:
     """Suspend at the gate (the process exits) or, after the resume, return the answer.
 
     Never returns without an answer: a deployed run that cannot wait for a person fails instead of
-    completing with the gate unanswered. A stale attempt (see :mod:`clausegate.attempts`) exits
+    completing with the gate unanswered. A stale attempt (see :mod:`clausegate.pipeline.attempts`) exits
     without touching the run, before suspending and when Prefect refuses the suspension because
     the run has moved on.
     """

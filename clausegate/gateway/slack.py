@@ -18,7 +18,7 @@ import httpx
 from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Response, status
 from fastapi.responses import JSONResponse
 
-from clausegate import fetch
+from clausegate.security import fetch
 from clausegate.gates.model import DECISIONS, normalise_decision
 from clausegate.gates.slack_view import ACTION_PREFIX
 from clausegate.gateway.config import GatewayConfig, get_config

@@ -23,7 +23,7 @@ import httpx
 from clausegate.errors import DocumentError
 from clausegate.inbox.errors import BadSubmission, NotPdf, SourceUnavailable, TooLarge, clip
 from clausegate.inbox.settings import InboxSettings
-from clausegate.pdf import check_pdf_magic
+from clausegate.review.document.sandbox import check_pdf_magic
 
 CHUNK = 256 * 1024
 
@@ -57,12 +57,12 @@ async def read_capped(chunks: AsyncIterator[bytes], limit: int, what: str) -> by
 def store(data: bytes, filename: str, origin: str, settings: InboxSettings) -> StoredContract:
     """Check the bytes are a PDF and write them encrypted (atomically, once per content) under uploads/.
 
-    The stored file is sealed with the at-rest key (``clausegate.at_rest``; 0600); ``sha256`` is the
+    The stored file is sealed with the at-rest key (``clausegate.security.at_rest``; 0600); ``sha256`` is the
     plain PDF's, which is also the contract id the review computes from the decrypted bytes.  A copy
     already there (same content, current key) is kept and its time touched, so the retention period
     counts from the latest submission.
     """
-    from clausegate import at_rest
+    from clausegate.security import at_rest
 
     if not data:
         raise NotPdf(f"the contract from {origin} is empty (0 bytes)", hint="send the PDF file itself")
@@ -132,23 +132,23 @@ def read_reference(reference: str, settings: InboxSettings) -> tuple[bytes, str]
 def url_allowed(url: str, allow_list: list[str]) -> bool:
     """Whether the parsed URL's scheme, host and port (and path prefix) match an allow-list entry exactly.
 
-    The static part of ``clausegate.fetch`` (no DNS): userinfo, non-ASCII hosts, backslashes and
+    The static part of ``clausegate.security.fetch`` (no DNS): userinfo, non-ASCII hosts, backslashes and
     other tricks are refused; ``fetch_url`` also checks the resolved addresses and every redirect.
     """
-    from clausegate.fetch import Policy
+    from clausegate.security.fetch import Policy
 
     return Policy.build(allow_list).allows_url(url)
 
 
 async def fetch_url(url: str, settings: InboxSettings) -> tuple[bytes, str]:
-    """(bytes, file name) of an allow-listed http(s) URL, fetched by ``clausegate.fetch``.
+    """(bytes, file name) of an allow-listed http(s) URL, fetched by ``clausegate.security.fetch``.
 
     Exact allow-list, public addresses only (unless the host is in CLAUSEGATE_INBOX_URL_ALLOW_PRIVATE_HOSTS),
     the checked address pinned, every redirect re-checked, size cap while streaming, one total timeout.
     Every refusal or failure, a non-PDF answer included, is the same generic ``SourceUnavailable``: the
     client cannot tell a closed port from an open one; the reason is in the server log.
     """
-    from clausegate import fetch
+    from clausegate.security import fetch
 
     data, final = await fetch.fetch(url, settings.url_policy())
     try:

@@ -37,8 +37,8 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Scheduled, State
 
-import clausegate.at_rest  # noqa: F401 - registers the encrypted result serializer (reviews are sealed run results)
-from clausegate import audit
+import clausegate.security.at_rest  # noqa: F401 - registers the encrypted result serializer (reviews are sealed run results)
+from clausegate.ops import audit
 from clausegate.batch import contract_tag
 from clausegate.inbox import limits
 from clausegate.inbox.errors import BadSubmission, Conflict, NotFound, Unavailable, clip, redact_paths
@@ -59,7 +59,7 @@ from clausegate.inbox.status import (
     tag,
     tag_value,
 )
-from clausegate.schemas import Review
+from clausegate.review.schemas import Review
 
 TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:/@-]{0,79}$"
 IDEMPOTENCY_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"

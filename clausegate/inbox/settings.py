@@ -25,7 +25,7 @@ class InboxSettings(BaseSettings):
     url_allow_list: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="http(s) sources allowed by URL, compared exactly after parsing: 'host' "
         "(ports 80/443), 'host:port' (that port, http or https) or 'scheme://host[:port][/path-prefix]'; "
-        "comma-separated in the environment; empty = URL references are refused (see clausegate.fetch)")
+        "comma-separated in the environment; empty = URL references are refused (see clausegate.security.fetch)")
     url_allow_private_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="hosts (names or IP literals, no port) on the allow-list that may resolve "
         "to loopback/private/link-local addresses, e.g. an intranet document server; comma-separated; "
@@ -48,7 +48,7 @@ class InboxSettings(BaseSettings):
     @field_validator("url_allow_list")
     @classmethod
     def _valid_entries(cls, value: list[str]) -> list[str]:
-        from clausegate.fetch import parse_entry
+        from clausegate.security.fetch import parse_entry
 
         for entry in value:
             parse_entry(entry)  # ValueError names the bad entry: fail at start-up, not on the first fetch
@@ -57,20 +57,20 @@ class InboxSettings(BaseSettings):
     @field_validator("url_allow_private_hosts")
     @classmethod
     def _valid_hosts(cls, value: list[str]) -> list[str]:
-        from clausegate.fetch import canonical_host
+        from clausegate.security.fetch import canonical_host
 
         return [canonical_host(host) for host in value]
 
     def url_policy(self):
-        """The ``clausegate.fetch.Policy`` for ``source_url``: allow-list, private hosts, size cap, timeout."""
-        from clausegate.fetch import Policy
+        """The ``clausegate.security.fetch.Policy`` for ``source_url``: allow-list, private hosts, size cap, timeout."""
+        from clausegate.security.fetch import Policy
 
         return Policy.build(self.url_allow_list, self.url_allow_private_hosts, max_bytes=self.max_upload_bytes,
                             timeout=self.url_timeout_seconds)
 
     def playbooks(self) -> dict[str, str]:
         """Playbook names clients may ask for → the value the flow gets (built-in name or file path)."""
-        from clausegate.playbook import builtin_playbooks
+        from clausegate.review.playbook import builtin_playbooks
 
         found = {name: name for name in builtin_playbooks()}
         if self.playbooks_dir is not None and self.playbooks_dir.is_dir():

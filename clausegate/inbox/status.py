@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from clausegate.schemas import Review
+from clausegate.review.schemas import Review
 
 TaskStatus = Literal["pending", "processing", "waiting_for_human", "done", "escalated", "failed", "cancelled"]
 
@@ -37,7 +37,7 @@ STATE_TYPES: dict[str, tuple[str, ...]] = {
 _BY_TYPE = {t: status for status, types in STATE_TYPES.items() for t in types if status != "escalated"}
 _CODE = re.compile(r"\bCG-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
 NO_DECISION = "CG-GATE-NO-DECISION"
-REQUEUING = "CG-RUN-REQUEUING"  # = clausegate.dead_letters.REQUEUING (not imported: that module pulls in audit/Prefect)
+REQUEUING = "CG-RUN-REQUEUING"  # = clausegate.ops.dead_letters.REQUEUING (not imported: that module pulls in audit/Prefect)
 API_URL_REMOVED = "[API URL removed]"
 # Any http(s) URL whose path is /api or starts with /api/ (Prefect's REST API lives there; so does no UI page).
 _API_URL = re.compile(r"""https?://[^\s/'"<>]+(?:/[^\s/'"<>]+)*?/api(?:/[^\s'"<>]*)?(?=[\s'"<>),.;]|$)""")

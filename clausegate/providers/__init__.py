@@ -5,7 +5,7 @@ Public API (the retry policy for Prefect tasks lives in ``clausegate.providers.r
     client = AnthropicModel.load("default").get_client()        # blocks/models.py (with its circuit breaker)
     response = client.complete(system, user, max_tokens=1024)   # -> ModelResponse, one request
     parsed, responses = complete_json(client, system, user, Schema, max_tokens=1024)
-    cost = client.pricing.cost(responses)                        # -> clausegate.schemas.Cost
+    cost = client.pricing.cost(responses)                        # -> clausegate.review.schemas.Cost
 """
 
 from clausegate.providers.anthropic import AnthropicClient

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clausegate.schemas import Cost
+from clausegate.review.schemas import Cost
 
 __all__ = ["Pricing", "cost_eur"]
 

@@ -1,0 +1,507 @@
+"""A fake Anthropic / OpenAI-compatible model server speaking the real wire protocols on 127.0.0.1.
+
+    server = FakeModelServer("anthropic", api_key="k", responder=lambda req: '{"clauses": []}').start()
+    server.script(["429", "529", "ok"])     # the next three requests; then random faults or ok
+    ... AnthropicClient(base_url=server.url, api_key="k", model="m") ...
+    server.requests[0].fault, server.calls; server.stop()
+    server.billed_tokens(), server.billed_eur(3.0, 15.0)   # what it charged: delivered 200 answers only
+    server.down("hang"); ...; server.up()   # an outage: every request hangs (or any fault kind) until up()
+
+or as a process: ``python -m clausegate.demo.model_server --protocol openai --port 8901 --fault-rate 0.3 --seed 1``.
+
+Auth is checked like the real services (``x-api-key`` + ``anthropic-version``; ``Authorization:
+Bearer``); answers carry real usage fields, request ids and rate-limit headers. Faults: see FAULTS.
+
+Billing: like a provider's invoice, the fake keeps the usage of every answer it charged for
+(``RecordedRequest.usage``/``billed``): each HTTP 200 it delivered, usable or not (``not_json`` and
+``truncated`` answers are charged too); errors are free.  An answer whose client had already hung up
+(a ``slow`` answer past the client's read timeout) is not delivered and not charged, but counted in
+``abandoned`` so a test can see it.  ``billed_eur`` prices the usage per request, rounded to 1/1000
+cent per request, at the prices the caller gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import select
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable
+
+__all__ = ["DEFAULT_API_KEY", "FAULTS", "FakeModelServer", "RecordedRequest", "default_responder", "prompts_of"]
+
+Responder = Callable[[dict], "str | dict"]
+DEFAULT_API_KEY = "fake-model-key"
+RANDOM_FAULTS = ("rate_limit", "overloaded", "server_error", "unavailable", "slow", "not_json", "truncated")
+FAULTS = {  # kind -> aliases usable in script() and --kinds
+    "ok": ("ok", "200"), "rate_limit": ("429",), "quota": (), "overloaded": ("529",), "server_error": ("500",),
+    "unavailable": ("503",), "slow": ("timeout",), "hang": ("hung",), "not_json": ("non_json", "bad_json"),
+    "truncated": (),
+    "context_too_long": ("context", "400"), "too_large": ("413",), "unauthorized": ("401",),
+    "forbidden": ("403",), "not_found": ("404",), "bad_request": (), "unprocessable": ("422",),
+}
+_ALIASES = {alias: kind for kind, aliases in FAULTS.items() for alias in (kind, *aliases)}
+_SECRET_HEADERS = ("x-api-key", "authorization")
+
+# kind -> (status, anthropic error type, anthropic message, openai type, openai code, openai message)
+_ERRORS: dict[str, tuple[int, str, str, str, str | None, str]] = {
+    "rate_limit": (429, "rate_limit_error", "This request would exceed the rate limit for your organization of "
+                   "50 requests per minute. Please try again later.", "requests", "rate_limit_exceeded",
+                   "Rate limit reached for {model} on requests per min (RPM): Limit 50, Used 50, Requested 1. "
+                   "Please try again in {retry_after:g}s."),
+    "quota": (429, "rate_limit_error", "Your credit balance is too low to access the Anthropic API.",
+              "insufficient_quota", "insufficient_quota",
+              "You exceeded your current quota, please check your plan and billing details."),
+    "overloaded": (529, "overloaded_error", "Overloaded", "server_error", None,
+                   "The engine is currently overloaded, please try again later."),
+    "server_error": (500, "api_error", "Internal server error", "server_error", None,
+                     "The server had an error while processing your request. Sorry about that!"),
+    "unavailable": (503, "api_error", "Service unavailable", "server_error", None, "Service Unavailable."),
+    "context_too_long": (400, "invalid_request_error", "prompt is too long: {tokens} tokens > {window} maximum",
+                         "invalid_request_error", "context_length_exceeded",
+                         "This model's maximum context length is {window} tokens. However, your messages resulted "
+                         "in {tokens} tokens. Please reduce the length of the messages."),
+    "too_large": (413, "request_too_large", "Request exceeds the maximum allowed number of bytes.",
+                  "invalid_request_error", None, "Request too large."),
+    "unauthorized": (401, "authentication_error", "invalid x-api-key", "invalid_request_error", "invalid_api_key",
+                     "Incorrect API key provided: {masked}. You can find your API key at "
+                     "https://platform.openai.com/account/api-keys."),
+    "missing_key": (401, "authentication_error", "x-api-key header is required", "invalid_request_error", None,
+                    "You didn't provide an API key. You need to provide your API key in an Authorization header "
+                    "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."),
+    "forbidden": (403, "permission_error", "Your API key does not have permission to use the specified resource.",
+                  "request_forbidden", "unsupported_country_region_territory",
+                  "Country, region, or territory not supported"),
+    "not_found": (404, "not_found_error", "model: {model}", "invalid_request_error", "model_not_found",
+                  "The model `{model}` does not exist or you do not have access to it."),
+    "bad_request": (400, "invalid_request_error", "max_tokens: Field required", "invalid_request_error", None,
+                    "'messages' is a required property"),
+    "no_version": (400, "invalid_request_error", "anthropic-version: header is required", "", None, ""),
+}
+
+_STATUS_OVERRIDES = {"anthropic": {"quota": 400}, "openai": {"overloaded": 503}}
+
+
+def default_responder(request_json: dict) -> str:
+    """Answers every request with an empty clause list."""
+    return '{"clauses": []}'
+
+
+def prompts_of(request_json: dict) -> tuple[str, str]:
+    """(system, last user message) of a request of either protocol, for writing responders."""
+    messages = request_json.get("messages") or []
+    system = request_json.get("system") or next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+    user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+    return _text(system), _text(user)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the fake saw it; secret header values are replaced by ``<redacted>``."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+    fault: str = "ok"
+    status: int = 0
+    at: float = field(default_factory=time.monotonic)
+    usage: dict[str, int] | None = None  # input/output tokens of a 200 answer (what it charges)
+    delivered: bool | None = None  # None until sent; False: the client had hung up (not charged)
+
+    @property
+    def model(self) -> str | None:
+        return self.body.get("model") if isinstance(self.body, dict) else None
+
+    @property
+    def billed(self) -> bool:
+        """True when this request was charged: a 200 answer that reached the client."""
+        return self.usage is not None and bool(self.delivered)
+
+
+class FakeModelServer:
+    """One protocol ("anthropic" or "openai") on 127.0.0.1; start() runs it in a daemon thread."""
+
+    def __init__(
+        self,
+        protocol: str = "anthropic",
+        *,
+        api_key: str | None = DEFAULT_API_KEY,
+        port: int = 0,
+        responder: Responder | None = None,
+        fault_rate: float = 0.0,
+        fault_kinds: Iterable[str] = RANDOM_FAULTS,
+        seed: int | None = None,
+        retry_after: float = 1.0,
+        slow_seconds: float = 2.0,
+        known_models: Iterable[str] | None = None,
+        context_window: int | None = None,
+        hang_seconds: float = 300.0,
+        retry_after_statuses: Iterable[int] = (429, 503),
+    ) -> None:
+        if protocol not in ("anthropic", "openai"):
+            raise ValueError(f"protocol must be 'anthropic' or 'openai', not {protocol!r}")
+        self.protocol = protocol
+        self.path = "/v1/messages" if protocol == "anthropic" else "/v1/chat/completions"
+        self.api_key = api_key
+        self.responder = responder or default_responder
+        self.fault_rate = fault_rate
+        self.fault_kinds = [_kind(k) for k in fault_kinds]
+        self.retry_after = retry_after
+        self.slow_seconds = slow_seconds
+        self.hang_seconds = hang_seconds  # a "hang" answers nothing until up()/stop() or this long
+        self.retry_after_statuses = frozenset(retry_after_statuses)  # statuses that send retry-after
+        self._outage: str | None = None
+        self._released = threading.Event()
+        self.known_models = set(known_models) if known_models is not None else None
+        self.context_window = context_window or (200_000 if protocol == "anthropic" else 128_000)
+        self.requests: list[RecordedRequest] = []
+        self._script: list[str] = []
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._httpd = _Server(("127.0.0.1", port), _Handler, fake=self)
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "FakeModelServer":
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fake-{self.protocol}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._released.set()  # wake hung requests
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "FakeModelServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripting and inspection ------------------------------------------------------------
+    def script(self, kinds: Iterable[str]) -> None:
+        """Queue the faults of the next requests (``"429"``, ``"rate_limit"``, ``"ok"``, ...)."""
+        with self._lock:
+            self._script.extend(_kind(k) for k in kinds)
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    @property
+    def billed(self) -> list[RecordedRequest]:
+        """The requests the fake charged for (delivered 200 answers), in order."""
+        with self._lock:
+            return [r for r in self.requests if r.billed]
+
+    @property
+    def abandoned(self) -> list[RecordedRequest]:
+        """200 answers the client never received (it had hung up): not charged."""
+        with self._lock:
+            return [r for r in self.requests if r.usage is not None and r.delivered is False]
+
+    def billed_tokens(self) -> tuple[int, int]:
+        """(input, output) tokens of every charged answer."""
+        billed = self.billed
+        return sum(r.usage["input_tokens"] for r in billed), sum(r.usage["output_tokens"] for r in billed)
+
+    def billed_eur(self, eur_per_million_input: float, eur_per_million_output: float) -> float:
+        """EUR charged at these prices: each answer priced on its own and rounded to 1/1000 cent."""
+        return round(sum(round((r.usage["input_tokens"] * eur_per_million_input
+                                + r.usage["output_tokens"] * eur_per_million_output) / 1_000_000, 5)
+                         for r in self.billed), 6)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self._script.clear()
+
+    def down(self, kind: str = "hang") -> None:
+        """An outage: every request (after the script) gets ``kind`` (default: hang, no answer at all)
+        until :meth:`up`."""
+        with self._lock:
+            self._outage = _kind(kind)
+            self._released.clear()
+
+    def up(self) -> None:
+        """End the outage; requests still hanging are released (their clients have long gone)."""
+        with self._lock:
+            self._outage = None
+            self._released.set()
+
+    def _next_fault(self) -> str:
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+            if self._outage:
+                return self._outage
+            if self.fault_kinds and self._rng.random() < self.fault_rate:
+                return self._rng.choice(self.fault_kinds)
+        return "ok"
+
+    # -- one request ---------------------------------------------------------------------
+    def handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        """Decide and build the answer; records the request. Returns (status, headers, body)."""
+        _, status, extra, payload = self.handle_request(path, headers, raw)
+        return status, extra, payload
+
+    def handle_request(self, path: str, headers: dict[str, str],
+                       raw: bytes) -> tuple[RecordedRequest, int, dict[str, str], bytes]:
+        """``handle`` plus the request's record (the handler marks it delivered or not)."""
+        body = _json_or_none(raw)
+        record = RecordedRequest(path=path, headers=_redacted(headers), body=body, fault=self._next_fault())
+        with self._lock:
+            self.requests.append(record)
+            number = len(self.requests)
+        kind = self._precheck(path, headers, body) or record.fault
+        if kind == "slow":
+            time.sleep(self.slow_seconds)
+        elif kind == "hang":
+            self._released.wait(self.hang_seconds)
+        context = self._context(headers, body, number)
+        status, extra, payload = self._answer(kind, body, context)
+        record.fault, record.status = kind, status
+        if status == 200:
+            usage = payload.get("usage") or {}
+            record.usage = {"input_tokens": int(usage.get("input_tokens", usage.get("prompt_tokens", 0))),
+                            "output_tokens": int(usage.get("output_tokens", usage.get("completion_tokens", 0)))}
+        return record, status, {**self._common_headers(context, status == 429), **extra}, json.dumps(payload).encode()
+
+    def _precheck(self, path: str, headers: dict[str, str], body: Any) -> str | None:
+        """What the real service would refuse before looking at the request's content."""
+        if path != self.path:
+            return "not_found"
+        auth = self._auth_problem(headers)
+        if auth:
+            return auth
+        if self.protocol == "anthropic" and "anthropic-version" not in headers:
+            return "no_version"
+        required = ("model", "max_tokens", "messages") if self.protocol == "anthropic" else ("model", "messages")
+        if not isinstance(body, dict) or any(name not in body for name in required):
+            return "bad_request"
+        if self.known_models is not None and body["model"] not in self.known_models:
+            return "not_found"
+        if _tokens(json.dumps(body)) > self.context_window:
+            return "context_too_long"
+        return None
+
+    def _auth_problem(self, headers: dict[str, str]) -> str | None:
+        if self.api_key is None:
+            return None
+        if self.protocol == "anthropic":
+            given = headers.get("x-api-key")
+        else:
+            given = headers.get("authorization", "").removeprefix("Bearer ").strip() or None
+        if given is None:
+            return "missing_key"
+        return None if given == self.api_key else "unauthorized"
+
+    def _context(self, headers: dict[str, str], body: Any, number: int) -> dict[str, Any]:
+        given = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        return {
+            "request_id": f"req_fake{number:06d}",
+            "model": body.get("model", "") if isinstance(body, dict) else "",
+            "tokens": _tokens(json.dumps(body)) if body is not None else 0,
+            "window": self.context_window,
+            "retry_after": self.retry_after,
+            "masked": (given[:3] + "*" * 8 + given[-4:]) if len(given) > 8 else "****",
+        }
+
+    def _answer(self, kind: str, body: Any, context: dict[str, Any]) -> tuple[int, dict[str, str], dict]:
+        if kind == "context_too_long":
+            context["tokens"] = max(context["tokens"], context["window"] + 50_000)
+        if kind in _ERRORS:
+            status = _STATUS_OVERRIDES[self.protocol].get(kind, _ERRORS[kind][0])
+            extra = {"retry-after": str(math.ceil(self.retry_after))} if status in self.retry_after_statuses else {}
+            return status, extra, self._error_body(kind, context)
+        if kind == "unprocessable":  # FastAPI-style validation error of local servers
+            return 422, {}, {"detail": [{"loc": ["body", "messages"], "msg": "field required", "type": "missing"}]}
+        text, truncated = self._content(kind, body)
+        return 200, {}, self._ok_body(body, text, truncated, context)
+
+    def _content(self, kind: str, body: dict) -> tuple[str, bool]:
+        answer = self.responder(body)
+        text = answer if isinstance(answer, str) else json.dumps(answer)
+        if kind == "not_json":
+            return "I'm sorry, I cannot answer in JSON. The contract has a termination clause on page 2.", False
+        limit = int(body.get("max_tokens") or 1_000_000) * 4
+        if kind == "truncated":
+            return text[: max(1, len(text) // 2)], True
+        return (text[:limit], True) if len(text) > limit else (text, False)
+
+    def _error_body(self, kind: str, context: dict[str, Any]) -> dict:
+        _, a_type, a_message, o_type, o_code, o_message = _ERRORS[kind]
+        if self.protocol == "anthropic":
+            error = {"type": a_type, "message": a_message.format(**context)}
+            return {"type": "error", "error": error, "request_id": context["request_id"]}
+        return {"error": {"message": o_message.format(**context), "type": o_type, "param": None, "code": o_code}}
+
+    def _ok_body(self, body: dict, text: str, truncated: bool, context: dict[str, Any]) -> dict:
+        system, user = prompts_of(body)
+        input_tokens, output_tokens = _tokens(system + user) + 8, _tokens(text)
+        if self.protocol == "anthropic":
+            return {
+                "id": f"msg_{context['request_id']}", "type": "message", "role": "assistant",
+                "model": context["model"], "content": [{"type": "text", "text": text}],
+                "stop_reason": "max_tokens" if truncated else "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+            }
+        return {
+            "id": f"chatcmpl-{context['request_id']}", "object": "chat.completion", "created": int(time.time()),
+            "model": context["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "length" if truncated else "stop"}],
+            "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                      "total_tokens": input_tokens + output_tokens},
+        }
+
+    def _common_headers(self, context: dict[str, Any], limited: bool) -> dict[str, str]:
+        remaining = "0" if limited else "49"
+        wait = self.retry_after if limited else 1.2
+        if self.protocol == "anthropic":
+            reset = (datetime.now(timezone.utc) + timedelta(seconds=wait)).isoformat(timespec="seconds")
+            reset = reset.replace("+00:00", "Z")
+            headers = {"request-id": context["request_id"]}
+            for kind, limit in (("requests", "50"), ("tokens", "100000"), ("input-tokens", "80000"),
+                                ("output-tokens", "20000")):
+                headers |= {f"anthropic-ratelimit-{kind}-limit": limit,
+                            f"anthropic-ratelimit-{kind}-remaining": remaining if kind == "requests" else limit,
+                            f"anthropic-ratelimit-{kind}-reset": reset}
+            return headers
+        return {
+            "x-request-id": context["request_id"],
+            "x-ratelimit-limit-requests": "50", "x-ratelimit-remaining-requests": remaining,
+            "x-ratelimit-reset-requests": f"{wait:g}s",
+            "x-ratelimit-limit-tokens": "100000", "x-ratelimit-remaining-tokens": "99000",
+            "x-ratelimit-reset-tokens": "6m0s",
+        }
+
+
+def _kind(name: str) -> str:
+    try:
+        return _ALIASES[str(name).lower()]
+    except KeyError:
+        raise ValueError(f"unknown fault {name!r}; use one of {sorted(_ALIASES)}") from None
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw or b"null")
+    except ValueError:
+        return None
+
+
+def _peer_gone(connection: socket.socket) -> bool:
+    """True when the client has closed its end (readable with EOF): it will never read an answer."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
+def _redacted(headers: dict[str, str]) -> dict[str, str]:
+    return {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handler: type, *, fake: FakeModelServer) -> None:
+        self.fake = fake
+        super().__init__(address, handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        record = None
+        try:
+            record, status, extra, payload = self.server.fake.handle_request(self.path, headers, raw)
+        except Exception as exc:  # a broken responder is a 500, not a dropped connection
+            status, extra = 500, {}
+            payload = json.dumps({"error": {"type": "api_error", "message": f"fake responder failed: {exc!r}"}}).encode()
+        if _peer_gone(self.connection):  # the client gave up (read timeout): nothing delivered, nothing charged
+            if record is not None:
+                record.delivered = False
+            self.close_connection = True
+            return
+        try:
+            self.send_response(status)
+            for name, value in {"content-type": "application/json", **extra}.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+            self.close_connection = True
+            if record is not None:
+                record.delivered = False
+            return
+        if record is not None:
+            record.delivered = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read server.requests
+        return
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake Anthropic/OpenAI model server on 127.0.0.1.")
+    parser.add_argument("--protocol", choices=("anthropic", "openai"), default="anthropic")
+    parser.add_argument("--port", type=int, default=8900)
+    parser.add_argument("--api-key", default=DEFAULT_API_KEY, help="expected key; '' accepts requests without one")
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--kinds", default=",".join(RANDOM_FAULTS), help="comma-separated random fault kinds")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--retry-after", type=float, default=1.0)
+    parser.add_argument("--slow-seconds", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    server = FakeModelServer(
+        args.protocol, api_key=args.api_key or None, port=args.port, fault_rate=args.fault_rate,
+        fault_kinds=[k for k in args.kinds.split(",") if k], seed=args.seed, retry_after=args.retry_after,
+        slow_seconds=args.slow_seconds,
+    )
+    print(f"fake {args.protocol} model server on {server.url} (fault rate {args.fault_rate})", flush=True)
+    try:
+        server._httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

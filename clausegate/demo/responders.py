@@ -1,0 +1,60 @@
+"""A contract-aware responder for the fake model servers, so the whole pipeline runs "with a model"
+offline: it reads the passages and categories out of ClauseGate's own prompts and answers in the
+requested JSON, using the offline scorer as its "understanding".  Deterministic."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from clausegate.demo.model_server import prompts_of
+
+_PASSAGE = re.compile(r'<contract_passage id="(?P<id>[^"]+)" page="(?P<page>\d+)">\n(?P<text>.*?)\n</contract_passage>', re.S)
+_CLAUSE = re.compile(r'<contract_clause id="(?P<id>[^"]+)" category="(?P<category>[^"]+)" page="\d+">', re.S)
+_CATEGORY = re.compile(r'^- "(?P<name>[^"]+)": ', re.M)
+FIND_AT = 0.35
+
+
+def _first_sentence(text: str) -> str:
+    """The passage's first sentence when it is a real one (8+ words), else the whole passage."""
+    cut = re.split(r"(?<=[.;:])\s", text.strip(), maxsplit=1)[0]
+    return cut if len(cut) >= 20 and len(cut.split()) >= 8 else text.strip()
+
+
+def extraction_answer(user: str) -> dict:
+    from clausegate.review.offline.model import load_model, score_passages
+
+    passages = [m.groupdict() for m in _PASSAGE.finditer(user)]
+    categories = _CATEGORY.findall(user)
+    if not passages or not categories:
+        return {"clauses": []}
+    model = load_model()
+    scores = score_passages([p["text"] for p in passages], model)
+    clauses = []
+    for category in categories:
+        column = scores[:, model.category_index[category]]
+        best = int(column.argmax())
+        if float(column[best]) >= FIND_AT:
+            clauses.append({"category": category, "passage_id": passages[best]["id"],
+                            "text": _first_sentence(passages[best]["text"]), "confidence": round(float(column[best]), 3)})
+    return {"clauses": clauses}
+
+
+def generation_answer(user: str) -> dict:
+    return {"suggestions": [
+        {"clause_id": m["id"],
+         "redline": f"Replace with: each party's aggregate liability under this Agreement for {m['category']} "
+                    "matters shall not exceed the fees paid in the twelve months before the claim.",
+         "questions": [f"What is the business reason for the {m['category']} term?",
+                       "Would you accept a cap tied to fees paid?"]}
+        for m in _CLAUSE.finditer(user)]}
+
+
+def contract_responder(request_json: dict) -> str:
+    """Answer ClauseGate's extraction and generation prompts; anything else gets an empty answer."""
+    _, user = prompts_of(request_json)
+    if "<contract_passage" in user:
+        return json.dumps(extraction_answer(user))
+    if "<contract_clause" in user:
+        return json.dumps(generation_answer(user))
+    return json.dumps({"clauses": []})

@@ -1,0 +1,262 @@
+"""Token and € budgets: per run and per period, over ONE spend ledger; and what a review cost.
+
+**The ledger** is a Prefect Variable (``clausegate_spend``), so it lives in Prefect's database with
+everything else and survives restarts.  Every paid model answer is added to today's entry (UTC),
+whatever the playbook's budget period; a period reads the sum of the entries inside it::
+
+    {"2026-03": 4.2, "2026-05-06": 0.12, "2026-05-07": 0.05, "2025": 31.9}
+    day 2026-05-07 -> 0.05     month 2026-05 -> 0.17     year 2026 -> 4.37
+
+So a yearly budget sees the spend made under a daily or monthly playbook and the other way round.
+Days of earlier months fold into their month and months of earlier years into their year (the
+variable stays small; Prefect caps a value at 5,000 characters), which keeps every total a current
+period can read exact.  A ledger written by an older ClauseGate (one key per period type) reads the
+same way: its "2026" entry counts for the year 2026, its "2026-05" entry for that month and year.
+
+Updates are read-modify-write under the ``clausegate-budget-ledger`` global concurrency limit
+(limit 1), taken strictly: when the limit is missing (no ``clausegate up`` on this server) the first
+writer creates it, so concurrent runs never lose each other's spend.
+
+**A review's cost** (:class:`SpendMeter`): every answer a provider billed during the review, used
+or not (a failed attempt, an unusable answer before its repair, a step that failed afterwards), is
+this run's spend; answers the review took from Prefect's cache were paid by an earlier run and are
+reported apart, as spend reused from cache.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterator
+
+from pydantic import BaseModel
+
+from clausegate.errors import ConfigurationError
+from clausegate.review.money import eur_text
+from clausegate.review.playbook import Budgets
+from clausegate.review.schemas import Cost, Review
+
+LEDGER_VARIABLE = "clausegate_spend"
+LEDGER_LOCK = "clausegate-budget-ledger"
+LOCK_TIMEOUT_SECONDS = 120
+_KEY = re.compile(r"^\d{4}(-\d{2}){0,2}$")
+
+
+def period_key(period: str, now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    return {"day": f"{now:%Y-%m-%d}", "month": f"{now:%Y-%m}", "year": f"{now:%Y}"}[period]
+
+
+def _entries(ledger) -> dict[str, float]:
+    if not isinstance(ledger, dict):
+        return {}
+    return {str(k): float(v) for k, v in ledger.items() if _KEY.match(str(k)) and isinstance(v, (int, float))}
+
+
+def read_ledger() -> dict[str, float]:
+    from prefect.variables import Variable
+
+    return _entries(Variable.get(LEDGER_VARIABLE, default={}))
+
+
+def spent_in(ledger: dict[str, float], period: str, now: datetime | None = None) -> float:
+    """What ``ledger`` holds for the current ``period`` (day, month or year)."""
+    prefix = period_key(period, now)
+    return round(sum(v for k, v in _entries(ledger).items() if k.startswith(prefix)), 6)
+
+
+def spent_this_period(period: str, now: datetime | None = None) -> float:
+    return spent_in(read_ledger(), period, now)
+
+
+def add_to_ledger(ledger: dict[str, float], eur: float, now: datetime | None = None) -> dict[str, float]:
+    """``ledger`` with ``eur`` added to today's entry, earlier months and years folded (pure)."""
+    now = now or datetime.now(timezone.utc)
+    day, month, year = period_key("day", now), period_key("month", now), period_key("year", now)
+    out: dict[str, float] = {}
+    for key, value in _entries(ledger).items():
+        if len(key) == 10 and key[:7] != month:
+            key = key[:7]  # a day of an earlier month: into its month
+        if len(key) == 7 and key[:4] != year:
+            key = key[:4]  # a month of an earlier year: into its year
+        out[key] = out.get(key, 0.0) + value
+    out[day] = out.get(day, 0.0) + eur
+    return {k: round(v, 6) for k, v in sorted(out.items())}
+
+
+_CHECKED: set[str] = set()  # API URLs whose ledger lock this process has checked
+_CHECKED_LOCK = threading.Lock()
+
+
+def prepare_ledger() -> None:
+    """Once per process and Prefect API: make sure the ledger lock exists and is usable (see
+    :func:`ensure_ledger_lock`).  Called before a paid call, so a bad lock stops it before it is paid."""
+    from prefect.settings import PREFECT_API_URL
+
+    api = str(PREFECT_API_URL.value() or "")
+    with _CHECKED_LOCK:
+        if api in _CHECKED:
+            return
+    ensure_ledger_lock()
+    with _CHECKED_LOCK:
+        _CHECKED.add(api)
+
+
+def ensure_ledger_lock() -> None:
+    """Create the ledger's global concurrency limit (limit 1) unless it exists; refuse an unusable one
+    (inactive, or more than one slot: concurrent writers would lose each other's spend)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            limit = client.read_global_concurrency_limit_by_name(LEDGER_LOCK)
+        except ObjectNotFound:
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=LEDGER_LOCK, limit=1))
+            except ObjectAlreadyExists:  # another run created it first
+                pass
+            return
+    if not limit.active or limit.limit != 1:
+        raise ConfigurationError(
+            f"the spend ledger's lock {LEDGER_LOCK!r} is {'inactive' if not limit.active else f'set to {limit.limit} slots'}",
+            hint=f"set it active with limit 1 (Prefect UI: Concurrency > Global, or `prefect gcl update {LEDGER_LOCK} "
+                 "--limit 1 --enable`); concurrent runs would otherwise lose spend")
+
+
+@contextmanager
+def ledger_lock() -> Iterator[None]:
+    """Hold the one slot of ``clausegate-budget-ledger``; creates the limit when it is missing."""
+    from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+    from prefect.concurrency.sync import concurrency
+
+    def take():
+        return concurrency(LEDGER_LOCK, occupy=1, timeout_seconds=LOCK_TIMEOUT_SECONDS, strict=True)
+
+    prepare_ledger()
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(take())
+        except ConcurrencySlotAcquisitionError:
+            ensure_ledger_lock()
+            stack.enter_context(take())
+        yield
+
+
+def record_spend(eur: float, now: datetime | None = None) -> None:
+    """Add ``eur`` to the ledger (today's entry; no-op for zero), under the ledger lock."""
+    if eur <= 0:
+        return
+    from prefect.variables import Variable
+
+    with ledger_lock():
+        ledger = add_to_ledger(read_ledger(), eur, now)
+        Variable.set(LEDGER_VARIABLE, ledger, overwrite=True)
+
+
+class BudgetCheck(BaseModel):
+    allowed: bool
+    reason: str = ""
+
+
+def check_budget(budgets: Budgets, *, run_cost: Cost, estimated_eur: float, estimated_tokens: int,
+                 period_spent: float) -> BudgetCheck:
+    """Would one more call of this size stay within the run's and the period's budgets?"""
+    tokens_after = run_cost.input_tokens + run_cost.output_tokens + estimated_tokens
+    if tokens_after > budgets.max_tokens_per_run:
+        return BudgetCheck(allowed=False, reason=f"run token budget: {tokens_after:,} > {budgets.max_tokens_per_run:,} tokens")
+    if run_cost.eur + estimated_eur > budgets.per_run_eur:
+        return BudgetCheck(allowed=False, reason=f"run budget: {eur_text(run_cost.eur + estimated_eur)} "
+                                                 f"> {eur_text(budgets.per_run_eur)}")
+    if period_spent + estimated_eur > budgets.per_period_eur:
+        return BudgetCheck(allowed=False, reason=f"{budgets.period} budget: {eur_text(period_spent + estimated_eur)} "
+                                                 f"> {eur_text(budgets.per_period_eur)}")
+    return BudgetCheck(allowed=True)
+
+
+def add_costs(*costs: Cost) -> Cost:
+    return Cost(calls=sum(c.calls for c in costs), input_tokens=sum(c.input_tokens for c in costs),
+                output_tokens=sum(c.output_tokens for c in costs), eur=round(sum(c.eur for c in costs), 6),
+                reused_calls=sum(c.reused_calls for c in costs),
+                reused_eur=round(sum(c.reused_eur for c in costs), 6))
+
+
+# ---------------------------------------------------------------- what one review cost
+
+@dataclass
+class SpendMeter:
+    """The spend of one review, kept while it runs (in the flow's context, shared with its tasks).
+
+    ``key`` names the review (flow run id + contract id).  A model task reports each answer its
+    provider billed (:meth:`paid`) the moment it arrives, and the flow reports each task result it
+    received (:meth:`received`), which is how a result from the cache is told apart: nothing was
+    paid for it in this run.
+    """
+
+    key: str
+    _paid: dict[str, list[Cost]] = field(default_factory=dict)  # step -> one Cost per billed answer
+    _carried: dict[str, list[Cost]] = field(default_factory=dict)  # paid by this review before a resume
+    _reused: dict[str, list[Cost]] = field(default_factory=dict)  # paid by another review (cache)
+    _task_runs: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def paid(self, step: str, task_run: str, cost: Cost) -> None:
+        with self._lock:
+            self._paid.setdefault(step, []).append(cost)
+            self._task_runs.add(task_run)
+
+    def received(self, step: str, cost: Cost, paid_by: str) -> None:
+        """A task result reached the flow: ``paid_by`` is ``"<review key>#<task run id>"`` of the run
+        that paid for it.  Paid in this run: already counted.  Else it came from the cache."""
+        review, _, task_run = (paid_by or "").rpartition("#")
+        with self._lock:
+            if task_run in self._task_runs or not paid_by:
+                return
+            self._task_runs.add(task_run)
+            (self._carried if review == self.key else self._reused).setdefault(step, []).append(cost)
+
+    def own(self) -> Cost:
+        """Everything this review paid so far (the run budget's measure)."""
+        with self._lock:
+            return add_costs(*(c for costs in (*self._paid.values(), *self._carried.values()) for c in costs))
+
+    def by_step(self, steps: list[str] | tuple[str, ...] = ()) -> dict[str, Cost]:
+        with self._lock:
+            names = list(dict.fromkeys([*steps, *self._paid, *self._carried, *self._reused]))
+            out = {}
+            for step in names:
+                own = add_costs(*self._paid.get(step, []), *self._carried.get(step, []))
+                reused = add_costs(*self._reused.get(step, []))
+                out[step] = own.model_copy(update={"reused_calls": reused.calls, "reused_eur": reused.eur})
+            return out
+
+    def settle(self, review: Review) -> Review:
+        """``review`` with its cost as metered: this run's spend by step, and spend reused from cache."""
+        by_step = self.by_step(tuple(review.cost_by_step))
+        return review.model_copy(update={"cost_by_step": by_step, "cost": add_costs(*by_step.values())})
+
+
+_METER: ContextVar[SpendMeter | None] = ContextVar("clausegate_spend_meter", default=None)
+
+
+def current_meter() -> SpendMeter | None:
+    return _METER.get()
+
+
+def start_meter(contract_id: str) -> SpendMeter:
+    """Meter the review of ``contract_id`` in this flow run (model tasks report to it)."""
+    from prefect.runtime import flow_run
+
+    meter = SpendMeter(key=f"{flow_run.id or 'no-flow-run'}:{contract_id}")
+    _METER.set(meter)
+    return meter
+
+
+def stop_meter(meter: SpendMeter) -> None:
+    if _METER.get() is meter:
+        _METER.set(None)

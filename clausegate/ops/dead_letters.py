@@ -1,0 +1,270 @@
+"""Dead letters: a contract-review run that crashed (its process or machine died) is requeued once; a
+second crash fails it for good, with an alert.
+
+The chain is Prefect's: flow-run heartbeats + the ``clausegate-zombie-runs`` automation mark a run
+whose heartbeat stopped as Crashed (deployments/automations.yaml; ``CLAUSEGATE_ZOMBIE_SECONDS``
+sets how long, default 150 s); every Crashed contract-review run triggers the ``dead-letters``
+deployment (its trigger in prefect.yaml, plus a backstop schedule), which calls ``handle`` here:
+
+* first crash  → tag ``dead-letter:requeued``, make sure the crashed attempt's process is gone
+  (:func:`stop_stale_attempt`), then set the run Scheduled again (same run id, as ``prefect
+  flow-run retry`` does; finished steps come from the cache, nothing is paid twice);
+* second crash → Failed with ``CG-RUN-DEAD-LETTER`` (the inbox lists it under ``status=failed``
+  with that code; ``POST /inbox/tasks/{id}/retry`` or ``prefect flow-run retry`` runs it again
+  by hand), tag ``dead-letter:failed``, and a message to the Slack alert channel.
+
+* a crash of a run that was waiting at a gate (Suspended: it has no process, so it cannot be a
+  zombie — a stray heartbeat of a stale process made the automation fire) → the gate is put back
+  as it was (same pause key, form and timeout), ``restored``; nothing else changes.
+
+Why the crashed attempt must be stopped first: a *hung* process (SIGSTOP, a frozen VM) is crashed
+by the zombie automation while its worker is alive and still holds a concurrency slot for that run
+id. Set Scheduled at once, the run is refused by that worker ("Duplicate submission … will not
+re-submit") and sits Late; and when the hung process wakes it carries on with a run it no longer
+owns. So, unless the worker already reported the process ended (its ``prefect.worker.executed-
+flow-run`` event after the attempt's Running state) or the worker is offline (the machine died:
+another worker takes the run), the handler sets the run **Cancelling**: Prefect's cancellation
+observer in the worker that owns the process kills it (SIGTERM, SIGKILL after 30 s — a stopped
+process only dies of SIGKILL), frees the slot and reports the run executed; then the handler
+requeues. If that does not happen within ``CLAUSEGATE_REQUEUE_STOP_SECONDS`` (default 120) the run
+is dead-lettered instead (a requeue would race the worker's late Cancelled). A stale process that
+survives anyway (its worker died) is fenced by :mod:`clausegate.pipeline.attempts`: it exits without
+touching the run.
+
+Each step is written to the audit log (``clausegate.audit.run.requeued`` / ``run.dead-lettered`` /
+``run.gate-restored``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from clausegate.ops import audit
+
+REQUEUED = "dead-letter:requeued"
+DEAD = "dead-letter:failed"
+CODE = "CG-RUN-DEAD-LETTER"
+REQUEUING = "CG-RUN-REQUEUING"  # the message of the Cancelling state that stops a hung attempt before its requeue
+RESTORED = "CG-RUN-GATE-RESTORED"
+ACTOR = "dead-letters"
+STOP_SECONDS_ENV = "CLAUSEGATE_REQUEUE_STOP_SECONDS"
+DEFAULT_STOP_SECONDS = 120.0  # the worker's kill needs 30 s (SIGTERM grace) + a poll or two
+EXECUTED = "prefect.worker.executed-flow-run"
+
+Outcome = Literal["requeued", "dead-lettered", "restored", "skipped"]
+
+
+class Handled(BaseModel):
+    flow_run_id: str
+    flow_run_name: str = ""
+    outcome: Outcome
+    reason: str
+
+
+def run_id_of(value: str) -> str:
+    """A flow run id from a bare UUID or an event resource id (``prefect.flow-run.<uuid>``)."""
+    return str(UUID(value.rsplit(".", 1)[-1].strip()))
+
+
+def handle(client, flow_run_id: str, *, stop_seconds: float | None = None) -> Handled:
+    """Requeue a crashed run once (its stale process stopped first), or fail it for good (sync Prefect client)."""
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Failed, Scheduled
+
+    run = client.read_flow_run(UUID(flow_run_id))
+    rid = str(run.id)
+    if run.state_type != StateType.CRASHED:
+        return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="skipped",
+                       reason=f"the run is {run.state_name}, not Crashed (already handled or recovered)")
+    crash = (run.state.message or "no message") if run.state else "no message"
+    history = _history(client, run)
+    before = history[-2] if len(history) >= 2 else None
+    if before is not None and before.is_paused() and before.state_details.pause_reschedule:
+        return _restore_gate(client, run, before, crash)
+    if REQUEUED not in run.tags:
+        client.update_flow_run(run.id, tags=[*run.tags, REQUEUED])
+        stopped, how = stop_stale_attempt(client, run, history, timeout=stop_seconds)
+        if stopped:
+            client.set_flow_run_state(run.id, Scheduled(message=f"CG-RUN-REQUEUED: crashed ({crash[:300]}); {how}; "
+                                                                "requeued once automatically"), force=True)
+            audit.record(audit.audit_event("run.requeued", actor=ACTOR, flow_run_id=rid, crash=crash[:500],
+                                           stale_attempt=how, attempt=run.run_count))
+            return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="requeued", reason=f"{crash} ({how})")
+        crash = f"{crash}; {how}"
+    message = (f"{CODE}: crashed again after one automatic requeue ({crash[:300]}). Next step: see docs/runbook.md "
+               f"'worker down'; when the cause is fixed, retry it: POST /inbox/tasks/{rid}/retry or "
+               f"`prefect flow-run retry {rid}`")
+    if REQUEUED not in run.tags:  # (the requeue was given up above: say so, not "again")
+        message = (f"{CODE}: crashed and its hung process could not be stopped, so it was not requeued "
+                   f"({crash[:400]}). Next step: stop the process on the worker's machine (docs/runbook.md "
+                   f"'worker down'), then retry: POST /inbox/tasks/{rid}/retry or `prefect flow-run retry {rid}`")
+    tags = run.tags if REQUEUED in run.tags else [*run.tags, REQUEUED]
+    client.update_flow_run(run.id, tags=[*tags, DEAD])  # tag first: whoever sees Failed sees why
+    client.set_flow_run_state(run.id, Failed(message=message), force=True)
+    audit.record(audit.audit_event("run.dead-lettered", actor=ACTOR, flow_run_id=rid, crash=crash[:500]))
+    return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="dead-lettered", reason=message)
+
+
+def _history(client, run) -> list:
+    """The run's states, oldest first."""
+    return sorted(client.read_flow_run_states(run.id), key=lambda s: s.timestamp)
+
+
+def _restore_gate(client, run, suspended, crash: str) -> Handled:
+    """Put a gate crashed while it waited back as it was: same pause key, form (run input) and timeout."""
+    from prefect.states import State
+
+    rid = str(run.id)
+    details = suspended.state_details.model_copy(update={"transition_id": None})
+    state = State(type=suspended.type, name=suspended.name, state_details=details,
+                  message=f"{RESTORED}: a run waiting at a gate has no process; it was marked crashed "
+                          f"({crash[:200]}), so the gate was put back as it was")
+    client.set_flow_run_state(run.id, state, force=True)
+    audit.record(audit.audit_event("run.gate-restored", actor=ACTOR, flow_run_id=rid, crash=crash[:500],
+                                   pause_key=details.pause_key))
+    return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="restored",
+                   reason=f"crashed while waiting at gate {details.pause_key} ({crash}); the gate was put back")
+
+
+def stop_stale_attempt(client, run, history: list | None = None, *, timeout: float | None = None,
+                       poll: float = 1.0) -> tuple[bool, str]:
+    """Make sure the crashed attempt's process is gone before the run is requeued: (stopped?, how).
+
+    Gone already when the worker reported the run executed after the attempt's Running state, or
+    when that worker is offline (the machine died; the run goes to another worker, and a stale
+    process that survives is fenced by clausegate.pipeline.attempts). Otherwise the run is set Cancelling and
+    the worker that owns the process kills it (Prefect's cancellation; see the module docstring).
+    """
+    from prefect.states import Cancelling
+
+    history = history if history is not None else _history(client, run)
+    started = next((s.timestamp for s in reversed(history) if s.is_running()), None)
+    if started is None:
+        return True, "the crashed attempt never started"
+    if _executed_since(client, run.id, started):
+        return True, "its process had already ended"
+    worker = (run.labels or {}).get("prefect.worker.name")
+    if not worker or not run.work_pool_name:
+        return True, "no worker is recorded for it (not run by a worker)"
+    if not _worker_online(client, run.work_pool_name, worker):
+        return True, f"its worker '{worker}' is offline"
+    timeout = stop_seconds() if timeout is None else timeout
+    cancelling = Cancelling(message=f"{REQUEUING}: stopping the hung attempt {run.run_count} through its worker "
+                                    f"'{worker}' before requeueing it")
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    return run_coro_as_sync(_cancel_and_wait(client, run, cancelling, worker, started, timeout, poll))
+
+
+async def _cancel_and_wait(client, run, cancelling, worker: str, started: datetime, timeout: float,
+                           poll: float) -> tuple[bool, str]:
+    """Set Cancelling and wait for the worker's ``executed-flow-run`` event (live, from Prefect's event
+    stream: the requeue follows within a moment, so the inbox hardly ever sees the worker's Cancelled),
+    checking the persisted events and the worker's heartbeat in between."""
+    import asyncio
+
+    from prefect.events.clients import get_events_subscriber
+    from prefect.events.filters import EventFilter, EventNameFilter, EventRelatedFilter
+
+    deadline = time.monotonic() + timeout
+    watch = EventFilter(event=EventNameFilter(name=[EXECUTED]),
+                        related=EventRelatedFilter(id=[f"prefect.flow-run.{run.id}"]))
+    stopped = f"its hung process was stopped by its worker '{worker}'"
+    sent = False
+    try:
+        async with get_events_subscriber(filter=watch) as events:  # subscribed before asking: nothing is missed
+            client.set_flow_run_state(run.id, cancelling, force=True)
+            sent = True
+            stream = events.__aiter__()
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    event = await asyncio.wait_for(stream.__anext__(), timeout=min(5 * poll, left))
+                except asyncio.TimeoutError:
+                    event = None
+                # (the live stream does not apply the related-resource filter: check the run id here)
+                if event is not None and event.occurred >= started and _concerns(event, run.id):
+                    return True, stopped
+                if _executed_since(client, run.id, started):
+                    return True, stopped
+                if not _worker_online(client, run.work_pool_name, worker):
+                    return True, f"its worker '{worker}' went offline"
+    except Exception:  # noqa: BLE001 - no event stream (e.g. a proxy without websockets): poll the stored events
+        if not sent:
+            client.set_flow_run_state(run.id, cancelling, force=True)
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(poll, left))
+            if _executed_since(client, run.id, started):
+                return True, stopped
+            if not _worker_online(client, run.work_pool_name, worker):
+                return True, f"its worker '{worker}' went offline"
+    return False, (f"its worker '{worker}' did not stop the hung process within {timeout:g} s "
+                   f"({STOP_SECONDS_ENV})")
+
+
+def stop_seconds() -> float:
+    raw = os.environ.get(STOP_SECONDS_ENV)
+    try:
+        return max(1.0, float(raw)) if raw else DEFAULT_STOP_SECONDS
+    except ValueError:
+        return DEFAULT_STOP_SECONDS
+
+
+def _executed_since(client, run_id, since: datetime) -> bool:
+    """Did a worker report this run's process ended (``prefect.worker.executed-flow-run``) after ``since``?"""
+    from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventRelatedFilter
+
+    page = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
+                                          event=EventNameFilter(name=[EXECUTED]),
+                                          related=EventRelatedFilter(id=[f"prefect.flow-run.{run_id}"])), limit=1)
+    return bool(page.events)
+
+
+def _concerns(event, run_id) -> bool:
+    """The event names this flow run as a related resource."""
+    wanted = f"prefect.flow-run.{run_id}"
+    return any(r.id == wanted for r in event.related)
+
+
+def _worker_online(client, pool: str, name: str) -> bool:
+    """The worker sent a heartbeat within 3 of its heartbeat intervals (Prefect's own ONLINE rule)."""
+    try:
+        workers = client.read_workers_for_work_pool(pool, limit=200)
+    except Exception:  # noqa: BLE001 - the pool is gone: nobody can stop anything there
+        return False
+    worker = next((w for w in workers if w.name == name), None)
+    if worker is None or worker.last_heartbeat_time is None:
+        return False
+    horizon = timedelta(seconds=(worker.heartbeat_interval_seconds or 30) * 3)
+    return worker.last_heartbeat_time > datetime.now(timezone.utc) - horizon
+
+
+def unhandled_crashed(client, *, flow_name: str = "contract-review", hours: float = 24) -> list[str]:
+    """Crashed runs of ``flow_name`` that ended in the last ``hours`` (for the backstop sweep)."""
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterStartTime,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    since = datetime.now(timezone.utc) - timedelta(hours=hours)
+    runs = client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+        flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CRASHED])),
+                                      start_time=FlowRunFilterStartTime(after_=since)), limit=200)
+    return [str(r.id) for r in runs]
+
+
+def alert_text(handled: Handled, run_url: str | None) -> str:
+    link = f" <{run_url}|open in Prefect>" if run_url else ""
+    return (f":rotating_light: *{CODE}* `{handled.flow_run_name}` ({handled.flow_run_id}) crashed twice and was "
+            f"failed for good.{link}\n{handled.reason}")

@@ -1,0 +1,266 @@
+"""Model-backed steps as called from the flow: the offline-first cascade and the generation step.
+
+Each model call is one cached task (``clausegate.pipeline.model_tasks``); this module decides what to
+send, shrinks the prompt on a context-overflow answer (a new, smaller request, never a retry of
+the same one), and degrades to the offline result when a budget would be exceeded.
+
+The cascade's rule: **a model adds evidence, it never removes it silently.**  For every category
+sent to the model, each offline finding the model does not confirm (its answer has no valid clause
+of that category, or quotes other text) is kept, marked ``dispute`` with the model's side, and
+listed in a ``CG-MODEL-DISPUTED`` notice; in a gated or high-risk category it also goes to the
+human gate (``CascadeResult.gate``): only a person's decision clears it.  The model's own valid
+clauses are added.
+
+A model step that fails (any provider error after retries, an unusable answer, a step timeout,
+an open circuit breaker, a missing block) never costs the finished offline result: the review
+keeps it, is marked ``degraded`` and names the categories the model could not confirm.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
+
+from clausegate.errors import BudgetExceeded, ClauseGateError
+from clausegate.review.offline.extract import category_confidence, extract_thresholds
+from clausegate.review.llm.redlines import build_generation_prompt, clauses_needing_suggestions
+from clausegate.review.llm.extract import (
+    TRUNCATED_MARK,
+    build_prompt,
+    cascade_categories,
+    locate_quote,
+    naive_prompt_tokens,
+    truncate_prompt,
+)
+from clausegate.pipeline.model_tasks import BudgetContext, ask_extraction_model, ask_generation_model, load_model_block, provider_ref
+from clausegate.review.playbook import Playbook, check_step_timeouts
+from clausegate.providers.errors import ContextTooLong, OutputTruncated
+from clausegate.review.schemas import (
+    CascadeSummary,
+    Clause,
+    Cost,
+    Dispute,
+    Extraction,
+    FilteredDocument,
+    Notice,
+    ParsedDocument,
+    Suggestion,
+)
+
+logger = logging.getLogger("clausegate.pipeline.cascade")
+
+
+class CascadeResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    extraction: Extraction
+    summary: CascadeSummary
+    cost: Cost
+    gate: list[str] = []  # disputed gated / high-risk categories: a person must decide
+    degraded: bool = False  # the model step failed: offline result kept
+    unconfirmed: list[str] = []  # categories sent to the model that it could not confirm (step failed)
+
+
+class GenerationResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    suggestions: list[Suggestion] = []
+    notices: list[Notice] = []
+    cost: Cost = Cost()
+    degraded: bool = False
+
+
+def _notice(error: Exception, prefix: str = "") -> Notice:
+    return Notice(code=getattr(error, "code", "CG-ERROR"), message=prefix + str(error))
+
+
+STEP_TIMEOUT = "CG-MODEL-STEP-TIMEOUT"
+STEP_FAILED = "CG-MODEL-STEP-FAILED"
+DEGRADED = "CG-MODEL-DEGRADED"
+DISPUTED = "CG-MODEL-DISPUTED"
+
+
+def _failure_notice(error: BaseException, step: str, timeout_seconds: float) -> Notice:
+    """The coded notice of a failed model step (every failure gets a CG code, never a bare trace)."""
+    if isinstance(error, ClauseGateError):
+        return Notice(code=error.code, message=str(error))
+    if isinstance(error, TimeoutError):  # Prefect's TaskRunTimeoutError: the step timeout cut an attempt
+        return Notice(code=STEP_TIMEOUT, message=(
+            f"the {step} model call ran longer than steps.{step}.timeout_seconds={timeout_seconds:g} s and was cut "
+            "off. Next step: raise steps.{0}.timeout_seconds (the playbook check at load names the minimum for the "
+            "block's HTTP timeouts); raising the block's read timeout alone makes this worse.".format(step)))
+    return Notice(code=STEP_FAILED, message=f"the {step} model step failed unexpectedly ({type(error).__name__}: "
+                                            f"{str(error)[:300]}); see the run log")
+
+
+def _log_failure(error: BaseException, step: str) -> None:
+    try:
+        from prefect import get_run_logger
+
+        run_logger = get_run_logger()
+    except Exception:  # noqa: BLE001 (outside a run)
+        run_logger = logger
+    if isinstance(error, (ClauseGateError, TimeoutError)):
+        run_logger.warning("the %s model step failed; the offline result is kept (degraded): %s", step, error)
+    else:
+        run_logger.error("the %s model step failed unexpectedly; the offline result is kept (degraded)", step,
+                         exc_info=(type(error), error, error.__traceback__))
+
+
+def check_timeouts(book: Playbook, extractor: str | None = None) -> None:
+    """Validate the playbook's model-step timeouts against the blocks' HTTP timeouts (at load:
+    raises PlaybookError naming the field). A block that cannot be loaded is not checked here: the
+    step itself then reports it (``CG-CONFIG``, degraded)."""
+    names = {extractor or book.steps.extract.extractor, book.steps.generate.provider} - {None, "", "offline"}
+    timeouts: dict[str, tuple[float, float]] = {}
+    for name in names:
+        try:
+            block = load_model_block(name)
+        except ClauseGateError:
+            continue
+        timeouts[name] = (float(block.connect_timeout_seconds), float(block.read_timeout_seconds))
+    check_step_timeouts(book, timeouts, extractor=extractor)
+
+
+def _same_finding(offline: Clause, found: Clause) -> bool:
+    """The model's clause quotes (part of) the offline finding's text, or the other way round."""
+    return locate_quote(found.text, offline.text) is not None or locate_quote(offline.text, found.text) is not None
+
+
+def merge_findings(offline: list[Clause], found: list[Clause], sent: list[str], *, model: str,
+                   must_confirm: set[str]) -> tuple[list[Clause], list[Notice], list[str]]:
+    """The cascade's rule (module doc). Returns (clauses, notices, categories a person must decide)."""
+    sent_set = set(sent)
+    clauses = [c for c in offline if c.category not in sent_set]
+    notices: list[Notice] = []
+    gate: list[str] = []
+    for category in sent:
+        theirs = [c for c in found if c.category == category]
+        for clause in (c for c in offline if c.category == category):
+            if any(_same_finding(clause, m) for m in theirs):
+                continue  # confirmed: the model's exact quote of it stands for it
+            best = max(theirs, key=lambda m: m.confidence) if theirs else None
+            dispute = Dispute(model=model, model_found="other" if best else "nothing",
+                              model_text=best.text if best else None, model_pages=best.pages if best else [],
+                              model_confidence=best.confidence if best else None)
+            clauses.append(clause.model_copy(update={"dispute": dispute}))
+            asks = category in must_confirm
+            if asks and category not in gate:
+                gate.append(category)
+            side = (f"quoted other text (p. {best.pages[0]}): \"{' '.join(best.text.split())[:160]}\"" if best
+                    else "gave no valid clause of this category")
+            notices.append(Notice(code=DISPUTED, page=clause.pages[0], message=(
+                f"{category}: the offline extractor found it on p. {clause.pages[0]} "
+                f"(confidence {clause.confidence:.2f}); the model {model} {side}. The finding is kept as disputed"
+                + ("; a person decides." if asks else "."))))
+        clauses.extend(theirs)
+    return clauses, notices, gate
+
+
+def _with_options(task_obj, policy):
+    return task_obj.with_options(timeout_seconds=policy.timeout_seconds, retries=policy.retries,
+                                 retry_delay_seconds=policy.retry_delay_seconds)
+
+
+def _ask_adapting(ask: Callable, prompt, ref, max_tokens, budget, *, shrink: Callable | None = None):
+    """Ask once (Prefect retries transient errors inside ``ask``). Permanent answers that a different
+    request can fix are handled here with a new, different request, never the same one again:
+    context overflow -> fewer passages (marked [TRUNCATED]); output cut at max_tokens -> once with
+    twice the output budget."""
+    notices: list[Notice] = []
+    raised_output = False
+    while True:
+        try:
+            return ask(prompt, ref, max_tokens, budget), prompt, notices
+        except ContextTooLong as error:
+            smaller = shrink(prompt) if shrink else None
+            if smaller is None:
+                raise
+            notices.append(Notice(code=error.code, message=f"{TRUNCATED_MARK} prompt too long for {ref.model}; sent "
+                                                           f"{len(smaller.passages)} of {len(prompt.passages)} passages instead"))
+            prompt = smaller
+        except OutputTruncated as error:
+            if raised_output:
+                raise
+            raised_output, max_tokens = True, max_tokens * 2
+            notices.append(Notice(code=error.code, message=f"answer cut at the output limit; asked again with max_tokens={max_tokens}"))
+
+
+def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extraction, book: Playbook,
+            extractor: str) -> CascadeResult:
+    """Offline first; the model sees only high-risk categories and those the offline model is unsure of."""
+    categories = list(book.categories)
+    settings = book.steps.extract
+    send = cascade_categories(category_confidence(filtered, categories), extract_thresholds(categories),
+                              book.high_risk, margin=settings.cascade_margin)
+    naive = naive_prompt_tokens(document)
+    summary = dict(categories_total=len(categories), prompt_tokens_naive=naive)
+    if not send or not filtered.passages:
+        return CascadeResult(extraction=offline, cost=Cost(), summary=CascadeSummary(
+            categories_sent=[], model_calls=0, model_calls_saved=1, prompt_tokens_sent=0, **summary))
+
+    budget = BudgetContext(budgets=book.budgets, run_cost=Cost())
+    ask = _with_options(ask_extraction_model, settings)
+    try:
+        ref = provider_ref(extractor)
+        result, prompt, notices = _ask_adapting(ask, build_prompt(filtered, send), ref, settings.max_output_tokens, budget,
+                                                    shrink=truncate_prompt)
+    except BudgetExceeded as error:
+        degraded = offline.model_copy(update={"notices": [*offline.notices, _notice(error)],
+                                              "extractor": f"offline (budget: {extractor} skipped)"})
+        return CascadeResult(extraction=degraded, cost=Cost(), summary=CascadeSummary(
+            categories_sent=[], model_calls=0, model_calls_saved=1, prompt_tokens_sent=0, **summary))
+    except Exception as error:  # noqa: BLE001 (whatever failed, the finished offline result stands)
+        _log_failure(error, "extract")
+        failure = _failure_notice(error, "extract", settings.timeout_seconds)
+        kept = offline.model_copy(update={
+            "extractor": f"offline ({extractor} failed: {failure.code})",
+            "notices": [*offline.notices, failure, Notice(code=DEGRADED, message=(
+                f"the model step failed ({failure.code}); the offline result is kept. The model could not confirm: "
+                f"{', '.join(send)}."))]})
+        return CascadeResult(extraction=kept, cost=Cost(), degraded=True, unconfirmed=list(send), summary=CascadeSummary(
+            categories_sent=list(send), model_calls=0, model_calls_saved=0, prompt_tokens_sent=0, **summary))
+    must_confirm = set(book.gated_categories) | set(book.high_risk)
+    clauses, disputes, gate = merge_findings(offline.clauses, result.clauses, send, model=result.model,
+                                             must_confirm=must_confirm)
+    extraction = Extraction(contract_id=offline.contract_id, extractor=f"{extractor} ({result.model}) + offline",
+                            clauses=clauses, categories_checked=categories,
+                            notices=[*offline.notices, *notices, *result.notices, *disputes])
+    return CascadeResult(extraction=extraction, cost=result.cost, gate=gate, summary=CascadeSummary(
+        categories_sent=send, model_calls=result.cost.calls, model_calls_saved=0,
+        prompt_tokens_sent=prompt.tokens, truncated=prompt.truncated, **summary))
+
+
+def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: Cost) -> GenerationResult:
+    """Redlines and counterparty questions for gated / high-risk clauses (skipped without a provider)."""
+    settings = book.steps.generate
+    targets = clauses_needing_suggestions(clauses, book)
+    if not targets:
+        return GenerationResult()
+    if not settings.provider:
+        return GenerationResult(notices=[Notice(code="CG-GENERATE-SKIPPED",
+                                                message="no generation model configured (playbook steps.generate.provider); "
+                                                        "no redlines suggested")])
+    budget = BudgetContext(budgets=book.budgets, run_cost=run_cost)
+    try:
+        ref = provider_ref(settings.provider)
+        result, _, notices = _ask_adapting(_with_options(ask_generation_model, settings),
+                                            build_generation_prompt(contract_id, targets, book), ref,
+                                            settings.max_output_tokens, budget)
+    except BudgetExceeded as error:
+        return GenerationResult(notices=[_notice(error)])
+    except Exception as error:  # noqa: BLE001 (no redlines; the findings stand)
+        _log_failure(error, "generate")
+        failure = _failure_notice(error, "generate", settings.timeout_seconds)
+        return GenerationResult(degraded=True, notices=[failure, Notice(code=DEGRADED, message=(
+            f"the generation step failed ({failure.code}); the findings are kept, no redlines or questions were "
+            f"suggested for {', '.join(dict.fromkeys(c.category for c in targets))}."))])
+    return GenerationResult(suggestions=result.suggestions, notices=[*notices, *result.notices], cost=result.cost)
+
+
+def final_status(status: str, degraded: bool) -> str:
+    """A review that would end ``complete`` ends ``degraded`` when a model step failed; any other
+    status (a gate still waiting, a decision, a failure) says more and stays."""
+    return "degraded" if degraded and status == "complete" else status

@@ -1,0 +1,125 @@
+"""One contract through the review steps (cached Prefect tasks), inside whatever flow run calls it.
+
+``contract_review`` (the flow) is a thin wrapper around :func:`review_contract`.  The nightly batch's
+``chunks`` dispatch calls it directly inside its chunk runs, so a contract costs a few task runs
+(recorded through events) instead of a subflow run (several synchronous API writes, which a
+SQLite-backed server serialises).  There the human gate is not asked (it would suspend the whole
+chunk): a review that needs a person ends ``pending_decision`` and the batch sends that contract as
+its own contract-review deployment run, which asks — with every finished step from the cache.
+
+A contract-review run (``ask_person=True``) never completes a gated review without a decision: if the
+gate cannot wait (``GateError``) the review records the failure at step ``gate``, the report says so
+and the run fails with the code.  And it acts only while its attempt is the run's current one
+(:mod:`clausegate.pipeline.attempts`): before every step, the gate, the report and the run's result; a process
+that hung while its run was crashed or requeued exits at the next check without touching the run.
+"""
+
+from __future__ import annotations
+
+from prefect import get_run_logger
+from prefect.states import Failed, State
+
+from clausegate.pipeline import cascade as model_path
+from clausegate.review import assemble
+from clausegate.ops.budget import start_meter, stop_meter
+from clausegate.pipeline.attempts import ensure_current
+from clausegate.errors import ClauseGateError, GateError
+from clausegate.gates import run_gate
+from clausegate.review.money import eur_text
+from clausegate.review.playbook import load_playbook
+from clausegate.review.schemas import Cost, Notice, Review, StepFailure
+from clausegate.pipeline.tasks import configured, fingerprint_contract, offline_model_version
+
+
+def review_contract(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports",
+                    *, ask_person: bool = True) -> Review | State:
+    """Review one contract PDF; write JSON + Markdown reports to ``out_dir``.  Returns the review, or a
+    Failed state carrying the partial review when a step stopped it.  ``ask_person=False``: never
+    suspend for a gate; mark the review ``pending_decision`` instead (and skip the attempt checks:
+    batch chunk runs never decide a gate)."""
+    logger = get_run_logger()
+    checkpoint = ensure_current if ask_person else _unchecked
+    book = load_playbook(playbook)
+    run = configured(book)
+    categories = tuple(book.categories)
+    use = extractor or book.steps.extract.extractor
+    model_path.check_timeouts(book, use)  # a step timeout that cannot hold the HTTP calls fails here, at load
+    version = offline_model_version()
+
+    contract = fingerprint_contract(source, book.steps.parse.max_file_mb)
+    meter = start_meter(contract.contract_id)  # every paid model answer of this review, failed steps too
+    logger.info("1/5 parsing %s (contract %s)", contract.filename, contract.contract_id[:12])
+    document = filtered = None
+    model_gate, unconfirmed, degraded = [], [], False  # what a model disputed / could not confirm
+    stage = "parse"
+    try:
+        p = book.steps.parse
+        checkpoint("parse")
+        document = run["parse"](contract, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
+        stage = "prefilter"
+        checkpoint("prefilter")
+        logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
+        filtered = run["prefilter"](document, categories, version)
+        stage = "extract"
+        checkpoint("extract")
+        logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages), filtered.pages_kept)
+        extraction = run["extract"](filtered, categories, version)
+        cascade_summary = None
+        costs = {}
+        if use != "offline":
+            outcome = model_path.cascade(document, filtered, extraction, book, use)
+            extraction, cascade_summary, costs["extract"] = outcome.extraction, outcome.summary, outcome.cost
+            model_gate, unconfirmed, degraded = outcome.gate, outcome.unconfirmed, outcome.degraded
+        stage = "generate"
+        checkpoint("generate")
+        logger.info("4/5 suggestions for gated / high-risk clauses")
+        generated = model_path.generate(contract.contract_id, extraction.clauses, book, costs.get("extract", Cost()))
+        costs["generate"] = generated.cost
+        degraded = degraded or generated.degraded
+        stage = "review"
+        review = assemble.assemble_review(document, filtered, extraction, playbook=book.name,
+                                       gated=[*book.gated_categories, *model_gate],
+                                       min_confidence=book.steps.extract.min_confidence, cascade=cascade_summary,
+                                       suggestions=generated.suggestions, notices=generated.notices, cost_by_step=costs)
+        review = review.model_copy(update={"model_unconfirmed": unconfirmed})
+    except ClauseGateError as error:
+        logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
+        review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename, playbook=book.name,
+                                     step=stage, error=error, document=document, filtered=filtered)
+    review = meter.settle(review)  # cost: this run's spend by step, and spend reused from cache
+    stop_meter(meter)
+
+    if ask_person:
+        try:
+            decisions, status, notices = run_gate(review, book)  # human gate: suspends here when a person must decide
+        except GateError as error:  # it could not wait for a person: the run fails, never completes undecided
+            review = review.model_copy(update={"failure": StepFailure(step="gate", code=error.code, message=str(error))})
+            decisions, status, notices = [], "partial_failure", []
+    else:
+        decisions, status, notices = deferred_gate(review)
+    if not review.failure:
+        status = model_path.final_status(status, degraded)  # complete on the offline result alone: degraded
+    review = review.model_copy(update={"decisions": decisions, "status": status, "warnings": [*review.warnings, *notices]})
+    checkpoint("report")
+    paths = run["report"](review, out_dir)
+    logger.info("5/5 report: %s (cost %s, %d model calls; %s reused from cache)", ", ".join(paths),
+                eur_text(review.cost.eur), review.cost.calls, eur_text(review.cost.reused_eur))
+    checkpoint("finishing the run")
+    if review.failure:
+        # No data: a Failed state's result must be an exception (the partial review is in the report).
+        return Failed(message=f"{review.failure.code} at step '{review.failure.step}': {review.failure.message} "
+                              f"Partial report: {paths[0]}")
+    return review
+
+
+def deferred_gate(review: Review) -> tuple[list, str, list[Notice]]:
+    """The gate outcome when this run may not wait for a person (batch chunk runs)."""
+    if review.status != "complete" or not review.gated_categories:
+        return [], review.status, []
+    return [], "pending_decision", [Notice(
+        code="CG-GATE-DEFERRED", message=f"{', '.join(review.gated_categories)} need a person's decision; the batch "
+                                         "asks in a contract-review run of its own.")]
+
+
+def _unchecked(where: str) -> None:
+    """No attempt check (batch chunk runs: see ``review_contract``)."""

@@ -1,0 +1,166 @@
+"""Plain review steps (no Prefect here): validate the input, call the domain module, return a model.
+
+Each step validates what it is given against the model it depends on.  A missing or malformed
+field stops the step with ``StepInputError`` naming the field, so nothing downstream runs on
+garbage; the flow turns that into an explicit partial-failure review.
+
+A parsed document with document-integrity warnings (``CG-PDF-HIDDEN-TEXT``,
+``CG-PDF-GARBLED-TEXT``, ``CG-PDF-INTEGRITY-UNCHECKED``) gets the pseudo-category
+``Document integrity`` in the review's ``gated_categories``, so the human gate asks a person
+(and lists the warnings as findings) instead of the review ending plain ``complete``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from clausegate.review.categories import CATEGORIES
+from clausegate.ops.budget import add_costs
+from clausegate.errors import StepInputError
+from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.schemas import (
+    CascadeSummary,
+    Cost,
+    Extraction,
+    FilteredDocument,
+    Notice,
+    ParsedDocument,
+    Review,
+    StepFailure,
+    Suggestion,
+)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def require(model: type[ModelT], data: Any, *, step: str) -> ModelT:
+    """Return ``data`` as ``model`` or raise ``StepInputError`` naming the first bad field."""
+    if isinstance(data, model):
+        return data
+    if isinstance(data, BaseModel):
+        data = data.model_dump()
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or model.__name__
+        detail = "is missing" if first["type"] == "missing" else f"is invalid ({first['msg']})"
+        raise StepInputError(step, field, detail) from None
+
+
+def prefilter_step(document: Any, categories: Iterable[str]) -> FilteredDocument:
+    parsed = require(ParsedDocument, document, step="prefilter")
+    from clausegate.review.prefilter import prefilter
+
+    return prefilter(parsed, list(categories))
+
+
+def extract_step(filtered: Any, categories: Iterable[str]) -> Extraction:
+    """The offline extractor (always runs first; the model cascade builds on its result)."""
+    kept = require(FilteredDocument, filtered, step="extract")
+    wanted = list(categories)
+    from clausegate.review.offline.extract import extract_offline
+    from clausegate.review.offline.model import load_model
+
+    clauses = extract_offline(kept, wanted)
+    return Extraction(
+        contract_id=kept.contract_id,
+        extractor=f"offline ({load_model().version})",  # the report names the model version
+        clauses=clauses,
+        categories_checked=wanted,
+    )
+
+
+def assemble_review(
+    document: Any,
+    filtered: Any,
+    extraction: Any,
+    *,
+    playbook: str,
+    gated: Iterable[str],
+    min_confidence: float = 0.0,
+    cascade: CascadeSummary | None = None,
+    suggestions: Iterable[Suggestion] = (),
+    notices: Iterable[Notice] = (),
+    cost_by_step: dict[str, Cost] | None = None,
+) -> Review:
+    parsed = require(ParsedDocument, document, step="review")
+    kept = require(FilteredDocument, filtered, step="review")
+    found = require(Extraction, extraction, step="review")
+    clauses = sorted(
+        (c for c in found.clauses if c.confidence >= min_confidence or c.possible),
+        key=lambda c: (CATEGORIES.index(c.category), c.pages[0], -c.confidence),
+    )
+    present = {c.category for c in clauses if not c.possible}
+    # "possible" clauses (scored near the threshold): not findings, but never left among the missing
+    # categories, and a gated category with one goes to the gate like a finding
+    possible = {c.category for c in clauses if c.possible} - present
+    gated_found = [c for c in dict.fromkeys(gated) if c in present or c in possible]
+    warnings = [*parsed.notices, *found.notices, *notices]
+    if integrity_warnings(warnings):
+        # Hidden or garbled text: what was reviewed may not be what the contract says. Never a plain
+        # `complete`: the human gate asks about it like a gated finding (listed first).
+        gated_found.insert(0, INTEGRITY_CATEGORY)
+    return Review(
+        contract_id=parsed.contract_id,
+        filename=parsed.filename,
+        playbook=playbook,
+        status="complete",
+        extractor=found.extractor,
+        clauses=clauses,
+        missing_categories=[c for c in found.categories_checked if c not in present and c not in possible],
+        gated_categories=gated_found,
+        pages_total=len(parsed.pages),
+        pages_kept=kept.pages_kept,
+        tokens_total=kept.tokens_total,
+        tokens_kept=kept.tokens_kept,
+        warnings=warnings,
+        suggestions=list(suggestions),
+        cascade=cascade,
+        cost_by_step=cost_by_step or {},
+        cost=add_costs(*(cost_by_step or {}).values()),
+    )
+
+
+def integrity_warnings(warnings: Iterable[Notice]) -> list[Notice]:
+    """The document-integrity warnings (hidden text, garbled text, a page that could not be checked)."""
+    return [w for w in warnings if w.code in INTEGRITY_CODES]
+
+
+def failed_review(
+    *,
+    contract_id: str,
+    filename: str,
+    playbook: str,
+    step: str,
+    error: Exception,
+    document: ParsedDocument | None = None,
+    filtered: FilteredDocument | None = None,
+) -> Review:
+    """An explicit partial-failure review: what finished, which step stopped and why."""
+    code = getattr(error, "code", "CG-INTERNAL")
+    failure = StepFailure(
+        step=step,
+        code=code,
+        message=str(error),
+        field=getattr(error, "field", None),
+    )
+    warnings: list[Notice] = list(document.notices) if document else []
+    return Review(
+        contract_id=contract_id,
+        filename=filename,
+        playbook=playbook,
+        status="failed" if document is None else "partial_failure",
+        extractor="none",
+        pages_total=len(document.pages) if document else 0,
+        pages_kept=filtered.pages_kept if filtered else [],
+        tokens_total=filtered.tokens_total if filtered else 0,
+        tokens_kept=filtered.tokens_kept if filtered else 0,
+        warnings=warnings,
+        failure=failure,
+    )
+
+

@@ -1,0 +1,379 @@
+"""Read a contract PDF into per-page text, treating the file as untrusted input.
+
+Public API
+----------
+``fingerprint(path, *, max_bytes=50 MB) -> ContractSource``
+    Hash the file (sha256 = ``contract_id``); refuse missing, unreadable or too-large files.
+``parse_pdf(source, *, max_chars, timeout_seconds, memory_mb, ocr) -> ParsedDocument``
+    Re-read the file, check it still has the fingerprinted sha256, and extract each page's text
+    with pypdf **in a child process** (``python -I``, minimal environment) that runs under an
+    address-space cap (``RLIMIT_AS`` = ``memory_mb``) and a wall-clock timeout, in its own
+    process group that is killed on timeout.  A hostile file can therefore cost at most
+    ``timeout_seconds`` and ``memory_mb``; it cannot crash or hang the caller.
+
+Every failure is a :class:`~clausegate.errors.DocumentError` whose ``code`` is one of the
+``CG-PDF-*`` constants below, with a message (what failed, why) and a hint (what to do).
+Soft problems (a page without a text layer, OCR used, an empty password) come back as
+:class:`~clausegate.review.schemas.Notice` entries on the document, never silently.
+
+The document is untrusted in a second sense: what ClauseGate reads may not be what a person
+sees.  The worker (:mod:`clausegate.review.document.worker`) therefore also
+
+* finds **hidden text** (:mod:`clausegate.review.document.hidden`: invisible render modes, text in the
+  background's colour or transparent, outside the page or its clip, microscopic), leaves it out
+  of the page text and reports it per page as ``CG-PDF-HIDDEN-TEXT`` with an excerpt;
+* scores each page's **text quality** (:mod:`clausegate.review.document.text_quality`); a garbled page
+  (mojibake, fonts without a Unicode map) is OCR'd when tesseract can read its images, else
+  reported as ``CG-PDF-GARBLED-TEXT``.
+
+These integrity notices (``INTEGRITY_CODES``) make the review ask a person
+(:func:`clausegate.review.assemble.assemble_review` gates them as ``INTEGRITY_CATEGORY``).
+
+Text is normalised lightly: NULs removed, CR/CRLF turned into LF, other control characters
+(except tab and LF) replaced by a space, lone surrogates replaced by U+FFFD.  Line breaks are
+kept; otherwise the text is pypdf's ``extract_text()`` of the page (of its visible text only,
+when hidden text was found on it).
+
+Where the bytes are read: :func:`fingerprint` (hashing) and :func:`_read_verified` (the bytes
+handed to the worker on stdin).  The worker never opens the file itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from clausegate.errors import ConfigurationError, DocumentError
+from clausegate.review.schemas import ContractSource, Notice, Page, ParsedDocument
+
+# Codes, limits and setting names live in clausegate.review.document.codes (shared with the worker); they are
+# re-exported here, where callers have always imported them from.
+from clausegate.review.document.codes import (  # noqa: F401
+    CHANGED, CORRUPT, CRYPTO_MISSING, DEFAULT_MAX_CHARS, DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_SECONDS, EMPTY, ENCRYPTED, ERROR_CODES, EXIT_NO_MEMORY, INTEGRITY_CATEGORY, INTEGRITY_CODES,
+    MIN_MEMORY_MB, NO_TEXT, NOT_FOUND, NOT_PDF, NOTICE_CODES, NOTICE_DECRYPTED_EMPTY_PASSWORD,
+    NOTICE_GARBLED_TEXT, NOTICE_HIDDEN_TEXT, NOTICE_INTEGRITY_UNCHECKED, NOTICE_NEEDS_OCR, NOTICE_OCR_USED,
+    NOTICE_PAGE_UNREADABLE, OCR_MAX_IMAGES_PER_PAGE, OCR_MAX_SECONDS_PER_IMAGE, PARSER_VERSION, SETTING_MAX_CHARS,
+    SETTING_MAX_FILE, SETTING_MEMORY, SETTING_OCR, SETTING_TIMEOUT, TESSERACT_INSTALL, TIMEOUT, TOO_COMPLEX,
+    TOO_LARGE, TOO_MUCH_TEXT, UNREADABLE, WORKER_FAILED,
+)
+from clausegate.review.document.codes import failure as _failure
+from clausegate.review.document.worker import normalise_text  # noqa: F401
+
+log = logging.getLogger(__name__)
+
+_MAGIC = b"%PDF-"
+_MAGIC_WINDOW = 1024
+_STDERR_TAIL = 2000
+
+
+class PdfWorkerError(DocumentError):
+    """The parser process could not be started or answered garbage: an environment fault, retryable."""
+
+    code = WORKER_FAILED
+    transient = True
+
+
+# ---------------------------------------------------------------------------------------------
+# fingerprint
+# ---------------------------------------------------------------------------------------------
+def fingerprint(path: str | Path, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ContractSource:
+    """Hash the contract file: ``contract_id`` = sha256 of its bytes.
+
+    Raises ``CG-PDF-NOT-FOUND`` (missing / not a file), ``CG-PDF-UNREADABLE`` (permissions, I/O)
+    or ``CG-PDF-TOO-LARGE`` (more than ``max_bytes``).
+    """
+    p = Path(path).expanduser()
+    st = _stat(p)
+    if st.st_size > max_bytes:
+        raise _too_large(p.name, st.st_size, max_bytes)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with p.open("rb") as fh:
+            while chunk := fh.read(1024 * 1024):
+                size += len(chunk)
+                if size > max_bytes:  # the file grew while we read it
+                    raise _too_large(p.name, size, max_bytes)
+                digest.update(chunk)
+    except OSError as exc:
+        raise _unreadable(p, exc) from exc
+    return ContractSource(path=str(p.absolute()), contract_id=digest.hexdigest(), size_bytes=size, filename=p.name)
+
+
+def _stat(p: Path) -> os.stat_result:
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise DocumentError(
+            f"contract file '{p}' does not exist.",
+            hint=f"check the path (relative paths are resolved from {Path.cwd()}); "
+            "quote paths that contain spaces.",
+            code=NOT_FOUND,
+        ) from None
+    except OSError as exc:
+        raise _unreadable(p, exc) from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise DocumentError(
+            f"'{p}' is a folder, not a contract file.",
+            hint="pass the path of one PDF file inside it (batch runs take folders, single reviews do not).",
+            code=NOT_FOUND,
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise DocumentError(
+            f"'{p}' is not a regular file (a device, pipe or socket).",
+            hint="save the contract as a file and pass that file's path.",
+            code=NOT_FOUND,
+        )
+    return st
+
+
+def _unreadable(p: Path, exc: OSError) -> DocumentError:
+    return DocumentError(
+        f"contract file '{p}' cannot be read: {exc.strerror or exc}.",
+        hint="check the file's permissions (the reviewing user needs read access) and that the disk or "
+        "network share is available, then rerun.",
+        code=UNREADABLE,
+    )
+
+
+def _too_large(name: str, size: int, limit: int) -> DocumentError:
+    return DocumentError(
+        f"'{name}' is {size / 1048576:.1f} MB, over the {limit / 1048576:.1f} MB limit for contract files.",
+        hint=f"ask the sender for a smaller export (e.g. without scanned images) or raise {SETTING_MAX_FILE}.",
+        code=TOO_LARGE,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# parse_pdf (parent side)
+# ---------------------------------------------------------------------------------------------
+def parse_pdf(
+    source: ContractSource,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    ocr: Literal["auto", "off"] = "auto",
+) -> ParsedDocument:
+    """Extract per-page text from ``source`` in a sandboxed child process.
+
+    Raises :class:`DocumentError` with one of the ``CG-PDF-*`` codes; returns a
+    :class:`ParsedDocument` with 1-based pages and notices otherwise.
+    """
+    if ocr not in ("auto", "off"):
+        raise ConfigurationError(f"parse_pdf: ocr must be 'auto' or 'off', not {ocr!r}.", hint=f"fix {SETTING_OCR}.")
+    if max_chars <= 0:
+        raise ConfigurationError(f"parse_pdf: max_chars must be positive, not {max_chars}.", hint=f"fix {SETTING_MAX_CHARS}.")
+    if not timeout_seconds > 0:
+        raise ConfigurationError(f"parse_pdf: timeout_seconds must be positive, not {timeout_seconds}.", hint=f"fix {SETTING_TIMEOUT}.")
+    if memory_mb < MIN_MEMORY_MB:
+        raise ConfigurationError(
+            f"parse_pdf: memory_mb={memory_mb} is below the {MIN_MEMORY_MB} MB the parser process needs to start.",
+            hint=f"raise {SETTING_MEMORY}.",
+        )
+
+    name = source.filename
+    data = _read_verified(source)
+    check_pdf_magic(name, data)
+
+    tesseract = shutil.which("tesseract") if ocr == "auto" else None
+    options = {"max_chars": max_chars, "timeout": float(timeout_seconds), "memory_mb": int(memory_mb),
+               "ocr": ocr, "tesseract": tesseract}
+    result = _run_worker(name, data, options)
+
+    if not result.get("ok"):
+        code = str(result.get("code") or CORRUPT)
+        cls = PdfWorkerError if code == WORKER_FAILED else DocumentError
+        raise cls(f"'{name}': {result.get('message', 'the PDF could not be parsed.')}", hint=str(result.get("hint", "")), code=code)
+
+    try:
+        pages = [Page(**p) for p in result["pages"]]
+        notices = [Notice(**n) for n in result["notices"]]
+        return ParsedDocument(contract_id=source.contract_id, filename=name, pages=pages, notices=notices)
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise PdfWorkerError(
+            f"'{name}': the parser process returned an unexpected result ({type(exc).__name__}: {exc}).",
+            hint="this is a ClauseGate bug or a mismatched installation; rerun, and report it with the file if it repeats.",
+        ) from exc
+
+
+def _read_verified(source: ContractSource) -> bytes:
+    """The file's bytes, provided they still hash to ``source.contract_id``."""
+    p = Path(source.path)
+    st = _stat(p)
+    changed = DocumentError(
+        f"'{source.filename}' changed since it was fingerprinted (expected sha256 {source.contract_id[:12]}…, "
+        f"{source.size_bytes} bytes; the file on disk is now different).",
+        hint="fingerprint the file again and start a new review; do not edit contracts while a review is running.",
+        code=CHANGED,
+    )
+    if st.st_size != source.size_bytes:
+        raise changed
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(source.size_bytes + 1)
+    except OSError as exc:
+        raise _unreadable(p, exc) from exc
+    if len(data) != source.size_bytes or hashlib.sha256(data).hexdigest() != source.contract_id:
+        raise changed
+    return data
+
+
+_SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x89PNG", "a PNG image", "scan or export the contract to PDF"),
+    (b"\xff\xd8\xff", "a JPEG image", "scan or export the contract to PDF"),
+    (b"GIF8", "a GIF image", "export the contract to PDF"),
+    (b"II*\x00", "a TIFF image", "convert the scan to PDF"),
+    (b"MM\x00*", "a TIFF image", "convert the scan to PDF"),
+    (b"PK\x03\x04", "a ZIP archive (Word .docx and Excel .xlsx files are ZIP archives)",
+     "open it in Word (or LibreOffice) and use File > Save as PDF"),
+    (b"\xd0\xcf\x11\xe0", "a legacy Microsoft Office file (.doc/.xls)", "open it and use File > Save as PDF"),
+    (b"{\\rtf", "an RTF document", "open it and use File > Save as PDF"),
+)
+
+
+def check_pdf_magic(name: str, data: bytes) -> None:
+    if _MAGIC in data[:_MAGIC_WINDOW]:
+        return
+    if not data:
+        what, todo = "an empty file (0 bytes)", "the upload or download probably failed; fetch the PDF again"
+    else:
+        what, todo = "", ""
+        for sig, kind, fix in _SIGNATURES:
+            if data.startswith(sig):
+                what, todo = kind, fix
+                break
+        if not what:
+            head = data[:_MAGIC_WINDOW].lstrip().lower()
+            if head.startswith((b"<!doctype html", b"<html")):
+                what, todo = "an HTML page", "the download probably saved an error or login page; download the PDF again"
+            else:
+                try:
+                    data[:_MAGIC_WINDOW].decode("utf-8")
+                    what = "plain text"
+                except UnicodeDecodeError:
+                    what = "unrecognised binary data"
+                todo = "export or print the contract to PDF and use that file"
+    raise DocumentError(
+        f"'{name}' is not a PDF: it looks like {what} (there is no '%PDF-' header in its first "
+        f"{_MAGIC_WINDOW} bytes; the content is checked, not the file name's extension).",
+        hint=f"{todo}.",
+        code=NOT_PDF,
+    )
+
+
+def _run_worker(name: str, data: bytes, options: dict[str, Any]) -> dict[str, Any]:
+    """Run the sandboxed worker on ``data``; map every way it can end to a result dict."""
+    timeout = float(options["timeout"])
+    cmd = [sys.executable, "-I", "-c", _WORKER_BOOT, _PACKAGE_PARENT, json.dumps(options)]
+    env = _worker_env()
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, close_fds=True, env=env,
+        )
+    except OSError as exc:
+        raise PdfWorkerError(
+            f"'{name}': the PDF parser process could not be started ({exc}).",
+            hint="the machine may be out of processes or memory; retry later.",
+        ) from exc
+    try:
+        try:
+            out, err = proc.communicate(input=data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.communicate()
+            raise DocumentError(
+                f"'{name}': parsing stopped after {timeout:g} s, the time cap for one contract "
+                "(the PDF is very large or built to be slow to read).",
+                hint=f"if the contract is legitimate and long, raise {SETTING_TIMEOUT}; otherwise ask the sender "
+                "for a simpler export (e.g. 'print to PDF').",
+                code=TIMEOUT,
+            ) from None
+    finally:
+        if proc.returncode is None:  # an exception (e.g. cancellation) interrupted us: leave no child behind
+            _kill_group(proc)
+            proc.wait()
+    elapsed = time.monotonic() - started
+    tail = err[-_STDERR_TAIL:].decode("utf-8", "replace")
+    if tail.strip():
+        log.debug("pdf worker stderr for %s: %s", name, tail)
+
+    if proc.returncode == 0:
+        try:
+            result = json.loads(out)
+            if isinstance(result, dict):
+                return result
+        except ValueError:
+            pass
+        return _failure(WORKER_FAILED, f"the PDF parser process returned unreadable output ({len(out)} bytes).",
+                        "this is a ClauseGate bug or a broken installation; rerun, and report it if it repeats.")
+    rc = proc.returncode
+    if rc == -signal.SIGALRM or rc == -getattr(signal, "SIGXCPU", -999):
+        return _failure(TIMEOUT, f"parsing stopped after {elapsed:.1f} s, the time cap for one contract.",
+                        f"raise {SETTING_TIMEOUT} if the contract is legitimate and long.")
+    if rc == EXIT_NO_MEMORY or rc < 0:
+        how = "ran out of memory" if rc == EXIT_NO_MEMORY else f"was killed by signal {-rc} ({_signame(-rc)})"
+        return _failure(
+            TOO_COMPLEX,
+            f"the PDF parser process {how}: the PDF needs more than the {options['memory_mb']} MB memory cap "
+            "or is built to exhaust the parser.",
+            f"if the contract is legitimate, raise {SETTING_MEMORY}; otherwise ask the sender for a simpler "
+            "export (e.g. 'print to PDF').",
+        )
+    return _failure(
+        WORKER_FAILED,
+        f"the PDF parser process failed with exit status {rc}: {_last_line(tail) or 'no error output'}.",
+        "check that pypdf is installed in the same environment as ClauseGate; rerun, and report it if it repeats.",
+    )
+
+
+# The worker runs the same clausegate source as the caller (even when clausegate is importable only
+# through the caller's sys.path), in isolated mode (-I: no PYTHON* variables, no user site, no cwd).
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+_WORKER_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from clausegate.review.document.worker import _worker_main; sys.exit(_worker_main(sys.argv[2:]))"
+)
+# The worker handles hostile input: it gets only the variables it needs, never API keys or tokens.
+_WORKER_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "HOME", "TESSDATA_PREFIX", "SYSTEMROOT")
+
+
+def _worker_env() -> dict[str, str]:
+    env = {key: os.environ[key] for key in _WORKER_ENV_KEEP if key in os.environ}
+    env["OMP_THREAD_LIMIT"] = "1"  # tesseract: one thread, predictable memory
+    return env
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker and any tesseract it started
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def _signame(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return "unknown"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

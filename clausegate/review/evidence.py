@@ -1,0 +1,154 @@
+"""The text shown for an offline finding: the sentence(s) that carry the clause, with section and page.
+
+A passage (``clausegate.review.passages``) is a retrieval unit: a run of sentences that may start with
+the tail of the previous clause or end with the next section's heading ("POSSIBILITY OF SUCH
+DAMAGES. 11.4. Indemnification by LeadersOnline.").  ``evidence_for`` cuts it down:
+
+1. the passage is split into sentences (Punkt, as the passages are), and a sentence that is
+   only a numbered heading ("11.4. Indemnification by LeadersOnline.") is never shown: it opens
+   the next section;
+2. each sentence is scored by the offline model for the category; the best one is kept, and so
+   are its neighbours that score nearly as well (within ``KEEP_MARGIN`` logits, or above the
+   category's threshold), never across a numbered heading; the clause's own heading right
+   before it is kept;
+3. a sentence cut by a page break is completed: when the kept text starts the passage and the
+   previous passage (the page before, or earlier on the page) ends mid-sentence, its unfinished
+   sentence is put in front (and the page added); likewise at the end;
+4. the section is the numbered heading the first kept sentence sits under
+   (``clausegate.review.sections``): the passage's own ``section`` (set by the pre-filter from the
+   passages before it) or a heading inside the passage.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from clausegate.review.offline.model import OfflineModel, passage_logits
+from clausegate.review.passages import _sentences
+from clausegate.review.schemas import Passage
+from clausegate.review.sections import Heading, from_label, heading_of, heading_words
+
+KEEP_MARGIN = 1.5  # a neighbouring sentence is kept when its logit is within this of the best one
+MAX_EVIDENCE_CHARS = 1500
+_SENT_END_RE = re.compile(r"[.;:!?)\]\"”’]\s*$")
+_BARE_NUMBER_RE = re.compile(r"^\(?[0-9ivxlcIVXLC]{1,4}(?:\.\d{1,3})*[.)]?$")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    text: str
+    pages: list[int]
+    section: str | None
+
+
+def sentences(text: str) -> list[str]:
+    """The passage's sentences; a bare clause number ("11.4.") is joined to what follows it."""
+    out: list[str] = []
+    pending = ""
+    for s in _sentences(text):
+        if _BARE_NUMBER_RE.match(s):
+            pending = f"{pending} {s}".strip()
+            continue
+        out.append(f"{pending} {s}".strip() if pending else s)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return out
+
+
+def _only_heading(sentence: str) -> bool:
+    h = heading_of(sentence)
+    return h is not None and not sentence[h.end:].strip()
+
+
+def _ends_sentence(text: str) -> bool:
+    return bool(_SENT_END_RE.search(text))
+
+
+def continues(prev_text: str, prev_page: int, text: str, page: int) -> bool:
+    """``text`` goes on with ``prev_text``'s unfinished sentence (same page or the next one)."""
+    return (0 <= page - prev_page <= 1 and not _ends_sentence(prev_text)
+            and heading_of(text) is None and text[:1] not in "•·▪(")
+
+
+def _continues(prev: Passage, cur: Passage) -> bool:
+    return continues(prev.text, prev.page, cur.text, cur.page)
+
+
+def _split(passage: Passage) -> tuple[list[str], list[Heading | None]]:
+    """The passage's sentences and the section each one sits in."""
+    sents = sentences(passage.text) or [passage.text]
+    section: Heading | None = from_label(passage.section)
+    sections: list[Heading | None] = []
+    for s in sents:
+        h = heading_of(s)
+        if h is not None:
+            section = h if h.title or section is None or not h.number.startswith(section.number + ".") else \
+                Heading(number=h.number, title=section.title, end=h.end)
+        sections.append(section)
+    return sents, sections
+
+
+Prepared = dict[int, tuple[list[str], list["Heading | None"], np.ndarray]]
+
+
+def prepare(passages: list[Passage], indices, model: OfflineModel) -> Prepared:
+    """Sentences, sections and sentence logits (all categories) of ``passages[i]`` for each i in
+    ``indices``, scored in one call (a review shows dozens of findings)."""
+    keys = sorted(set(indices))
+    split = [_split(passages[i]) for i in keys]
+    flat = [s for sents, _ in split for s in sents]
+    heads = [" ".join(heading_words(h.title)) if h else "" for _, secs in split for h in secs]
+    z = passage_logits(flat, model, headings=heads)
+    out: Prepared = {}
+    at = 0
+    for i, (sents, secs) in zip(keys, split):
+        out[i] = (sents, secs, z[at:at + len(sents)])
+        at += len(sents)
+    return out
+
+
+def evidence_for(passages: list[Passage], i: int, category: str, model: OfflineModel,
+                 prepared: Prepared | None = None) -> Evidence:
+    """The sentences of ``passages[i]`` that carry ``category`` (see the module doc); ``prepared``:
+    from ``prepare`` (else the passage is scored here)."""
+    passage = passages[i]
+    if prepared is None or i not in prepared:
+        prepared = prepare(passages, [i], model)
+    sents, sections, logits = prepared[i]
+    sections = list(sections)
+    z = logits[:, model.category_index[category]]
+    candidates = [j for j, s in enumerate(sents) if not _only_heading(s)] or list(range(len(sents)))
+    best = max(candidates, key=lambda j: z[j])
+    floor = min(z[best] - KEEP_MARGIN, float(np.log(model.extract_threshold(category) / (1 - model.extract_threshold(category)))))
+    lo = hi = best
+    while lo - 1 >= 0 and heading_of(sents[lo]) is None and z[lo - 1] >= floor and not _only_heading(sents[lo - 1]):
+        lo -= 1
+    while hi + 1 < len(sents) and heading_of(sents[hi + 1]) is None and z[hi + 1] >= floor:
+        hi += 1
+    if lo > 0 and _only_heading(sents[lo - 1]) and heading_of(sents[lo]) is None:
+        lo -= 1  # the clause's own heading ("13. Limitation of Liability.") reads with it
+    text = " ".join(sents[lo:hi + 1])
+    pages = [passage.page]
+    if lo == 0 and i > 0 and _continues(passages[i - 1], passage):
+        tail = sentences(passages[i - 1].text)[-1:]
+        if tail and not _only_heading(tail[0]):
+            text = f"{tail[0]} {text}"
+            pages.insert(0, passages[i - 1].page)
+            sections[lo] = from_label(passages[i - 1].section) or sections[lo]
+    if hi == len(sents) - 1 and i + 1 < len(passages) and _continues(passage, passages[i + 1]):
+        head = sentences(passages[i + 1].text)[:1]
+        if head:
+            text = f"{text} {head[0]}"
+            if passages[i + 1].page not in pages:
+                pages.append(passages[i + 1].page)
+    if len(text) > MAX_EVIDENCE_CHARS:
+        text = text[: MAX_EVIDENCE_CHARS - 1].rstrip() + "…"
+    first = sections[lo]
+    return Evidence(text=text, pages=sorted(set(pages)), section=first.label if first else None)
+
+
+__all__ = ["Evidence", "continues", "evidence_for", "prepare", "sentences"]

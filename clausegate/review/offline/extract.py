@@ -1,0 +1,119 @@
+"""Offline clause extractor: the trained scorer's passages above per-category thresholds.
+
+``extract_offline`` turns the pre-filtered passages into ``Clause`` objects.  For each
+requested category ``c``:
+
+* **found**: every passage whose probability for ``c`` is at or above ``extract_threshold[c]``
+  (artifact metadata, tuned on out-of-fold scores of CUAD's TRAIN split: contract-level F1, or
+  for the recall-first high-risk categories the recall target; never below 0.05) becomes a
+  clause with ``source="offline"``;
+* **possible**: when no passage reaches it but the best one reaches ``possible_threshold[c]``
+  (tuned for the recall-first categories only), that passage becomes a clause with
+  ``possible=True``: not a finding, but listed for a person (the review does not count the
+  category as missing, and a gated category's gate asks about it).
+
+The clause's text is the evidence (``clausegate.review.evidence``): the sentence(s) of the passage
+that carry the clause, completed across a page break, with ``section`` (the numbered heading
+it sits under) and ``pages``.  ``confidence`` is the calibrated probability that the shown
+text is the clause (``OfflineModel.calibrate``).
+
+``category_confidence`` gives, per requested category, the maximum raw passage probability
+(0.0 when nothing was kept): the cascade compares it with ``extract_thresholds`` to send the
+categories it is unsure of to a model provider.
+"""
+
+from __future__ import annotations
+
+from clausegate.review.categories import canonical
+from clausegate.review.evidence import evidence_for, prepare
+from clausegate.review.offline.model import OfflineModel, load_model, score_passages
+from clausegate.review.schemas import Clause, FilteredDocument
+
+
+def _category_scores(filtered: FilteredDocument, cats: list[str]) -> list[dict[str, float]]:
+    """Per passage: {category: probability}; reuses the pre-filter's scores, scores the rest."""
+    rows = [dict(p.categories) for p in filtered.passages]
+    missing = [i for i, row in enumerate(rows) if any(c not in row for c in cats)]
+    if missing:
+        model = load_model()
+        scores = score_passages([filtered.passages[i].text for i in missing], model)
+        index = model.category_index
+        for k, i in enumerate(missing):
+            for c in cats:
+                rows[i].setdefault(c, float(scores[k, index[c]]))
+    return rows
+
+
+def _requested(categories: list[str]) -> list[str]:
+    out: list[str] = []
+    for name in categories:
+        c = canonical(name)
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def decide(filtered: FilteredDocument, categories: list[str], model: OfflineModel | None = None
+           ) -> dict[str, tuple[list[int], bool]]:
+    """Per requested category with something to show: (passage indices, possible?)."""
+    model = model or load_model()
+    cats = _requested(categories)
+    if not filtered.passages or not cats:
+        return {}
+    rows = _category_scores(filtered, cats)
+    out: dict[str, tuple[list[int], bool]] = {}
+    for c in cats:
+        scores = [float(row[c]) for row in rows]
+        found = [i for i, p in enumerate(scores) if p >= model.extract_threshold(c)]
+        if found:
+            out[c] = (found, False)
+            continue
+        best = max(range(len(scores)), key=scores.__getitem__)
+        if scores[best] >= model.possible_threshold(c):
+            out[c] = ([best], True)
+    return out
+
+
+def extract_offline(filtered: FilteredDocument, categories: list[str]) -> list[Clause]:
+    """Clauses (found and possible) of the requested ``categories`` in ``filtered`` (see module doc)."""
+    model = load_model()
+    cats = _requested(categories)
+    decided = decide(filtered, cats, model)
+    if not decided:
+        return []
+    rows = _category_scores(filtered, cats)
+    prepared = prepare(filtered.passages, [i for indices, _ in decided.values() for i in indices], model)
+    clauses: list[Clause] = []
+    for c in cats:
+        if c not in decided:
+            continue
+        indices, possible = decided[c]
+        shown: list[str] = []
+        for i in sorted(indices, key=lambda i: -rows[i][c]):
+            ev = evidence_for(filtered.passages, i, c, model, prepared)
+            if any(ev.text in s or s in ev.text for s in shown):
+                continue  # the same sentences, reached from the passage next to it
+            shown.append(ev.text)
+            clauses.append(Clause(category=c, text=ev.text, pages=ev.pages, section=ev.section,
+                                  confidence=round(model.calibrate(c, rows[i][c]), 4), source="offline",
+                                  possible=possible))
+    clauses.sort(key=lambda cl: (cats.index(cl.category), cl.pages[0]))
+    return clauses
+
+
+def category_confidence(filtered: FilteredDocument, categories: list[str]) -> dict[str, float]:
+    """Max passage probability per requested category (0.0 if no passage was kept)."""
+    cats = _requested(categories)
+    if not filtered.passages:
+        return {c: 0.0 for c in cats}
+    rows = _category_scores(filtered, cats)
+    return {c: float(max(row[c] for row in rows)) for c in cats}
+
+
+def extract_thresholds(categories: list[str]) -> dict[str, float]:
+    """The tuned per-category thresholds used by ``extract_offline``."""
+    model = load_model()
+    return {c: model.extract_threshold(c) for c in _requested(categories)}
+
+
+__all__ = ["category_confidence", "decide", "extract_offline", "extract_thresholds"]

@@ -1,0 +1,234 @@
+"""Runtime for ClauseGate's offline clause scorer (no pickle, no scikit-learn estimator state).
+
+The artifact in ``clausegate/review/offline/models/`` is written by ``tools/train_offline_model.py``:
+
+* ``offline_model.npz`` (loaded with ``allow_pickle=False``): ``vocabulary`` (str) and ``idf``
+  (float32) of the passage words, ``head_vocabulary`` / ``head_idf`` of the section-heading
+  words, ``coef`` (float16, categories x features: passage words, then heading words),
+  ``intercept`` (float32), ``categories`` (str);
+* ``offline_model.json``: version, training metadata (date, split, contract count, features,
+  cross-validated metrics) and everything tuned on TRAIN: per-category thresholds
+  (``extract_threshold``, ``possible_threshold``, the pre-filter's keep grid), keyword priors
+  and the confidence calibration.
+
+Scoring rebuilds scikit-learn's ``TfidfVectorizer`` transform from the stored vocabularies and
+idf (same tokenisation settings): the passage's word 1-2-grams, plus the words of the section
+heading it sits under (``clausegate.review.sections``: the passages are read in document order, so a
+passage that continues "11.3 Limitation of Liability" gets the heading's words too).  Then one
+logistic regression per category; for a few rare categories (``keyword_priors``) a passage
+matching the category's pattern gets a fixed boost added to its logit (chosen on TRAIN).
+
+``OfflineModel.calibrate`` turns a passage probability into the confidence shown for a finding:
+a Platt scaling of the logit's distance to the category's threshold, fitted on out-of-fold
+findings of TRAIN (so that of the findings shown at 0.9, about nine in ten are the clause).
+Trained on CUAD v1 (Hendrycks et al., NeurIPS 2021), licensed CC BY 4.0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from clausegate.review.sections import SectionTracker, heading_words
+
+MODEL_DIR = Path(__file__).resolve().parent / "models"
+NPZ_NAME = "offline_model.npz"
+META_NAME = "offline_model.json"
+MIN_SCALED_CATEGORIES = 6
+EXTRACT_THRESHOLD_FLOOR = 0.05  # lowest extraction threshold honoured at runtime
+
+
+def _logit(p: float) -> float:
+    p = min(max(float(p), 1e-7), 1 - 1e-7)
+    return float(np.log(p / (1 - p)))
+
+
+POSSIBLE_MARGIN_LOGIT = 1.0
+
+
+@dataclass(frozen=True)
+class OfflineModel:
+    version: str
+    categories: tuple[str, ...]
+    metadata: dict
+    coef: np.ndarray  # float32, features x categories
+    intercept: np.ndarray  # float32, categories
+    vectorizer: object = field(repr=False)
+    head_vectorizer: object = field(default=None, repr=False)
+    head_weight: float = 0.0
+    # keyword priors: (category column, compiled pattern, logit boost) - see ``score_passages``
+    priors: tuple = field(default=(), repr=False)
+
+    @property
+    def category_index(self) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.categories)}
+
+    def extract_threshold(self, category: str) -> float:
+        """Passage probability at or above which ``category`` is extracted; never below the
+        artifact's ``extract_threshold_floor`` (default ``EXTRACT_THRESHOLD_FLOOR``), so a clause
+        is never reported with a near-zero score."""
+        floor = float(self.metadata.get("extract_threshold_floor", EXTRACT_THRESHOLD_FLOOR))
+        return max(floor, float(self.metadata["extract_threshold"][category]))
+
+    def possible_threshold(self, category: str) -> float:
+        """Lowest passage probability at which a category that did not reach its extraction
+        threshold is listed as "possible" (a person checks it); 1.0 when not tuned.
+
+        "Possible" means *near* the threshold: never more than ``POSSIBLE_MARGIN_LOGIT`` log-odds
+        below it (the same margin the model cascade uses for "unsure"), whatever the tuned value,
+        so an ordinary cap clause does not raise a possible Uncapped Liability gate."""
+        value = self.metadata.get("possible_threshold", {}).get(category)
+        if value is None:
+            return 1.0
+        extract = self.extract_threshold(category)
+        near = 1.0 / (1.0 + np.exp(-(_logit(extract) - POSSIBLE_MARGIN_LOGIT)))
+        return min(extract, max(float(value), float(near)))
+
+    def calibrate(self, category: str, p: float) -> float:
+        """The confidence shown for a finding whose passage probability is ``p`` (see module doc)."""
+        cal = self.metadata.get("calibration")
+        if not cal:
+            return float(min(1.0, max(0.0, p)))
+        x = _logit(p) - _logit(self.extract_threshold(category))
+        z = float(cal["a"]) * x + float(cal["b"]) + float(cal.get("category_b", {}).get(category, 0.0))
+        return float(1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))))
+
+    def keep_thresholds(self, level: str | None = None, n_categories: int | None = None) -> dict[str, float]:
+        """Pre-filter keep thresholds for a recall level and a playbook of ``n_categories``.
+
+        The level names a trade-off lambda (``keep_levels``); a playbook with fewer categories
+        uses lambda * sqrt(41 / n) (each span may cost more tokens), with n clamped to at least
+        ``MIN_SCALED_CATEGORIES`` (6, the smallest playbook the rule was validated on), and the
+        per-category thresholds are interpolated geometrically on the stored lambda grid."""
+        level = level or self.metadata.get("keep_default_level", "balanced")
+        levels = self.metadata["keep_levels"]
+        if level not in levels:
+            raise ValueError(f"unknown recall_target {level!r}; expected one of {sorted(levels)}")
+        n = max(MIN_SCALED_CATEGORIES, n_categories or len(self.categories))
+        lam = float(levels[level]) * float(np.sqrt(len(self.categories) / max(1, n)))
+        grid = np.log(np.asarray(self.metadata["keep_lambda_grid"], dtype=float))
+        x = float(np.clip(np.log(lam), grid[0], grid[-1]))
+        j = min(max(int(np.searchsorted(grid, x, side="right")) - 1, 0), len(grid) - 2)
+        w = (x - grid[j]) / (grid[j + 1] - grid[j])
+        out = {}
+        for c, row in self.metadata["keep_threshold_grid"].items():
+            a, b = np.log(max(row[j], 1e-9)), np.log(max(row[j + 1], 1e-9))
+            out[c] = float(np.exp((1 - w) * a + w * b))
+        return out
+
+
+def make_vectorizer(features: dict, vocabulary=None, idf=None):
+    """The passage-word TF-IDF vectorizer (training fits it; the runtime restores it)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    kwargs = dict(
+        ngram_range=tuple(features["ngram_range"]),
+        sublinear_tf=bool(features.get("sublinear_tf", True)),
+        lowercase=bool(features.get("lowercase", True)),
+        token_pattern=features["token_pattern"],
+        strip_accents=features.get("strip_accents"),
+        norm=features.get("norm", "l2"),
+        dtype=np.float32,
+    )
+    if vocabulary is None:
+        return TfidfVectorizer(min_df=features["min_df"], max_df=features["max_df"],
+                               max_features=features["max_features"], **kwargs)
+    vec = TfidfVectorizer(vocabulary={str(term): i for i, term in enumerate(vocabulary)}, **kwargs)
+    vec.idf_ = idf.astype(np.float64)  # sets the fitted idf diagonal
+    return vec
+
+
+def make_head_vectorizer(vocabulary=None, idf=None, min_df: int = 3):
+    """TF-IDF over the heading words (``heading_texts``), unigrams."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if vocabulary is None:
+        return TfidfVectorizer(min_df=min_df, sublinear_tf=True, token_pattern=r"\S+", dtype=np.float32)
+    vec = TfidfVectorizer(sublinear_tf=True, token_pattern=r"\S+", dtype=np.float32,
+                          vocabulary={str(term): i for i, term in enumerate(vocabulary)})
+    vec.idf_ = idf.astype(np.float64)
+    return vec
+
+
+def heading_texts(texts: list[str]) -> list[str]:
+    """Per passage (in document order): the words of the section heading it sits under."""
+    tracker = SectionTracker()
+    out = []
+    for t in texts:
+        h = tracker.feed(t)
+        out.append(" ".join(heading_words(h.title)) if h else "")
+    return out
+
+
+def load_model(model_dir: str | Path | None = None) -> OfflineModel:
+    """Load (and cache) the artifact from ``model_dir`` (default: the packaged one)."""
+    return _load(str(Path(model_dir) if model_dir else MODEL_DIR))
+
+
+@lru_cache(maxsize=4)
+def _load(model_dir: str) -> OfflineModel:
+    base = Path(model_dir)
+    meta = json.loads((base / META_NAME).read_text(encoding="utf-8"))
+    with np.load(base / NPZ_NAME, allow_pickle=False) as npz:
+        vocabulary = npz["vocabulary"]
+        idf = npz["idf"]
+        head_vocabulary = npz["head_vocabulary"] if "head_vocabulary" in npz.files else None
+        head_idf = npz["head_idf"] if "head_idf" in npz.files else None
+        coef = npz["coef"].astype(np.float32)
+        intercept = npz["intercept"].astype(np.float32)
+        categories = tuple(str(c) for c in npz["categories"])
+    n_features = len(vocabulary) + (len(head_vocabulary) if head_vocabulary is not None else 0)
+    if coef.shape != (len(categories), n_features):
+        raise ValueError(f"corrupt offline model artifact in {base}: coef shape {coef.shape}")
+    index = {c: i for i, c in enumerate(categories)}
+    priors = tuple(
+        (index[c], re.compile(p["pattern"], re.IGNORECASE), float(p["logit_boost"]))
+        for c, p in meta.get("keyword_priors", {}).items()
+        if c in index and float(p.get("logit_boost", 0.0))
+    )
+    return OfflineModel(
+        version=str(meta["version"]),
+        categories=categories,
+        metadata=meta,
+        coef=np.ascontiguousarray(coef.T),
+        intercept=intercept,
+        vectorizer=make_vectorizer(meta["features"], vocabulary, idf),
+        head_vectorizer=make_head_vectorizer(head_vocabulary, head_idf) if head_vocabulary is not None else None,
+        head_weight=float(meta["features"].get("head_weight", 0.0)),
+        priors=priors,
+    )
+
+
+def passage_logits(texts: list[str], model: OfflineModel | None = None, headings: list[str] | None = None) -> np.ndarray:
+    """Logits (n_passages x n_categories).  ``texts`` are one document's passages in reading
+    order (the heading each passage sits under is read from the passages before it), unless
+    ``headings`` gives the heading words of each passage."""
+    import scipy.sparse as sp
+
+    model = model or load_model()
+    if not texts:
+        return np.zeros((0, len(model.categories)), dtype=np.float32)
+    texts = [t if isinstance(t, str) else "" for t in texts]
+    X = model.vectorizer.transform(texts)
+    if model.head_vectorizer is not None:
+        heads = headings if headings is not None else heading_texts(texts)
+        X = sp.hstack([X, model.head_weight * model.head_vectorizer.transform(heads)]).tocsr()
+    logits = np.asarray(X @ model.coef) + model.intercept
+    for col, pattern, boost in model.priors:  # keyword priors of rare categories
+        hits = np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(texts))
+        logits[hits, col] += boost
+    return logits.astype(np.float32)
+
+
+def score_passages(texts: list[str], model: OfflineModel | None = None, headings: list[str] | None = None) -> np.ndarray:
+    """Probabilities (n_passages x n_categories, order = ``load_model().categories``)."""
+    logits = passage_logits(texts, model, headings)
+    return (1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))).astype(np.float32)
+
+
+__all__ = ["MODEL_DIR", "OfflineModel", "heading_texts", "load_model", "passage_logits", "score_passages"]

@@ -1,0 +1,225 @@
+"""Review playbooks: which clause categories to look for, which need a person, how each step runs.
+
+A playbook is YAML validated by pydantic (unknown keys are errors, so a typo fails fast and
+names the field).  Built-in playbooks live in ``clausegate/review/playbooks/``; any other value of
+``--playbook`` is read as a path to a YAML file.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from clausegate.review.categories import CATEGORIES, canonical
+from clausegate.errors import PlaybookError
+
+BUILTIN_DIR = Path(__file__).parent / "playbooks"
+
+CategoryName = Annotated[str, Field(description="one of CUAD's 41 category names")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _canonical_category(value: str) -> str:
+    try:
+        return canonical(value)
+    except KeyError:
+        raise ValueError(f"unknown clause category {value!r} (see clausegate.review.categories.CATEGORIES)") from None
+
+
+class StepPolicy(_Strict):
+    """How Prefect runs one step: timeout and retries."""
+
+    timeout_seconds: float = Field(300, gt=0)
+    retries: int = Field(0, ge=0, le=10)
+    retry_delay_seconds: list[float] = Field(default_factory=lambda: [2.0, 4.0, 8.0])
+
+
+class ParseSettings(StepPolicy):
+    max_chars: int = Field(500_000, gt=0, description="refuse documents with more extracted text")
+    max_file_mb: float = Field(50, gt=0)
+    memory_mb: int = Field(1024, ge=128, description="address-space cap of the parser process")
+    ocr: Literal["auto", "off"] = "auto"
+
+
+class ExtractSettings(StepPolicy):
+    extractor: str = Field(
+        "offline", description="'offline', or a model block 'anthropic-model/NAME' / 'openai-compatible-model/NAME'"
+    )
+    min_confidence: float = Field(0.0, ge=0, le=1, description="drop clauses below this confidence")
+    cascade_margin: float = Field(
+        1.0, ge=0, le=20,
+        description="send a category to the model when its best offline score is within this many log-odds of its threshold",
+    )
+    max_output_tokens: int = Field(2048, gt=0)
+
+
+class GenerateSettings(StepPolicy):
+    provider: str | None = Field(
+        None, description="model block for redlines/questions, e.g. 'openai-compatible-model/codex'; empty: skip"
+    )
+    max_output_tokens: int = Field(1024, gt=0)
+
+
+class Steps(_Strict):
+    parse: ParseSettings = ParseSettings(timeout_seconds=120)
+    prefilter: StepPolicy = StepPolicy(timeout_seconds=120)
+    extract: ExtractSettings = ExtractSettings(retries=3)
+    generate: GenerateSettings = GenerateSettings(retries=3)
+    report: StepPolicy = StepPolicy(timeout_seconds=60)
+
+
+class Gate(_Strict):
+    category: CategoryName
+    sla_hours: float = Field(24, gt=0, description="escalate when nobody decided within this time")
+    reason: str = ""
+
+    @field_validator("category")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return _canonical_category(value)
+
+
+class Budgets(_Strict):
+    per_run_eur: float = Field(0.50, ge=0)
+    per_period_eur: float = Field(40.0, ge=0)
+    period: Literal["day", "month", "year"] = "year"
+    max_tokens_per_run: int = Field(200_000, ge=0)
+
+
+class CacheSettings(_Strict):
+    expiration_days: float = Field(30, gt=0)
+
+
+class RetentionSettings(_Strict):
+    """How long this playbook's reports and cached step results are kept on disk.
+
+    The scheduled ``retention`` flow deletes them when they are older than ``days`` (or than
+    ``CLAUSEGATE_RETENTION_DAYS``, default 30, whichever is shorter); uploads follow
+    ``CLAUSEGATE_RETENTION_DAYS`` (an upload can serve several playbooks).  Empty: that setting alone.
+    """
+
+    days: float | None = Field(None, gt=0, description="keep this playbook's reports and cached results at most "
+                               "this many days (also caps cache.expiration_days); empty: CLAUSEGATE_RETENTION_DAYS")
+
+
+class Playbook(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str = ""
+    categories: list[CategoryName] = Field(min_length=1)
+    high_risk: list[CategoryName] = []
+    gates: list[Gate] = []
+    steps: Steps = Steps()
+    budgets: Budgets = Budgets()
+    cache: CacheSettings = CacheSettings()
+    retention: RetentionSettings = RetentionSettings()
+
+    @field_validator("categories", "high_risk", mode="before")
+    @classmethod
+    def _expand_all(cls, value):
+        if value == "all":
+            return list(CATEGORIES)
+        return value
+
+    @field_validator("categories", "high_risk")
+    @classmethod
+    def _canonical(cls, values: list[str]) -> list[str]:
+        names = [_canonical_category(v) for v in values]
+        return list(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _gates_and_risks_are_reviewed(self) -> "Playbook":
+        wanted = set(self.categories)
+        for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates])):
+            stray = [n for n in names if n not in wanted]
+            if stray:
+                raise ValueError(f"{field_name} names categories not in 'categories': {stray}")
+        return self
+
+    @property
+    def gated_categories(self) -> list[str]:
+        return [g.category for g in self.gates]
+
+
+# One attempt of a model step (one Prefect task run attempt, which ``timeout_seconds`` bounds) sends
+# at most this many HTTP requests: the answer and one repair call (``providers.structured``).
+REQUESTS_PER_ATTEMPT = 2
+
+
+def check_step_timeouts(book: Playbook, http_timeouts: dict[str, tuple[float, float]], *,
+                        extractor: str | None = None) -> None:
+    """Reject a playbook whose model-step timeout cannot hold one attempt's HTTP requests.
+
+    ``http_timeouts``: model block name -> (connect, read) seconds (``read_timeout_seconds`` of the
+    block).  Prefect's ``timeout_seconds`` bounds each attempt of the step's task; one attempt sends
+    up to ``REQUESTS_PER_ATTEMPT`` requests, each allowed connect + read seconds, so a shorter step
+    timeout kills a call the provider may still answer (an uncoded ``TimedOut``).  ``extractor``
+    overrides ``steps.extract.extractor`` (the ``--extractor`` of a review).  Raises PlaybookError
+    naming the field and the figures."""
+    problems = []
+    steps = (("extract", book.steps.extract, extractor or book.steps.extract.extractor),
+             ("generate", book.steps.generate, book.steps.generate.provider))
+    for step, settings, block in steps:
+        if not block or block == "offline" or block not in http_timeouts:
+            continue
+        connect, read = http_timeouts[block]
+        needed = REQUESTS_PER_ATTEMPT * (connect + read)
+        if settings.timeout_seconds < needed:
+            problems.append(
+                f"steps.{step}.timeout_seconds: {settings.timeout_seconds:g} s is shorter than one attempt's HTTP "
+                f"time with block '{block}': {REQUESTS_PER_ATTEMPT} requests (answer + one repair) x (connect "
+                f"{connect:g} s + read {read:g} s) = {needed:g} s")
+    if problems:
+        raise PlaybookError(
+            f"playbook {book.name} is invalid: " + "; ".join(problems),
+            hint="raise the named steps.<step>.timeout_seconds to at least the figure given, or lower "
+                 "connect_timeout_seconds/read_timeout_seconds in the model block (not the other way round: a "
+                 "longer HTTP timeout needs a longer step timeout). A provider that hangs is cut short by the "
+                 "block's circuit breaker, not by the step timeout.")
+
+
+def builtin_playbooks() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        location = ".".join(str(x) for x in item["loc"]) or "(top level)"
+        parts.append(f"{location}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def parse_playbook(text: str, *, origin: str = "<string>") -> Playbook:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PlaybookError(f"playbook {origin} is not valid YAML: {exc}", hint="fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise PlaybookError(f"playbook {origin} must be a YAML mapping", hint="start from clausegate/review/playbooks/default.yaml")
+    try:
+        return Playbook.model_validate(data)
+    except ValidationError as exc:
+        raise PlaybookError(
+            f"playbook {origin} is invalid: {_describe(exc)}",
+            hint="correct the named field(s); see clausegate/review/playbooks/default.yaml for a valid example",
+        ) from None
+
+
+@lru_cache(maxsize=32)
+def load_playbook(name_or_path: str) -> Playbook:
+    """Load a built-in playbook by name, or a YAML file by path."""
+    builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
+    path = builtin if builtin.is_file() else Path(name_or_path)
+    if not path.is_file():
+        raise PlaybookError(
+            f"playbook {name_or_path!r} not found",
+            hint=f"use one of {builtin_playbooks()} or a path to a .yaml file",
+        )
+    return parse_playbook(path.read_text(encoding="utf-8"), origin=str(path))

@@ -1,0 +1,176 @@
+"""Review report: JSON (the machine-readable record) and Markdown (for people and the Prefect UI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from clausegate.errors import ReportWriteError
+from clausegate.review.money import eur_digits, eur_text
+from clausegate.review.document.codes import INTEGRITY_CODES
+from clausegate.review.schemas import Cost, Notice, Review
+
+CLAUSE_TEXT_LIMIT = 400
+
+
+def report_stem(review: Review) -> str:
+    stem = Path(review.filename).stem.replace(" ", "_")[:60]
+    return f"{stem}-{review.contract_id[:12]}-{review.playbook}"
+
+
+def _pages(pages: list[int]) -> str:
+    if len(pages) == 1:
+        return f"p. {pages[0]}"
+    return f"pp. {pages[0]}–{pages[-1]}"
+
+
+def _where(clause) -> str:
+    """"§ 11.3 Limitation of Liability, p. 7" (the section when the extractor found one)."""
+    return f"§ {_md_cell(clause.section)}, {_pages(clause.pages)}" if clause.section else _pages(clause.pages)
+
+
+def _cut(text: str, limit: int = CLAUSE_TEXT_LIMIT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _model_sections(review: Review) -> list[str]:
+    """What a model disputed (both sides) and what it could not confirm (its step failed)."""
+    lines: list[str] = []
+    disputed = [c for c in review.clauses if c.dispute]
+    if disputed:
+        lines += ["", "## Disputed by the model (kept; a person decides in gated or high-risk categories)", "",
+                  "| Category | Offline finding | Model |", "|---|---|---|"]
+        for c in disputed:
+            d = c.dispute
+            theirs = (f"{d.model}: other text ({_pages(d.model_pages)}, {d.model_confidence:.2f}): "
+                      f"{_md_cell(_cut(d.model_text or '', 200))}" if d.model_found == "other"
+                      else f"{d.model}: no valid clause of this category")
+            lines.append(f"| {c.category} | {_pages(c.pages)}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))} | {theirs} |")
+    if review.model_unconfirmed:
+        lines += ["", "## Not confirmed by the model (its step failed; offline result kept)", "",
+                  ", ".join(review.model_unconfirmed)]
+    return lines
+
+
+def render_markdown(review: Review) -> str:
+    lines = [
+        f"# Contract review: {review.filename}",
+        "",
+        f"- **Status:** `{review.status}`",
+        f"- **Contract id:** `{review.contract_id}`",
+        f"- **Playbook:** {review.playbook} · **Extractor:** {review.extractor}",
+        f"- **Pages:** {review.pages_total} ({len(review.pages_kept)} kept by the pre-filter: "
+        f"{', '.join(map(str, review.pages_kept)) or 'none'})",
+        f"- **Text reviewed:** {review.tokens_kept:,} of {review.tokens_total:,} tokens",
+        f"- **Cost:** {_cost_line(review.cost)}",
+    ]
+    if review.failure:
+        f = review.failure
+        lines += ["", "## Stopped", "", f"Step **{f.step}** stopped with `{f.code}`"
+                  + (f" on field `{f.field}`" if f.field else "") + f": {_md_cell(f.message)}"]
+    integrity = [w for w in review.warnings if w.code in INTEGRITY_CODES]
+    if integrity:
+        lines += ["", "## Document integrity: the PDF may not say what this review read", "",
+                  "Text a reader cannot see, or text that does not read as words, was found. Check these pages in "
+                  "the PDF itself; hidden text in a contract is a red flag to raise with the sender.", ""]
+        lines += [_warning_line(w) for w in integrity]
+    if review.gated_categories:
+        lines += ["", "## Needs a person", ""]
+        lines += [f"- {c}" for c in review.gated_categories]
+    lines += _model_sections(review)
+    if review.decisions:
+        lines += ["", "## Decisions", "", "| Gate | Decision | Reviewer | Comment | When |", "|---|---|---|---|---|"]
+        lines += [f"| {d.gate} | {d.decision} | {_md_cell(d.reviewer)} | {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
+                  for d in review.decisions]
+    by_category: dict[str, list] = defaultdict(list)
+    found = [c for c in review.clauses if not c.possible]
+    for clause in found:
+        by_category[clause.category].append(clause)
+    lines += ["", f"## Clauses found ({len(found)} in {len(by_category)} categories)", ""]
+    if by_category:
+        lines += ["| Category | Page | Confidence | Text |", "|---|---|---|---|"]
+        for category, clauses in by_category.items():
+            for clause in clauses:
+                mark = " **(disputed)**" if clause.dispute else ""
+                lines.append(f"| {category}{mark} | {_where(clause)} | {clause.confidence:.2f} | {_md_cell(_cut(clause.text))} |")
+    else:
+        lines.append("No clauses of the playbook's categories were found.")
+    possible = [c for c in review.clauses if c.possible]
+    if possible:
+        lines += ["", f"## Possible clauses ({len(possible)}): scored near the threshold, check them", "",
+                  "| Category | Page | Confidence | Text |", "|---|---|---|---|"]
+        lines += [f"| {c.category} | {_where(c)} | {c.confidence:.2f} | {_md_cell(_cut(c.text))} |" for c in possible]
+    if review.suggestions:
+        lines += ["", "## Suggested redlines and questions for the counterparty", ""]
+        for x in review.suggestions:
+            lines.append(f"- **{x.category}** ({_pages(x.pages) if x.pages else 'n/a'}): {_md_cell(x.redline)}")
+            lines += [f"  - {_md_cell(q)}" for q in x.questions]
+    if review.cost_by_step or review.cascade:
+        lines += ["", "## Cost", "", "Paid by this run (every answer a provider billed, failed attempts included) "
+                  "and, apart, answers reused from the cache at what an earlier run paid for them.", "",
+                  "| Step | Model calls | Input tokens | Output tokens | € this run | Reused calls | € reused |",
+                  "|---|---|---|---|---|---|---|"]
+        for step, c in [*review.cost_by_step.items(), ("**run**", review.cost)]:
+            lines.append(f"| {step} | {c.calls} | {c.input_tokens:,} | {c.output_tokens:,} | {eur_digits(c.eur)} "
+                         f"| {c.reused_calls} | {eur_digits(c.reused_eur)} |")
+        if review.cascade:
+            k = review.cascade
+            lines += ["", f"Cascade: {len(k.categories_sent)} of {k.categories_total} categories sent to the model "
+                          f"({', '.join(k.categories_sent) or 'none'}); prompt {k.prompt_tokens_sent:,} tokens vs. "
+                          f"{k.prompt_tokens_naive:,} for the whole document with every category; "
+                          f"model calls saved: {k.model_calls_saved}" + (" · **[TRUNCATED]**" if k.truncated else "")]
+    if review.failure is None:
+        lines += ["", f"## Missing categories ({len(review.missing_categories)})", ""]
+        lines.append(", ".join(review.missing_categories) or "None: every category was found.")
+    others = [w for w in review.warnings if w.code not in INTEGRITY_CODES]
+    if others:
+        lines += ["", "## Warnings", ""]
+        lines += [_warning_line(w) for w in others]
+    return "\n".join(lines) + "\n"
+
+
+def _warning_line(w: Notice) -> str:
+    return f"- `{w.code}`" + (f" (page {w.page})" if w.page else "") + f": {_md_cell(w.message)}"
+
+
+def _cost_line(cost: Cost) -> str:
+    line = f"{eur_text(cost.eur)} this run ({cost.calls} model calls, {cost.input_tokens + cost.output_tokens:,} tokens)"
+    if cost.reused_calls or cost.reused_eur:
+        line += f"; {eur_text(cost.reused_eur)} reused from cache ({cost.reused_calls} model calls, not paid again)"
+    return line
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(review: Review, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``<stem>.json`` and ``<stem>.md`` atomically; return their paths."""
+    folder = Path(out_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = report_stem(review)
+        json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
+        _atomic_write(json_path, json.dumps(review.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+        _atomic_write(md_path, render_markdown(review))
+    except OSError as exc:
+        raise ReportWriteError(
+            f"cannot write the report to {folder}: {exc.strerror or exc}",
+            hint="choose a writable folder with --out (finished steps are cached; rerunning costs nothing)",
+        ) from None
+    return json_path, md_path

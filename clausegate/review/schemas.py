@@ -1,0 +1,223 @@
+"""Pydantic models passed between the review steps.
+
+They are importable from the package (``clausegate.review.schemas``) on purpose: Prefect hashes a
+pydantic input by class path + data, so a CLI run and a deployment run share the cache only
+if both see the same class path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from clausegate.review.categories import CATEGORIES, canonical
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Notice(_Model):
+    """A warning attached to a document or review (e.g. a page that needs OCR)."""
+
+    code: str
+    message: str
+    page: int | None = None
+
+
+class ContractSource(_Model):
+    """Where a contract is and what it is: the cache keys on ``contract_id``, never on ``path``."""
+
+    path: str
+    contract_id: str = Field(pattern=SHA256_PATTERN, description="sha256 of the file's bytes")
+    size_bytes: int = Field(ge=0)
+    filename: str
+
+
+class Page(_Model):
+    number: int = Field(ge=1, description="1-based page number in the PDF")
+    text: str
+    needs_ocr: bool = Field(False, description="the page has no text layer")
+    ocr_used: bool = False
+
+
+class ParsedDocument(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    filename: str
+    pages: list[Page] = Field(min_length=1)
+    notices: list[Notice] = []
+
+    @property
+    def char_count(self) -> int:
+        return sum(len(p.text) for p in self.pages)
+
+
+class Passage(_Model):
+    """A run of sentences from one page, kept by the pre-filter."""
+
+    page: int = Field(ge=1)
+    text: str = Field(min_length=1)
+    score: float = Field(description="relevance to the playbook's categories (higher keeps)")
+    categories: dict[str, float] = Field(
+        default_factory=dict, description="per-category relevance scores for the playbook's categories"
+    )
+    section: str | None = Field(None, description="the numbered section the passage starts in, e.g. '11.3 Limitation of Liability'")
+
+
+class FilteredDocument(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    passages: list[Passage]
+    pages_kept: list[int]
+    tokens_total: int = Field(ge=0)
+    tokens_kept: int = Field(ge=0)
+
+
+class Dispute(_Model):
+    """The model's side when it disagrees with an offline finding.  The finding is kept (the model
+    adds evidence, it never removes it) and, in a gated or high-risk category, a person decides."""
+
+    model: str = Field(description="the model that disagreed")
+    model_found: Literal["nothing", "other"] = Field(
+        description="'nothing': no valid clause of this category in the model's answer; "
+                    "'other': the model quoted different text for this category")
+    model_text: str | None = Field(None, description="the model's quote when model_found='other'")
+    model_pages: list[int] = []
+    model_confidence: float | None = None
+
+
+class Clause(_Model):
+    category: str
+    text: str = Field(min_length=1)
+    pages: list[int] = Field(min_length=1)
+    confidence: float = Field(ge=0.0, le=1.0)
+    source: Literal["offline", "model"]
+    model: str | None = Field(None, description="the model name when source='model'")
+    dispute: Dispute | None = Field(None, description="set when a model disagreed with this offline finding")
+    section: str | None = Field(None, description="the numbered section the clause sits in, e.g. '11.3 Limitation of Liability'")
+    possible: bool = Field(False, description="scored near the category's threshold without reaching it: not a finding, "
+                                              "listed for a person to check (a gated category's gate asks about it)")
+
+    @field_validator("category")
+    @classmethod
+    def _known_category(cls, value: str) -> str:
+        try:
+            return canonical(value)
+        except KeyError:
+            raise ValueError(f"unknown clause category {value!r}; expected one of CUAD's 41 names") from None
+
+
+class Extraction(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    extractor: str = Field(description="'offline' or the provider name")
+    clauses: list[Clause]
+    categories_checked: list[str]
+    notices: list[Notice] = []
+
+
+class Cost(_Model):
+    """Model spend.  ``calls``/``input_tokens``/``output_tokens``/``eur``: what THIS run paid for
+    (every answer a provider billed, used or not; the same amounts went into the spend ledger).
+    ``reused_*``: answers this run took from the cache, at what they cost the earlier run that paid
+    for them (not spent again, not in the ledger again)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    eur: float = 0.0
+    reused_calls: int = 0
+    reused_eur: float = 0.0
+
+
+class Suggestion(_Model):
+    """A suggested redline / fallback wording and questions for the counterparty (generation step)."""
+
+    category: str
+    pages: list[int] = []
+    redline: str = Field(min_length=1)
+    questions: list[str] = []
+    model: str | None = None
+
+
+class CascadeSummary(_Model):
+    """What the offline-first cascade sent to the model, and what that saved."""
+
+    categories_total: int
+    categories_sent: list[str]
+    model_calls: int
+    model_calls_saved: int = Field(description="calls a model-only review would have made that the cascade avoided")
+    prompt_tokens_naive: int = Field(description="whole document + instructions for every category")
+    prompt_tokens_sent: int
+    truncated: bool = False
+
+
+class GateDecision(_Model):
+    """A person's (or the SLA sweeper's) answer at a human gate. A timeout is an escalation, never a rejection."""
+
+    gate: str = Field(description="the gate key")
+    categories: list[str] = Field(description="the gated categories this decision covers")
+    decision: Literal["approve", "changes", "escalate"]
+    reviewer: str
+    comment: str = ""
+    via: Literal["slack", "ui", "cli", "sla"] = "ui"
+    decided_at: datetime
+
+
+class StepFailure(_Model):
+    """An explicit partial failure: which step stopped, on which field, and what to do."""
+
+    step: str
+    code: str
+    message: str
+    field: str | None = None
+
+
+# ``degraded``: complete on the offline result because a model step failed or was skipped by the
+# circuit breaker (``Review.model_unconfirmed`` names what the model could not confirm).
+ReviewStatus = Literal["complete", "degraded", "partial_failure", "failed", "needs_legal", "changes_requested",
+                       "pending_decision"]
+
+
+class Review(_Model):
+    contract_id: str = Field(pattern=SHA256_PATTERN)
+    filename: str
+    playbook: str
+    status: ReviewStatus
+    extractor: str
+    clauses: list[Clause] = []
+    missing_categories: list[str] = []
+    gated_categories: list[str] = []
+    pages_total: int = 0
+    pages_kept: list[int] = []
+    tokens_total: int = 0
+    tokens_kept: int = 0
+    warnings: list[Notice] = []
+    cost: Cost = Cost()
+    decisions: list[GateDecision] = []
+    suggestions: list[Suggestion] = []
+    cascade: CascadeSummary | None = None
+    cost_by_step: dict[str, Cost] = {}
+    failure: StepFailure | None = None
+    model_unconfirmed: list[str] = Field(
+        default_factory=list, description="categories sent to a model whose answer never came (model step failed)")
+
+
+__all__ = [
+    "CATEGORIES",
+    "Clause",
+    "ContractSource",
+    "Cost",
+    "Dispute",
+    "Extraction",
+    "FilteredDocument",
+    "GateDecision",
+    "Notice",
+    "Page",
+    "ParsedDocument",
+    "Passage",
+    "Review",
+    "StepFailure",
+]

@@ -1,0 +1,315 @@
+"""A gate cannot be skipped by a hung review process (issue 9, class 3), end to end with real processes.
+
+The session Prefect server, `prefect deploy` of prefect.yaml (contract-review + dead-letters), real
+process workers, the zombie-run automation (window shortened to 45 s, the shortest allowed) and a
+fake Slack.  Each test submits a contract with uncapped liability (a gate) whose parse is slow
+(about 10 s), stops the flow-run process with SIGSTOP as soon as the server has its first
+heartbeat (so it is Running and has not reached the gate: it is still parsing), and lets Prefect
+and ClauseGate act:
+
+* ``test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate``: the issue's
+  scenario — the worker stays up.  The zombie automation crashes the run, dead-letters stops the
+  stale attempt through Prefect's cancellation (the worker that owns the process kills it and
+  frees its slot) and requeues it; the requeued attempt runs and waits at the gate.  Before the
+  fix the worker refused the requeued run ("Duplicate submission") and, once the stale process was
+  continued, it completed the run: inbox ``done``, review ``pending_decision``, no decision.
+* ``test_a_stale_process_that_wakes_up_later_changes_nothing``: the whole machine freezes (the worker
+  is stopped too, so nobody can kill the process), another worker takes over.  While the requeued
+  attempt runs the machine is continued (SIGCONT): the stale process sees that its attempt is no
+  longer the run's current one and exits without touching the run; the run waits at the current
+  attempt's gate (also past the zombie window).  Before the fix the stale process raced ahead,
+  posted its own gate message and suspended the run at its (attempt 1) gate; the answer to it
+  then opened yet another gate instead of completing the run.
+
+Both then answer the gate and check that the run completes with that decision, and that the inbox
+never said ``done`` before.  Measured timings are printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from clausegate import stack
+
+from clausegate.ops import dead_letters
+from tests.support.inbox_support import poll
+from tests.support.pdf_factory import make_slow_pdf, make_text_pdf
+from tests.e2e.test_dead_letters import _flow_process
+from tests.e2e.test_deployments import (  # noqa: F401  (fake_slack: fixture)
+    ROOT,
+    SLACK_BLOCK,
+    cancel_unfinished,
+    deploy_once,
+    fake_slack,
+    start_worker,
+    stop_worker,
+)
+from tests.integration.test_gates_flow import GATED_PAGES
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
+
+ZOMBIE_SECONDS = 45
+# payment-liability with generous step time caps: the hung process must not fail on its own parse
+# timeout when it is continued (the point is what it does to the run, not a timeout).
+PLAYBOOK = """\
+name: gate-skip-test
+description: payment-liability gates with long step time caps (tests/e2e/test_gate_not_skipped.py)
+categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability, Liquidated Damages]
+gates:
+  - {category: Uncapped Liability, sla_hours: 8, reason: Liability without a cap needs legal sign-off.}
+  - {category: Liquidated Damages, sla_hours: 8, reason: Fixed damages need legal sign-off.}
+steps:
+  parse: {timeout_seconds: 900, max_chars: 5000000}
+  prefilter: {timeout_seconds: 900}
+  extract: {extractor: offline, timeout_seconds: 900}
+"""
+
+
+@pytest.fixture(scope="module")
+def stack_ready(tmp_path_factory):
+    """prefect.yaml deployed; the zombie automation at 45 s for this module, 150 s again afterwards."""
+    deploy_once(tmp_path_factory.mktemp("deploy"))
+    automations = ROOT / "deployments" / "automations.yaml"
+    os.environ["CLAUSEGATE_ZOMBIE_SECONDS"] = str(ZOMBIE_SECONDS)
+    try:
+        stack.apply_automations(automations, lambda msg: None)
+    finally:
+        os.environ.pop("CLAUSEGATE_ZOMBIE_SECONDS", None)
+    yield
+    stack.apply_automations(automations, lambda msg: None)
+
+
+def _client():
+    from prefect.client.orchestration import get_client
+
+    return get_client(sync_client=True)
+
+
+def _read(run_id):
+    with _client() as client:
+        return client.read_flow_run(uuid.UUID(str(run_id)))
+
+
+def _history(run_id) -> list[tuple[str, int | None]]:
+    with _client() as client:
+        states = sorted(client.read_flow_run_states(uuid.UUID(str(run_id))), key=lambda s: s.timestamp)
+    return [(s.name, s.type.value) for s in states]
+
+
+def _gated_slow_pdf(folder: Path, label: str) -> Path:
+    """The gated contract (uncapped liability, liquidated damages) plus one page that takes ~10 s to parse."""
+    from pypdf import PdfWriter
+
+    pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} ({label}).", *GATED_PAGES[1:]]
+    text = make_text_pdf(folder / f"{label}-text.pdf", pages)
+    slow = make_slow_pdf(folder / f"{label}-slow.pdf", operations=100_000)
+    writer = PdfWriter()
+    writer.append(str(text))
+    writer.append(str(slow))
+    out = folder / f"{label}.pdf"
+    with open(out, "wb") as fh:
+        writer.write(fh)
+    return out
+
+
+def _submit(tmp_path: Path, label: str):
+    from prefect.deployments import run_deployment
+
+    book = tmp_path / "gate-skip-test.yaml"
+    book.write_text(PLAYBOOK)
+    pdf = _gated_slow_pdf(tmp_path, label)
+    return run_deployment("contract-review/contract-review", timeout=0, work_queue_name="high", tags=["gate-skip-test"],
+                          parameters={"source": str(pdf), "playbook": str(book), "out_dir": str(tmp_path / "out")})
+
+
+def _heartbeat_seen(run_id) -> bool:
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+
+    with _client() as client:
+        page = client.read_events(EventFilter(event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+                                              resource=EventResourceFilter(id=[f"prefect.flow-run.{run_id}"])), limit=1)
+    return bool(page.events)
+
+
+def _stop_when_hung(run_id) -> int:
+    """SIGSTOP the run's process once it is Running and the server has its first heartbeat (the zombie
+    automation only watches runs that sent one); it must still be before the gate (parsing)."""
+    pid = poll(lambda: _flow_process(run_id) if _read(run_id).state_name == "Running" else None, bool,
+               timeout=120, interval=0.2, what="the flow-run process to be running")
+    poll(lambda: _heartbeat_seen(run_id), bool, timeout=30, interval=0.2, what="the run's first heartbeat")
+    os.kill(pid, signal.SIGSTOP)
+    run = _read(run_id)
+    assert run.state_name == "Running" and run.run_count == 1, f"not stopped before the gate: {run.state_name}"
+    return pid
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an exited child its parent has not reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class InboxWatch:
+    """What the inbox (its service, on the same Prefect server) says about the task, each time we look."""
+
+    def __init__(self, tmp_path: Path):
+        from clausegate.inbox.service import Inbox
+        from clausegate.inbox.settings import InboxSettings
+
+        self.inbox = Inbox(InboxSettings(data_dir=tmp_path / "inbox"), ui_url="http://127.0.0.1:4200")
+        self.seen: list[tuple[str, str, str | None]] = []  # (inbox status, Prefect state, review status)
+
+    def look(self, run_id):
+        view = asyncio.run(self.inbox.view(_read(run_id)))
+        entry = (view.status, view.state, view.review.status if view.review else None)
+        if not self.seen or self.seen[-1] != entry:
+            self.seen.append(entry)
+        return view
+
+
+def _watch_until(watch: InboxWatch, run_id, done, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        view = watch.look(run_id)
+        if done(view):
+            return view
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; inbox saw {watch.seen}; "
+                         f"states {_history(run_id)}")
+
+
+def _assert_never_done_without_decision(run_id, watch: InboxWatch) -> None:
+    history = _history(run_id)
+    assert "Completed" not in [name for name, _ in history], f"completed without a decision: {history}; {watch.seen}"
+    assert "done" not in [status for status, _, _ in watch.seen], watch.seen
+
+
+def _answer_and_finish(run_id, watch: InboxWatch) -> dict:
+    """Approve the gate (as `clausegate resolve` does); the run completes with that decision."""
+    from clausegate.gates.resolve import resolve_gate
+
+    outcome = resolve_gate(run_id, "approve", reviewer="rita", via="cli", comment="checked after the hang")
+    assert outcome.kind == "resumed", outcome
+    view = _watch_until(watch, run_id, lambda v: v.state in ("Completed", "Failed", "Crashed", "Cancelled"), 120,
+                        "the answered run to finish")
+    assert view.status == "done" and view.state == "Completed", watch.seen
+    (decision,) = view.review.decisions
+    assert decision.decision == "approve" and decision.reviewer.startswith("rita")
+    assert view.review.status == "complete"
+    return view.review.model_dump()
+
+
+def test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(stack_ready, fake_slack, tmp_path):  # noqa: F811
+    worker = start_worker(tmp_path / "worker.log", name="gate-skip-worker", limit=3,
+                          extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
+    watch = InboxWatch(tmp_path)
+    run = _submit(tmp_path, "hung")
+    pid = None
+    try:
+        pid = _stop_when_hung(run.id)
+        stopped_at = time.monotonic()
+        _watch_until(watch, run.id, lambda v: v.state == "Crashed" or v.attempts >= 2, 150,
+                     "the zombie automation to crash the hung run")
+        crashed_after = time.monotonic() - stopped_at
+        _watch_until(watch, run.id, lambda v: v.state not in ("Crashed", "Cancelling", "Cancelled")
+                     and dead_letters.REQUEUED in _read(run.id).tags, 150, "the requeue")
+        requeued_after = time.monotonic() - stopped_at
+        stale_alive = _alive(pid)
+        if stale_alive:  # (before the fix it was still there, holding its worker slot)
+            os.kill(pid, signal.SIGCONT)
+        view = _watch_until(watch, run.id, lambda v: v.state in ("Suspended", "Completed", "Failed", "Cancelled",
+                                                                 "Crashed") and v.attempts >= 2 or v.state == "Completed",
+                            180, "the requeued attempt to reach the gate")
+        gate_after = time.monotonic() - stopped_at
+        print(f"\nhung run: crashed {crashed_after:.0f} s after SIGSTOP, requeued at {requeued_after:.0f} s, "
+              f"waiting at the gate again at {gate_after:.0f} s; stale process alive at requeue: {stale_alive}; "
+              f"states {[n for n, _ in _history(run.id)]}; inbox {watch.seen}")
+        _assert_never_done_without_decision(run.id, watch)
+        assert view.state == "Suspended" and view.status == "waiting_for_human" and view.attempts == 2, watch.seen
+        assert "cancelled" not in [status for status, _, _ in watch.seen], watch.seen  # the requeue is not a cancel
+        assert not stale_alive and not _alive(pid), "the hung process was not stopped before the requeue"
+        review = _answer_and_finish(run.id, watch)
+        assert review["decisions"][0]["gate"].startswith("gate-r2-")
+        assert "done" not in [s for s, _, _ in watch.seen[:-1]], watch.seen
+    finally:
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+        stop_worker(worker)
+        cancel_unfinished(["contract-review", "failure-alert", "dead-letters"])
+
+
+def _gate_posts(fake, run_id) -> list:
+    """Gate messages (the gate channel of the test block) about this run; alerts go elsewhere."""
+    return [c for c in fake.calls("chat.postMessage", ok_only=True)
+            if c.args.get("channel") == "C0GATES" and str(run_id) in json.dumps(c.args)]
+
+
+def test_a_stale_process_that_wakes_up_later_changes_nothing(stack_ready, fake_slack, tmp_path):  # noqa: F811
+    """The whole machine freezes (worker and flow-run process stopped), another worker takes over; the machine
+    wakes up while the requeued attempt runs: the stale process must leave the run to that attempt."""
+    # The first worker reports its heartbeat every 5 s, so the server sees it offline ~15 s after it freezes.
+    first = start_worker(tmp_path / "worker-1.log", name="gate-skip-freezes", limit=3,
+                         extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK, "PREFECT_WORKER_HEARTBEAT_SECONDS": "5"})
+    second = None
+    watch = InboxWatch(tmp_path)
+    run = _submit(tmp_path, "stale")
+    pid = None
+    frozen = False
+    try:
+        pid = _stop_when_hung(run.id)
+        os.killpg(first.pid, signal.SIGSTOP)  # the worker freezes with it (its own process group)
+        frozen = True
+        second = start_worker(tmp_path / "worker-2.log", name="gate-skip-takes-over", limit=3,
+                              extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
+        # The requeued attempt runs (and parses, ~10 s) on the second worker: now the machine wakes up.
+        _watch_until(watch, run.id, lambda v: v.attempts >= 2 and v.state in ("Running", "Suspended", "Completed"),
+                     300, "the requeued attempt to run")
+        assert _alive(pid), "the stale process should still exist (its worker froze with it)"
+        os.killpg(first.pid, signal.SIGCONT)
+        frozen = False
+        os.kill(pid, signal.SIGCONT)
+        woke = time.monotonic()
+        poll(lambda: not _alive(pid), bool, timeout=120, interval=0.5, what="the stale process to exit")
+        exited_after = time.monotonic() - woke
+        view = _watch_until(watch, run.id, lambda v: v.state in ("Suspended", "Completed", "Failed", "Crashed",
+                                                                 "Cancelled"), 180, "the current attempt's gate")
+        before = _read(run.id)
+        # Past the zombie window: a late heartbeat of the stale process must not end the waiting gate either.
+        end = time.monotonic() + ZOMBIE_SECONDS + 20
+        while time.monotonic() < end:
+            watch.look(run.id)
+            time.sleep(2)
+        after = _read(run.id)
+        print(f"\nstale process exited {exited_after:.1f} s after SIGCONT; states {[n for n, _ in _history(run.id)]}; "
+              f"inbox {watch.seen}; gate messages {len(_gate_posts(fake_slack, run.id))}")
+        _assert_never_done_without_decision(run.id, watch)
+        assert view.state == "Suspended" and before.run_count == 2, _history(run.id)
+        assert before.state.state_details.pause_key.startswith("gate-r2-"), "waiting at the stale attempt's gate"
+        assert len(_gate_posts(fake_slack, run.id)) == 1, "the stale attempt posted a gate message too"
+        assert after.state_id == before.state_id, _history(run.id)  # still the same wait
+        log = (tmp_path / "worker-1.log").read_text(errors="replace")
+        assert "CG-RUN-STALE-ATTEMPT" in log, "the stale process did not say why it stopped"
+        review = _answer_and_finish(run.id, watch)
+        assert review["decisions"][0]["gate"].startswith("gate-r2-")
+    finally:
+        if frozen:
+            os.killpg(first.pid, signal.SIGCONT)
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+        stop_worker(first)
+        if second is not None:
+            stop_worker(second)
+        cancel_unfinished(["contract-review", "failure-alert", "dead-letters"])

@@ -1,0 +1,111 @@
+"""The contract-review flow end to end on the embedded default, against a real Prefect server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.flow_runs import task_states
+from tests.support.pdf_factory import make_text_pdf
+
+PAGES = [
+    "MASTER SUPPLY AGREEMENT\nThis Master Supply Agreement is entered into as of January 5, 2024 by and between "
+    "Acme Corp., a Delaware corporation, and Widget Ltd.",
+    "1. Term. This Agreement shall commence on the Effective Date and continue for three years.\n"
+    "2. Governing Law. This Agreement shall be governed by and construed in accordance with the laws of the "
+    "State of New York, without regard to its conflict of laws principles.",
+    "3. Limitation of Liability. In no event shall either party's aggregate liability arising out of or related "
+    "to this Agreement exceed the total fees paid by Customer in the twelve months preceding the claim.\n"
+    "4. Insurance. Supplier shall maintain commercial general liability insurance with limits of not less than "
+    "$1,000,000 per occurrence and shall name Customer as an additional insured.",
+]
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def run_review(pdf: Path, out: Path, playbook: str = "default"):
+    from flows.contract_review import contract_review
+
+    state = contract_review(str(pdf), playbook=playbook, out_dir=str(out), return_state=True)
+    return state, task_states(state.state_details.flow_run_id, expected=5)
+
+
+def steps_by_state(states: dict[str, str], name: str) -> set[str]:
+    return {task for task, state in states.items() if state == name}
+
+
+MODEL_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
+
+
+def test_review_caches_on_content_and_repeats_no_finished_task(tmp_path):
+    pdf = make_text_pdf(tmp_path / "supply.pdf", PAGES)
+    out = tmp_path / "reports"
+
+    first, states = run_review(pdf, out)
+    assert first.is_completed(), first.message
+    assert steps_by_state(states, "Completed") >= MODEL_STEPS | {"write-report", "fingerprint"}
+    review = first.result()
+    found = {c.category for c in review.clauses}
+    assert {"Governing Law", "Cap on Liability"} <= found
+    governing = next(c for c in review.clauses if c.category == "Governing Law")
+    assert governing.pages == [2] and governing.source == "offline"
+    report = json.loads(next(out.glob("*.json")).read_text())
+    assert report["contract_id"] == review.contract_id and report["status"] == review.status
+    # The cap clause sits near the Uncapped Liability threshold: listed as *possible* (a person checks it),
+    # never as a finding, and nothing else is gated.
+    assert not any(c.category == "Uncapped Liability" and not c.possible for c in review.clauses)
+    assert set(review.gated_categories) <= {"Uncapped Liability"}
+    assert review.status == ("pending_decision" if review.gated_categories else "complete")
+    assert "Governing Law" in next(out.glob("*.md")).read_text()
+
+    # Same PDF again: every content-keyed step comes from cache; only the fingerprint re-reads the file.
+    second, states = run_review(pdf, out)
+    assert second.is_completed()
+    assert steps_by_state(states, "Cached") == MODEL_STEPS | {"write-report"}
+    assert steps_by_state(states, "Completed") == {"fingerprint"}
+
+    # Same bytes at another path: still the same contract, still cached.
+    moved = tmp_path / "elsewhere" / "supply.pdf"
+    moved.parent.mkdir()
+    shutil.copy(pdf, moved)
+    _, states = run_review(moved, out)
+    assert MODEL_STEPS <= steps_by_state(states, "Cached")
+
+    # Same path, edited content: a new contract id, so parsing runs again (no stale review).
+    make_text_pdf(pdf, PAGES[:2])
+    edited, states = run_review(pdf, out)
+    assert "parse-pdf" in steps_by_state(states, "Completed")
+    assert edited.result().contract_id != review.contract_id
+    assert "Cap on Liability" not in {c.category for c in edited.result().clauses}
+
+
+def test_failed_run_rerun_repays_nothing_finished(tmp_path):
+    pdf = make_text_pdf(tmp_path / "supply-b.pdf", PAGES + ["5. Notices. All notices shall be in writing."])
+    blocked = tmp_path / "out"
+    blocked.write_text("a file where the report folder should be")
+
+    failed, states = run_review(pdf, blocked)
+    assert failed.is_failed()
+    assert "CG-REPORT-WRITE" in (failed.message or "") or "CG-REPORT-WRITE" in str(states)
+    assert MODEL_STEPS <= steps_by_state(states, "Completed")
+
+    blocked.unlink()
+    rerun, states = run_review(pdf, blocked)
+    assert rerun.is_completed()
+    assert steps_by_state(states, "Cached") == MODEL_STEPS
+    assert steps_by_state(states, "Completed") == {"fingerprint", "write-report"}
+
+
+def test_bad_pdf_gives_an_explicit_failed_review(tmp_path):
+    not_pdf = tmp_path / "scan.pdf"
+    not_pdf.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 200)
+    out = tmp_path / "reports"
+    state, _ = run_review(not_pdf, out)
+    assert state.is_failed()
+    assert "CG-PDF-NOT-PDF" in state.message
+    report = json.loads(next(out.glob("*.json")).read_text())
+    assert report["status"] == "failed"
+    assert report["failure"]["step"] == "parse" and report["failure"]["code"] == "CG-PDF-NOT-PDF"

@@ -1,0 +1,72 @@
+"""The gate inside the contract-review flow without a deployment, and the gate's pure parts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clausegate.gates import GateInput, gate_key, normalise_decision
+from clausegate.gates.model import STATUS_BY_DECISION, response_key, suspend_timeout_seconds
+from tests.support.pdf_factory import make_text_pdf
+from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
+
+GATED_PAGES = [
+    "MASTER SERVICES AGREEMENT\nThis Master Services Agreement is entered into as of March 1, 2024 by and between "
+    "Acme Corp., a Delaware corporation, and Widget Ltd., a New York corporation.",
+    "7. Liquidated Damages. If Supplier fails to deliver the Services by the Delivery Date, Supplier shall pay Customer "
+    "liquidated damages equal to two percent (2%) of the fees for each week of delay, up to a maximum of twenty percent "
+    "(20%) of the total fees. The parties agree that such liquidated damages are a reasonable estimate of Customer's "
+    "loss and not a penalty.",
+    "8. Limitation of Liability. Notwithstanding anything to the contrary, the limitations of liability in this "
+    "Agreement shall not apply to Supplier's indemnification obligations, breach of confidentiality, gross negligence "
+    "or willful misconduct, for which Supplier's liability shall be unlimited.\n"
+    "9. Payment. Customer shall pay all undisputed invoices within thirty (30) days of receipt.",
+]
+
+
+@pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
+def test_run_without_deployment_completes_pending_decision(tmp_path, monkeypatch):
+    from flows.contract_review import contract_review
+
+    monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block")
+    pdf = make_text_pdf(tmp_path / "gated.pdf", GATED_PAGES)
+    state = contract_review(str(pdf), playbook="payment-liability", out_dir=str(tmp_path / "out"), return_state=True)
+    assert state.is_completed(), state.message
+    review = state.result()
+    assert set(review.gated_categories) & {"Uncapped Liability", "Liquidated Damages"}
+    assert review.status == "pending_decision" and review.decisions == []
+    notice = next(w for w in review.warnings if w.code == "CG-GATE-NO-DEPLOYMENT")
+    assert "deployment" in notice.message
+    report = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    assert report["status"] == "pending_decision"
+
+
+def test_gate_key_is_stable_per_attempt_and_content():
+    cats = ["Uncapped Liability", "Liquidated Damages"]
+    key = gate_key("a" * 64, cats, 1)
+    assert key == gate_key("a" * 64, list(reversed(cats)), 1)  # order of findings does not matter
+    assert key != gate_key("a" * 64, cats, 2)  # a retry (run_count 2) asks again
+    assert key != gate_key("b" * 64, cats, 1)
+    assert key.startswith("gate-r1-") and key.replace("-", "").isalnum() and key == key.lower()
+    assert response_key(key) == f"suspended-{key}-response"
+
+
+def test_run_input_form_schema_and_decisions():
+    schema = GateInput.model_json_schema()
+    assert set(schema["required"]) == {"decision", "reviewer"}
+    assert schema["properties"]["decision"]["enum"] == ["approve", "changes", "escalate"]
+    with pytest.raises(ValueError):
+        GateInput(decision="reject", reviewer="x")
+    with pytest.raises(ValueError):
+        GateInput(decision="approve", reviewer="")
+    form = GateInput.with_initial_data(description="### findings")
+    assert form._description == "### findings"
+    assert STATUS_BY_DECISION == {"approve": "complete", "changes": "changes_requested", "escalate": "needs_legal"}
+    assert normalise_decision(" Approved ") == "approve" and normalise_decision("request-changes") == "changes"
+    assert normalise_decision("maybe") is None
+
+
+def test_prefect_timeout_is_well_beyond_the_sla():
+    for hours in (0.001, 8, 24, 48):
+        assert suspend_timeout_seconds(hours) >= hours * 3600 + 7 * 86400

@@ -1,0 +1,158 @@
+"""resolve_gate, waiting_gates, the CLI and the SLA sweeper against runs Suspended at a gate (session server)."""
+
+from __future__ import annotations
+
+import getpass
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from typer.testing import CliRunner
+
+from clausegate.demo.slack_server import FakeSlack
+from clausegate.gates import resolve_gate, waiting_gates
+from tests.support.gates import open_synthetic_gate, slack_settings, state_of
+from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
+
+
+@pytest.fixture(scope="module")
+def fake_slack():
+    with FakeSlack(token="xoxb-resolve-tests") as fake:
+        yield fake
+
+
+@pytest.fixture
+def settings(fake_slack):
+    return slack_settings(fake_slack)
+
+
+def test_resume_then_later_answers_are_told_who_decided_first(settings, fake_slack):
+    gate = open_synthetic_gate(settings)
+    ref_ts = fake_slack.calls("chat.postMessage", ok_only=True)[-1]
+    first = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli", comment="fine", settings=settings)
+    assert first.kind == "resumed", first.message
+    # Attributed by the path (a signed receipt): the CLI, with the login that ran it.
+    assert first.decision.reviewer == "dana" and first.decision.via == "cli"
+    assert first.decision.reviewer_verified and first.decision.verified_user == getpass.getuser()
+    assert first.slack_updated is True
+    assert state_of(gate.flow_run_id)[1] == "Resuming"
+
+    # The Slack message now shows the decision and has no buttons.
+    update = fake_slack.calls("chat.update", ok_only=True)[-1]
+    assert update.args["ts"] and not any(b["type"] == "actions" for b in update.args["blocks"])
+    assert "dana" in update.args["text"] and ref_ts.args["channel"] == update.args["channel"]
+
+    late = resolve_gate(gate.flow_run_id, "changes", reviewer="eve", via="slack", settings=settings)
+    assert late.kind == "already_decided"
+    assert "approved by dana via cli" in late.message and "not applied" in late.message
+    assert late.decision.reviewer == "dana" and late.decision.via == "cli"
+
+
+def test_concurrent_answers_first_wins(settings):
+    gate = open_synthetic_gate(settings)
+    outcomes = []
+    barrier = threading.Barrier(3)
+
+    def answer(who: str, decision: str) -> None:
+        barrier.wait()
+        outcomes.append(resolve_gate(gate.flow_run_id, decision, reviewer=who, via="slack"))
+
+    threads = [threading.Thread(target=answer, args=(w, d)) for w, d in
+               (("ann", "approve"), ("bob", "changes"), ("cid", "escalate"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    kinds = sorted(o.kind for o in outcomes)
+    assert kinds == ["already_decided", "already_decided", "resumed"], [o.message for o in outcomes]
+    winner = next(o for o in outcomes if o.kind == "resumed").decision
+    assert all(o.decision.reviewer == winner.reviewer for o in outcomes)
+
+
+def test_unknown_and_malformed_runs():
+    missing = resolve_gate(str(uuid.uuid4()), "approve", reviewer="dana", via="cli")
+    assert missing.kind == "unknown_run" and "no flow run" in missing.message
+    garbage = resolve_gate("not-a-run", "approve", reviewer="dana", via="cli")
+    assert garbage.kind == "unknown_run"
+    word = resolve_gate(str(uuid.uuid4()), "maybe", reviewer="dana", via="cli")
+    assert word.kind == "rejected" and "not a decision" in word.message
+
+
+def test_restricted_reviewers_and_stale_gate_keys(settings):
+    gate = open_synthetic_gate(settings, allowed=["U0LEGAL"])
+    denied = resolve_gate(gate.flow_run_id, "approve", reviewer="mallory", via="slack", slack_user_id="U0OTHER")
+    assert denied.kind == "forbidden" and state_of(gate.flow_run_id)[1] == "Suspended"
+    stale = resolve_gate(gate.flow_run_id, "approve", reviewer="lee", via="slack", slack_user_id="U0LEGAL",
+                         gate="gate-r0-000000000000")
+    assert stale.kind == "not_suspended" and "earlier gate" in stale.message
+    assert state_of(gate.flow_run_id)[1] == "Suspended"
+    allowed = resolve_gate(gate.flow_run_id, "approve", reviewer="lee", via="slack", slack_user_id="U0LEGAL",
+                           gate=gate.key)
+    assert allowed.kind == "resumed"
+
+
+def test_prefect_suspend_timeout_means_it_can_no_longer_be_answered():
+    gate = open_synthetic_gate(None, timeout_seconds=1)
+    time.sleep(2.0)
+    outcome = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli")
+    assert outcome.kind == "timed_out", outcome.message
+    assert state_of(gate.flow_run_id) == ("FAILED", "Failed")
+    again = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli")
+    assert again.kind == "timed_out"
+
+
+def test_waiting_gates_and_the_cli(settings, monkeypatch):
+    old = open_synthetic_gate(settings, filename="overdue.pdf", sla_hours=1,
+                              opened_at=datetime.now(timezone.utc) - timedelta(hours=2))
+    fresh = open_synthetic_gate(settings, filename="fresh.pdf", sla_hours=8)
+    listed = {g.flow_run_id: g for g in waiting_gates()}
+    assert old.flow_run_id in listed and fresh.flow_run_id in listed
+    assert listed[old.flow_run_id].overdue and not listed[fresh.flow_run_id].overdue
+    assert timedelta(hours=7, minutes=50) < listed[fresh.flow_run_id].sla_left <= timedelta(hours=8)
+    assert listed[fresh.flow_run_id].slack.ok
+
+    from clausegate.cli import app
+
+    monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block-in-this-test")
+    runner = CliRunner()
+    table = runner.invoke(app, ["gates"], env={"COLUMNS": "250"})
+    assert table.exit_code == 0, table.output
+    assert fresh.flow_run_id in table.output and "fresh.pdf" in table.output and "overdue" in table.output
+    done = runner.invoke(app, ["resolve", fresh.flow_run_id, "changes", "--comment", "cap it", "--reviewer", "cli-user"])
+    assert done.exit_code == 0, done.output
+    assert "resumed" in done.output
+    again = runner.invoke(app, ["resolve", fresh.flow_run_id, "approve"])
+    assert again.exit_code == 3 and "already decided" in again.output and "cli-user" in again.output
+    unknown = runner.invoke(app, ["resolve", str(uuid.uuid4()), "approve"])
+    assert unknown.exit_code == 2
+
+
+def test_sla_sweeper_escalates_only_overdue_gates(fake_slack):
+    name = f"sweeper-{uuid.uuid4().hex[:8]}"
+    settings = slack_settings(fake_slack)
+    settings.save(name, overwrite=True)
+    overdue = open_synthetic_gate(settings, filename="late.pdf", sla_hours=0.5,
+                                  opened_at=datetime.now(timezone.utc) - timedelta(hours=1))
+    fresh = open_synthetic_gate(settings, filename="on-time.pdf", sla_hours=8)
+
+    import os
+
+    os.environ["CLAUSEGATE_SLACK_BLOCK"] = name
+    try:
+        from flows.sla_sweeper import sla_sweeper
+
+        done = sla_sweeper()
+    finally:
+        os.environ.pop("CLAUSEGATE_SLACK_BLOCK", None)
+    mine = [d for d in done if d["flow_run_id"] == overdue.flow_run_id]
+    assert mine and mine[0]["outcome"] == "resumed" and mine[0]["escalation_posted"]
+    assert not any(d["flow_run_id"] == fresh.flow_run_id for d in done)
+    assert state_of(fresh.flow_run_id)[1] == "Suspended"
+    late = resolve_gate(overdue.flow_run_id, "approve", reviewer="dana", via="cli")
+    assert late.kind == "already_decided" and "escalated by sla via sla" in late.message
+    posts = [c for c in fake_slack.calls("chat.postMessage", ok_only=True) if c.args["channel"] == "C0LEGAL"]
+    assert any("late.pdf" in c.args["text"] and "SLA passed" in c.args["text"] for c in posts)

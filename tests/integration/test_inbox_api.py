@@ -1,0 +1,310 @@
+"""The inbox API against the session's real Prefect server (no worker: tasks stay pending here).
+
+Submissions, auth and sender isolation, idempotency and content dedupe, input errors (4xx with the
+field and the next step), the per-sender rate limit (Prefect's global concurrency limit), listing,
+cancel/retry, the audit log (Prefect events), and a schemathesis run that finds no 5xx.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from functools import partial
+
+import hypothesis
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+
+from clausegate.gateway import GatewayConfig, create_app
+from clausegate.inbox import keys
+from clausegate.inbox.service import Inbox
+from tests.support.inbox_support import (
+    GOVERNING_LAW_PAGES,
+    auth,
+    cancel_open_inbox_runs,
+    inbox_settings,
+    make_key,
+    poll,
+)
+from tests.support.pdf_factory import make_text_pdf
+from tests.e2e.test_deployments import deploy_once
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+@pytest.fixture(scope="module")
+def files_server(tmp_path_factory):
+    """A plain HTTP file server on loopback (the 'URL on the allow-list' source)."""
+    root = tmp_path_factory.mktemp("served")
+    make_text_pdf(root / "served.pdf", ["Served contract.", *GOVERNING_LAW_PAGES])
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, files_server):
+    root = tmp_path_factory.mktemp("inbox")
+    deploy_once(root)
+    # The file server is on loopback: its host must be allowed as private explicitly (clausegate.security.fetch).
+    settings = inbox_settings(root, url_allow_list=[files_server], url_allow_private_hosts=["127.0.0.1"])
+    app = create_app(GatewayConfig(inbox=Inbox(settings, ui_url="http://ui.example")))
+    acme, acme_record = make_key("acme")
+    globex, _ = make_key("globex")
+    admin, _ = make_key("ops", admin=True)
+    with TestClient(app) as client:
+        yield {"client": client, "root": root, "settings": settings, "acme": acme, "acme_id": acme_record.key_id,
+               "globex": globex, "admin": admin, "server": files_server}
+    cancel_open_inbox_runs()
+
+
+def pdf_bytes(tmp_path, text: str) -> bytes:
+    return make_text_pdf(tmp_path / "c.pdf", [text, *GOVERNING_LAW_PAGES]).read_bytes()
+
+
+def submit(env, key: str, data: bytes | None = None, name: str = "contract.pdf", **fields):
+    files = {"file": (name, data, "application/pdf")} if data is not None else None
+    form = {"playbook": "deploy-test", **fields}
+    return env["client"].post("/inbox/tasks", headers=auth(key), files=files, data=form)
+
+
+def read_run(task_id: str):
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(task_id)
+
+
+def test_submit_answers_at_once_with_a_task_on_the_priority_queue(env, tmp_path):
+    data = pdf_bytes(tmp_path, "Submit test.")
+    response = submit(env, env["acme"], data, name="supply deal.pdf", priority="high", topic="renewals")
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["status"] == "pending" and not body["duplicate_of_existing"]
+    assert response.headers["location"] == f"/inbox/tasks/{body['task_id']}"
+
+    run = read_run(body["task_id"])  # a contract-review deployment run, on the `high` work queue
+    assert run.work_queue_name == "high"
+    assert {"inbox", "inbox-sender:acme", "inbox-priority:high", "inbox-topic:renewals"} <= set(run.tags)
+    stored = run.parameters["source"]
+    assert stored.startswith(str(env["settings"].uploads_dir)) and stored.endswith("supply_deal.pdf")
+    from clausegate.security.at_rest import file_is_sealed, read_sealed_file
+
+    assert file_is_sealed(stored) and read_sealed_file(stored, max_plain_bytes=len(data)) == data  # encrypted at rest
+
+    task = env["client"].get(f"/inbox/tasks/{body['task_id']}", headers=auth(env["acme"])).json()
+    assert task["status"] == "pending" and task["sender"] == "acme" and task["priority"] == "high"
+    assert task["topic"] == "renewals" and task["playbook"] == "deploy-test" and task["attempts"] == 0
+    assert task["links"]["ui"] == f"http://ui.example/runs/flow-run/{body['task_id']}"
+    assert task["review"] is None and task["error"] is None
+
+
+@pytest.mark.parametrize("header, why", [
+    (None, "no API key"),
+    ({"Authorization": "Bearer nonsense"}, "malformed"),
+    ({"Authorization": "Bearer cgk_0123456789ab_" + "A" * 43}, "unknown or revoked"),
+    ({"Authorization": "Basic dXNlcjpwYXNz"}, "no API key"),
+])
+def test_requests_without_a_valid_key_get_401(env, header, why):
+    response = env["client"].get("/inbox/tasks", headers=header or {})
+    assert response.status_code == 401
+    detail = response.json()["detail"]
+    assert detail["code"] == "CG-INBOX-AUTH" and why in detail["message"] and "clausegate inbox keys create" in detail["hint"]
+
+
+def test_a_revoked_key_stops_working_and_only_the_hash_is_stored(env):
+    key, record = make_key("shortlived")
+    assert env["client"].get("/inbox/tasks", headers=auth(key)).status_code == 200
+    stored = keys.load_all()
+    assert all(key not in r.model_dump_json() for r in stored)  # the key itself is nowhere
+    assert next(r for r in stored if r.key_id == record.key_id).sha256 == keys.digest(key.split("_", 2)[2])
+    keys.revoke(record.key_id)
+    assert env["client"].get("/inbox/tasks", headers=auth(key)).status_code == 401
+
+
+def test_a_sender_sees_and_touches_only_its_own_tasks(env, tmp_path):
+    task_id = submit(env, env["acme"], pdf_bytes(tmp_path, "Isolation test."), topic="isolation").json()["task_id"]
+    client = env["client"]
+    for method, path in (("get", f"/inbox/tasks/{task_id}"), ("post", f"/inbox/tasks/{task_id}/cancel"),
+                         ("post", f"/inbox/tasks/{task_id}/retry")):
+        response = getattr(client, method)(path, headers=auth(env["globex"]))
+        assert response.status_code == 404, (method, path, response.text)
+        assert response.json()["detail"]["code"] == "CG-INBOX-NOT-FOUND"
+    theirs = client.get("/inbox/tasks", params={"topic": "isolation"}, headers=auth(env["globex"])).json()["tasks"]
+    asked = client.get("/inbox/tasks", params={"sender": "acme"}, headers=auth(env["globex"])).json()["tasks"]
+    assert theirs == [] and asked == []
+    assert client.get(f"/inbox/tasks/{task_id}", headers=auth(env["admin"])).json()["sender"] == "acme"
+    mine = client.get("/inbox/tasks", params={"topic": "isolation"}, headers=auth(env["acme"])).json()["tasks"]
+    assert [t["task_id"] for t in mine] == [task_id]
+    # A non-admin key cannot file under another sender; an admin key can.
+    data = pdf_bytes(tmp_path, "On behalf.")
+    refused = submit(env, env["globex"], data, sender="acme")
+    assert refused.status_code == 422 and "'sender'" in refused.json()["detail"]["message"]
+    on_behalf = submit(env, env["admin"], data, sender="acme")
+    assert on_behalf.status_code == 201 and read_run(on_behalf.json()["task_id"]).tags.count("inbox-sender:acme") == 1
+
+
+def test_idempotency_key_and_content_dedupe_return_the_existing_task(env, tmp_path):
+    data = pdf_bytes(tmp_path, "Idempotency test.")
+    first = submit(env, env["acme"], data, idempotency_key="mail-4711")
+    again = submit(env, env["acme"], data, idempotency_key="mail-4711")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["task_id"] == first.json()["task_id"] and again.json()["duplicate_of_existing"]
+    # Same content + playbook while the first is pending: the same task, with or without a key.
+    same_content = submit(env, env["acme"], data, name="renamed.pdf")
+    assert same_content.status_code == 200 and same_content.json()["task_id"] == first.json()["task_id"]
+    # The key reused for another contract is a conflict, not a silent mix-up.
+    other = submit(env, env["acme"], pdf_bytes(tmp_path, "Another contract."), idempotency_key="mail-4711")
+    assert other.status_code == 409 and other.json()["detail"]["code"] == "CG-INBOX-CONFLICT"
+    # Another sender with the same bytes gets its own task (isolation wins over dedupe).
+    theirs = submit(env, env["globex"], data)
+    assert theirs.status_code == 201 and theirs.json()["task_id"] != first.json()["task_id"]
+    # Once the task is cancelled, the same content is a new task.
+    client = env["client"]
+    assert client.post(f"/inbox/tasks/{first.json()['task_id']}/cancel", headers=auth(env["acme"])).status_code == 200
+    fresh = submit(env, env["acme"], data)
+    assert fresh.status_code == 201 and fresh.json()["task_id"] != first.json()["task_id"]
+
+
+def test_bad_requests_get_4xx_with_the_field_and_the_next_step(env, tmp_path):
+    pdf = pdf_bytes(tmp_path, "Errors test.")
+    key = env["acme"]
+    cases = [
+        (submit(env, key, b"Dear team, please review the attached.\n", name="contract.pdf"), 415, "CG-INBOX-NOT-PDF", "not a PDF"),
+        (submit(env, key, b"\x89PNG\r\n\x1a\n" + b"\0" * 64, name="scan.pdf"), 415, "CG-INBOX-NOT-PDF", "PNG"),
+        (submit(env, key, b"%PDF-1.4\n" + b"0" * (1024 * 1024 + 10)), 413, "CG-INBOX-TOO-LARGE", "1.0 MB"),
+        (submit(env, key, pdf, playbook="nope"), 422, "CG-INBOX-BAD-REQUEST", "'playbook'"),
+        (submit(env, key, pdf, topic="!" * 3), 422, "CG-INBOX-BAD-REQUEST", "'topic'"),
+        (submit(env, key, pdf, idempotency_key="x" * 200), 422, "CG-INBOX-BAD-REQUEST", "'idempotency_key'"),
+        (submit(env, key, None), 422, "CG-INBOX-BAD-REQUEST", "exactly one contract source"),
+        (submit(env, key, pdf, source_path="a.pdf"), 422, "CG-INBOX-BAD-REQUEST", "exactly one contract source"),
+        (submit(env, key, None, source_path="../../etc/passwd"), 422, "CG-INBOX-SOURCE", "outside"),
+        (submit(env, key, None, source_path="missing.pdf"), 422, "CG-INBOX-SOURCE", "does not exist"),
+        (submit(env, key, None, source_url="http://example.com/c.pdf"), 422, "CG-INBOX-SOURCE", "allow-list"),
+        (submit(env, key, None, source_url="file:///etc/passwd"), 422, "CG-INBOX-SOURCE", "allow-list"),
+        (env["client"].get("/inbox/tasks/not-a-uuid", headers=auth(key)), 404, "CG-INBOX-NOT-FOUND", "no task"),
+        (env["client"].get("/inbox/tasks", params={"cursor": "garbage"}, headers=auth(key)), 422, "CG-INBOX-BAD-REQUEST", "cursor"),
+    ]
+    for response, status, code, words in cases:
+        assert response.status_code == status, (code, words, response.text)
+        detail = response.json()["detail"]
+        assert detail["code"] == code and words in detail["message"], detail
+        assert detail["hint"], detail
+    # FastAPI's own validation (enums, ranges) is a 422 naming the field.
+    bad_priority = submit(env, key, pdf, priority="urgent")
+    assert bad_priority.status_code == 422 and bad_priority.json()["detail"][0]["loc"] == ["body", "priority"]
+    bad_limit = env["client"].get("/inbox/tasks", params={"limit": 0}, headers=auth(key))
+    assert bad_limit.status_code == 422 and bad_limit.json()["detail"][0]["loc"] == ["query", "limit"]
+
+
+def test_path_and_allow_listed_url_references_are_copied_into_the_inbox(env):
+    src = env["settings"].source_dir
+    make_text_pdf(src / "deals" / "by-path.pdf", ["By path.", *GOVERNING_LAW_PAGES])
+    by_path = submit(env, env["acme"], None, source_path="deals/by-path.pdf")
+    assert by_path.status_code == 201, by_path.text
+    by_url = submit(env, env["acme"], None, source_url=f"http://{env['server']}/served.pdf")
+    assert by_url.status_code == 201, by_url.text
+    for response, name in ((by_path, "by-path.pdf"), (by_url, "served.pdf")):
+        source = read_run(response.json()["task_id"]).parameters["source"]
+        assert source.startswith(str(env["settings"].uploads_dir)) and source.endswith(name)
+    missing = submit(env, env["acme"], None, source_url=f"http://{env['server']}/nope.pdf")
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on, allowed like the file server's
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    env["settings"].url_allow_list.append(f"127.0.0.1:{free}")  # the inbox reads its settings per request
+    try:
+        closed = submit(env, env["acme"], None, source_url=f"http://127.0.0.1:{free}/nope.pdf")
+    finally:
+        env["settings"].url_allow_list.remove(f"127.0.0.1:{free}")
+    assert missing.status_code == closed.status_code == 422, (missing.text, closed.text)
+    assert missing.json() == closed.json()  # neither the remote status nor the port state is revealed
+    assert "404" not in missing.text and env["server"] not in missing.text
+
+
+def test_a_sender_over_its_rate_gets_429_with_retry_after(env, tmp_path):
+    key, _ = make_key("bursty", rate_per_minute=2)
+    codes = [submit(env, key, pdf_bytes(tmp_path, f"Rate {i}.")).status_code for i in range(3)]
+    assert codes == [201, 201, 429]
+    limited = submit(env, key, pdf_bytes(tmp_path, "Rate 3."))
+    assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+    assert limited.json()["detail"]["code"] == "CG-INBOX-RATE-LIMIT"
+
+
+def test_list_is_newest_first_paginated_and_filtered(env, tmp_path):
+    key, _ = make_key("lister")
+    ids = [submit(env, key, pdf_bytes(tmp_path, f"List {i}."), topic="paging").json()["task_id"] for i in range(5)]
+    client, seen, cursor = env["client"], [], None
+    while True:
+        page = client.get("/inbox/tasks", params={"limit": 2, **({"cursor": cursor} if cursor else {})},
+                          headers=auth(key)).json()
+        seen += [t["task_id"] for t in page["tasks"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert seen == ids[::-1]
+    client.post(f"/inbox/tasks/{ids[0]}/cancel", headers=auth(key))
+    pending = client.get("/inbox/tasks", params={"status": "pending"}, headers=auth(key)).json()["tasks"]
+    cancelled = client.get("/inbox/tasks", params={"status": "cancelled"}, headers=auth(key)).json()["tasks"]
+    assert {t["task_id"] for t in pending} == set(ids[1:]) and [t["task_id"] for t in cancelled] == [ids[0]]
+
+
+def test_cancel_and_retry_follow_the_task_state_and_are_audited(env, tmp_path):
+    from clausegate.ops import audit
+
+    client, key = env["client"], env["acme"]
+    task_id = submit(env, key, pdf_bytes(tmp_path, "Cancel test.")).json()["task_id"]
+    cancelled = client.post(f"/inbox/tasks/{task_id}/cancel", headers=auth(key))
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    again = client.post(f"/inbox/tasks/{task_id}/cancel", headers=auth(key))
+    assert again.status_code == 409 and "already cancelled" in again.json()["detail"]["message"]
+    retried = client.post(f"/inbox/tasks/{task_id}/retry", headers=auth(key))
+    assert retried.status_code == 200 and retried.json()["status"] == "pending"
+    not_failed = client.post(f"/inbox/tasks/{task_id}/retry", headers=auth(key))
+    assert not_failed.status_code == 409
+
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+
+    async def events():
+        async with get_client() as c:
+            return await audit.read(c, flow_run_id=task_id)
+
+    found = poll(lambda: asyncio.run(events()), lambda evs: len(evs) >= 3, timeout=30, what="the audit events")
+    actions = sorted(e.event.removeprefix(audit.PREFIX) for e in found)
+    assert actions == ["inbox.cancelled", "inbox.retried", "inbox.submitted"]
+    submitted = next(e for e in found if e.event.endswith("submitted"))
+    assert submitted.payload["actor"] == "acme" and submitted.payload["key_id"] == env["acme_id"]
+    assert submitted.payload["contract_sha256"] and key not in str(submitted.payload)
+
+
+def test_schemathesis_finds_no_server_errors(env):
+    """Property-based requests from the OpenAPI schema (fuzzed forms, params, ids) never get a 5xx.
+
+    Driven through hypothesis directly (each inbox operation's strategy), not schemathesis' pytest
+    plugin, so it shares this module's server, app and keys.
+    """
+    schema = schemathesis.openapi.from_asgi("/openapi.json", env["client"].app).include(path_regex="^/inbox")
+    failures, calls = [], []
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @hypothesis.settings(max_examples=30, deadline=None, database=None, derandomize=True,
+                             suppress_health_check=list(hypothesis.HealthCheck))
+        @hypothesis.given(case=operation.as_strategy())
+        def exercise(case):
+            response = case.call(headers=auth(env["admin"]))
+            calls.append(response.status_code)
+            if response.status_code >= 500:
+                failures.append((case.method, case.formatted_path, response.status_code, response.text[:300]))
+
+        exercise()
+    print("schemathesis status codes:", sorted(__import__("collections").Counter(calls).items()))
+    assert len(calls) >= 5 * 20, len(calls)  # every operation was really exercised
+    assert not failures, failures

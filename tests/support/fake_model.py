@@ -1,0 +1,97 @@
+"""Pytest helpers for the fake model servers (``clausegate.demo.model_server``).
+
+Import the fixtures you need into a test module (pytest then finds them there)::
+
+    from tests.support.fake_model import KEY, anthropic_server, client_for, fresh_cooldowns, replies
+
+    def test_x(anthropic_server):
+        anthropic_server.script(["429", "ok"])
+        anthropic_server.responder = replies('{"clauses": []}')
+        client = client_for(anthropic_server)
+
+What a fake charged, like a provider's invoice: ``server.billed`` (delivered 200 answers, usable or
+not), ``server.billed_tokens()``, ``server.billed_eur(eur_in_per_million, eur_out_per_million)``;
+``server.abandoned``: answers computed after the client had hung up (not charged).
+
+Servers are function-scoped (starting one takes milliseconds), bind 127.0.0.1 on a free port and
+expect the key ``KEY``. ``fresh_cooldowns`` (autouse where imported) empties the process-wide
+rate-limit cooldowns so one test's 429 never delays the next test.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import pytest
+
+from clausegate.demo.model_server import FakeModelServer
+from clausegate.providers.anthropic import AnthropicClient
+from clausegate.providers.base import ModelClient
+from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry
+from clausegate.providers.openai_compat import OpenAICompatClient
+
+KEY = "sk-test-SECRET-0123456789abcdef"
+CLIENTS: dict[str, type[ModelClient]] = {"anthropic": AnthropicClient, "openai": OpenAICompatClient}
+
+
+@contextmanager
+def fake_model_server(protocol: str = "anthropic", **options: Any) -> Iterator[FakeModelServer]:
+    """A started fake server (thread) for the duration of the ``with`` block."""
+    options.setdefault("api_key", KEY)
+    options.setdefault("slow_seconds", 1.0)
+    server = FakeModelServer(protocol, **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def client_for(server: FakeModelServer, **overrides: Any) -> ModelClient:
+    """A client of the server's protocol pointed at it, with its own cooldown registry."""
+    options: dict[str, Any] = {
+        "base_url": server.url,
+        "model": "primary-model",
+        "api_key": KEY,
+        "read_timeout": 5.0,
+        "cooldowns": CooldownRegistry(),
+    }
+    options.update(overrides)
+    return CLIENTS[server.protocol](**options)
+
+
+def replies(*answers: str | dict):
+    """A responder giving ``answers`` in order, then repeating the last one."""
+    queue = [a if isinstance(a, str) else json.dumps(a) for a in answers]
+
+    def responder(request_json: dict) -> str:
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    return responder
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[FakeModelServer]:
+    with fake_model_server("anthropic") as server:
+        yield server
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeModelServer]:
+    with fake_model_server("openai") as server:
+        yield server
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def model_server(request: pytest.FixtureRequest) -> Iterator[FakeModelServer]:
+    """Runs the test once per protocol."""
+    with fake_model_server(request.param) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def fresh_cooldowns() -> Iterator[CooldownRegistry]:
+    COOLDOWNS.clear()
+    yield COOLDOWNS
+    COOLDOWNS.clear()

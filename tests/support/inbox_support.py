@@ -1,0 +1,65 @@
+"""Shared pieces of the inbox tests: settings in a temp folder, keys, an app client, cleanup."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from clausegate.inbox import keys
+from clausegate.inbox.settings import InboxSettings
+from tests.e2e.test_deployments import NO_GATES_PLAYBOOK
+
+GOVERNING_LAW_PAGES = [
+    "MASTER SERVICES AGREEMENT between Acme Corp. and Widget Ltd.",
+    "Governing Law. This Agreement shall be governed by the laws of the State of New York.",
+    "Limitation of Liability. In no event shall either party's aggregate liability exceed the fees paid "
+    "by Customer in the twelve months preceding the claim.",
+]
+
+
+def inbox_settings(root: Path, **overrides) -> InboxSettings:
+    playbooks = root / "playbooks"
+    playbooks.mkdir(parents=True, exist_ok=True)
+    (playbooks / "deploy-test.yaml").write_text(NO_GATES_PLAYBOOK)
+    (root / "src").mkdir(exist_ok=True)
+    values = dict(data_dir=root / "inbox", source_dir=root / "src", playbooks_dir=playbooks, url_allow_list=[],
+                  max_upload_mb=1.0, rate_per_minute=1000)
+    values.update(overrides)
+    return InboxSettings(**values)
+
+
+def make_key(sender: str, *, admin: bool = False, rate_per_minute: int | None = None) -> tuple[str, keys.ApiKeyRecord]:
+    key, record = keys.new_key(sender, admin=admin, rate_per_minute=rate_per_minute)
+    keys.save(record)
+    return key, record
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def cancel_open_inbox_runs() -> None:
+    """Leave no Scheduled inbox run behind for the workers of later test modules."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType, FlowRunFilterTags
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Cancelled
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            tags=FlowRunFilterTags(all_=["inbox"]),
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED, StateType.PENDING,
+                                                                       StateType.PAUSED]))), limit=200)
+        for run in runs:
+            client.set_flow_run_state(run.id, Cancelled(message="test cleanup"), force=True)
+
+
+def poll(fetch, until, timeout: float, interval: float = 0.5, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fetch()
+        if until(last):
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last: {last}")

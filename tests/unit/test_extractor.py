@@ -1,0 +1,126 @@
+"""Offline extractor on synthetic contracts (no CUAD needed) + an optional CUAD smoke test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clausegate.review.categories import CATEGORIES
+from clausegate.review.offline.extract import category_confidence, extract_offline, extract_thresholds
+from clausegate.review.prefilter import prefilter
+from clausegate.review.schemas import Clause, FilteredDocument, Passage
+from tests.unit.test_prefilter import BOILERPLATE, CAP, CONTRACT, GOVERNING_LAW, PREAMBLE, make_doc
+
+CUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "cuad"
+
+
+def test_governing_law_and_cap_found_on_the_right_page():
+    cats = ["Governing Law", "Cap on Liability"]
+    clauses = extract_offline(prefilter(CONTRACT, cats), cats)
+    assert all(isinstance(c, Clause) and c.source == "offline" for c in clauses)
+    by_cat = {c.category: c for c in clauses}
+    assert set(by_cat) == set(cats)
+    assert by_cat["Governing Law"].pages == [3]
+    assert "laws of the State of New York" in by_cat["Governing Law"].text
+    assert by_cat["Cap on Liability"].pages == [3]
+    assert "AGGREGATE LIABILITY" in by_cat["Cap on Liability"].text
+    # the evidence is the clause's sentences with its section, not the whole passage
+    assert by_cat["Cap on Liability"].text.startswith("13. Limitation of Liability.")
+    assert by_cat["Cap on Liability"].section == "13 Limitation of Liability"
+    assert "AGGREGATE LIABILITY" not in by_cat["Governing Law"].text
+    assert by_cat["Governing Law"].section == "12 Governing Law"
+    for c in clauses:
+        assert 0.0 <= c.confidence <= 1.0 and not c.possible
+
+
+def test_only_requested_categories_are_returned():
+    fd = prefilter(CONTRACT, list(CATEGORIES))
+    clauses = extract_offline(fd, ["Governing Law"])
+    assert clauses and {c.category for c in clauses} == {"Governing Law"}
+    assert extract_offline(fd, []) == []
+
+
+def test_absent_clause_is_not_reported():
+    doc = make_doc(PREAMBLE, BOILERPLATE, GOVERNING_LAW)  # no liability clause at all
+    cats = ["Governing Law", "Cap on Liability", "Source Code Escrow"]
+    fd = prefilter(doc, cats)
+    found = {c.category for c in extract_offline(fd, cats)}
+    assert found == {"Governing Law"}
+    conf = category_confidence(fd, cats)
+    assert set(conf) == set(cats)
+    assert conf["Governing Law"] > 0.5 > conf["Source Code Escrow"]
+    assert conf["Cap on Liability"] < extract_thresholds(["Cap on Liability"])["Cap on Liability"]
+
+
+def test_rescores_passages_without_scores_and_handles_empty():
+    fd = FilteredDocument(
+        contract_id="0" * 64,
+        passages=[Passage(page=2, text=GOVERNING_LAW.strip(), score=0.0), Passage(page=5, text=CAP.strip(), score=0.0)],
+        pages_kept=[2, 5],
+        tokens_total=100,
+        tokens_kept=80,
+    )
+    clauses = extract_offline(fd, ["governing law", "Cap On Liability"])  # CUAD's title-cased variants
+    assert {(c.category, c.pages[0]) for c in clauses} == {("Governing Law", 2), ("Cap on Liability", 5)}
+    empty = FilteredDocument(contract_id="0" * 64, passages=[], pages_kept=[], tokens_total=0, tokens_kept=0)
+    assert extract_offline(empty, ["Governing Law"]) == []
+    assert category_confidence(empty, ["Governing Law"]) == {"Governing Law": 0.0}
+
+
+@pytest.mark.skipif(not (CUAD / "manifest.json").is_file(), reason="CUAD data (../shared/data/cuad) not present")
+def test_cuad_holdout_contract_smoke():
+    from tools import cuad
+
+    entry = next(e for e in sorted(cuad.load_manifest(), key=lambda e: e["filename"])
+                 if cuad.is_holdout(e["filename"]))
+    rows = cuad.load_annotations()[entry["filename"]]
+    pages = cuad.load_pages(entry)
+    doc = make_doc(*pages)
+    fd = prefilter(doc, list(CATEGORIES))
+    assert fd.tokens_kept < fd.tokens_total
+    clauses = extract_offline(fd, list(CATEGORIES))
+    found = {c.category for c in clauses}
+    truth = {r["category"] for r in rows}
+    assert len(found & truth) >= 0.5 * len(truth)
+
+
+def test_confidence_is_calibrated_and_monotone():
+    from clausegate.review.offline.model import load_model
+
+    model = load_model()
+    cal = model.metadata["calibration"]
+    assert cal["a"] > 0  # a higher score never shows a lower confidence
+    for c in ("Cap on Liability", "Governing Law", "Most Favored Nation"):
+        t = model.extract_threshold(c)
+        values = [model.calibrate(c, p) for p in (t, (t + 1) / 2, 0.999)]
+        assert values == sorted(values) and all(0 < v < 1 for v in values)
+
+
+def test_thresholds_have_a_floor_and_no_clause_has_near_zero_confidence():
+    from clausegate.review.offline.model import load_model
+
+    model = load_model()
+    thresholds = extract_thresholds(list(CATEGORIES))
+    assert min(thresholds.values()) >= 0.05
+    assert all(model.extract_threshold(c) >= 0.05 for c in CATEGORIES)
+    cats = list(CATEGORIES)
+    for clause in extract_offline(prefilter(CONTRACT, cats), cats):
+        assert clause.confidence >= 0.05
+
+
+def test_keyword_priors_are_valid_and_applied():
+    from clausegate.review.offline.model import load_model, score_passages
+
+    model = load_model()
+    assert model.version >= "cuad-tfidf-lr-1.1"
+    priors = model.metadata.get("keyword_priors", {})
+    assert set(priors) <= set(CATEGORIES)
+    assert {c for c, _, _ in model.priors} == {model.category_index[c] for c in priors}
+    if "Non-Disparagement" in priors:
+        j = model.category_index["Non-Disparagement"]
+        with_kw, without = score_passages(
+            ["Neither party shall disparage the other party or its products during the term.",
+             "Neither party shall criticise the other party or its products during the term."], model
+        )[:, j]
+        assert with_kw > without

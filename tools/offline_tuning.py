@@ -1,0 +1,187 @@
+"""Threshold, prior and calibration tuning for ``tools/train_offline_model.py``.
+
+Everything here works on out-of-fold (OOF) scores of CUAD's TRAIN split only (contract-level
+folds): the holdout is never read.  Scores are logits of the fold models.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
+def logit(p):
+    p = np.clip(p, 1e-7, 1 - 1e-7)
+    return np.log(p / (1 - p))
+
+
+def prf(pred: np.ndarray, truth: np.ndarray) -> tuple[float, float, float]:
+    tp = int((pred & truth).sum())
+    fp = int((pred & ~truth).sum())
+    fn = int((~pred & truth).sum())
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def best_f1_threshold(scores: np.ndarray, truth: np.ndarray, floor: float) -> tuple[float, float]:
+    """Threshold >= ``floor`` (probability) on contract max-scores maximising F1 (midpoint
+    between neighbouring scores)."""
+    if truth.sum() == 0:
+        return 1.01, 0.0
+    order = np.argsort(-scores, kind="stable")
+    s, t = scores[order], truth[order]
+    tp = np.cumsum(t)
+    fp = np.cumsum(~t)
+    f1 = 2 * tp / (tp + fp + t.sum())
+    valid = np.r_[s[:-1] > s[1:], True] & (s >= floor)
+    f1 = np.where(valid, f1, -1)
+    i = int(np.argmax(f1))
+    if f1[i] < 0:
+        return float(max(floor, s[0] + 1e-6)), 0.0
+    nxt = s[i + 1] if i + 1 < len(s) else 0.0
+    return float(max(floor, (s[i] + nxt) / 2)), float(f1[i])
+
+
+def recall_threshold(scores: np.ndarray, truth: np.ndarray, recall: float, min_precision: float,
+                     floor: float) -> float | None:
+    """The highest threshold whose recall on (scores, truth) reaches ``recall`` while precision
+    stays >= ``min_precision``; when none does, the one with the highest recall at that
+    precision; None when no cut keeps the precision."""
+    if truth.sum() == 0:
+        return None
+    order = np.argsort(-scores, kind="stable")
+    s, t = scores[order], truth[order]
+    tp = np.cumsum(t)
+    prec = tp / np.arange(1, len(t) + 1)
+    rec = tp / t.sum()
+    ok = np.r_[s[:-1] > s[1:], True] & (s >= floor) & (prec >= min_precision)
+    if not ok.any():
+        return None
+    valid = ok & (rec >= recall)
+    if valid.any():
+        i = int(np.argmax(valid))  # the first (highest-threshold) cut that reaches the recall
+    else:
+        i = int(np.flatnonzero(ok)[np.argmax(rec[ok])])  # the most recall the precision allows
+    nxt = s[i + 1] if i + 1 < len(s) else 0.0
+    return float(max(floor, (s[i] + nxt) / 2))
+
+
+def cv_threshold(doc_scores, truth, doc_fold, pick) -> np.ndarray:
+    """Nested estimate: for each fold, ``pick(scores, truth)`` on the other folds, applied to
+    it.  Returns the predicted presence of every contract."""
+    pred = np.zeros(len(truth), dtype=bool)
+    for f in np.unique(doc_fold):
+        tr = doc_fold != f
+        th = pick(doc_scores[tr], truth[tr])
+        pred[~tr] = doc_scores[~tr] >= th
+    return pred
+
+
+# ---- keyword priors (rare categories): logit boosts chosen by cross-validated contract F1
+
+def keyword_hits(texts: list[str], patterns: dict[str, str]) -> np.ndarray:
+    pats = [re.compile(p, re.IGNORECASE) for p in patterns.values()]
+    return np.array([[bool(rx.search(t)) for rx in pats] for t in texts], dtype=bool).reshape(len(texts), len(pats))
+
+
+def choose_boosts(oof_logit, kw_hit, doc_ids, doc_fold, truth_doc, patterns, categories, grid, floor, log):
+    n_docs = truth_doc.shape[0]
+    out = {}
+    for j, name in enumerate(patterns):
+        c = categories.index(name)
+        t = truth_doc[:, c]
+        best_b, best_f = 0.0, -1.0
+        for b in grid:
+            s = sigmoid(oof_logit[:, c] + b * kw_hit[:, j])
+            m = np.zeros(n_docs)
+            np.maximum.at(m, doc_ids, s)
+            pred = cv_threshold(m, t, doc_fold, lambda s_, t_: best_f1_threshold(s_, t_, floor)[0])
+            f1 = prf(pred, t)[2]
+            if f1 > best_f + 1e-9:
+                best_b, best_f = b, f1
+        log(f"  keyword prior {name}: boost {best_b} (CV contract F1 {best_f:.3f})")
+        out[name] = best_b
+    return out
+
+
+# ---- the pre-filter's keep thresholds (span coverage vs tokens kept)
+
+def lambda_thresholds(oof, tok, span_cat, span_idx, lam: float) -> np.ndarray:
+    """Per-category keep thresholds for trade-off ``lam``: for category c, rank passages by
+    score_c and keep the prefix maximising ``lam * spans_c covered - tokens_c kept`` (tokens
+    in units of corpus_tokens / n_spans)."""
+    k = oof.shape[1]
+    unit = tok.sum() / max(1, len(span_cat))
+    th = np.ones(k)
+    for c in range(k):
+        s = oof[:, c]
+        order = np.argsort(-s, kind="stable")
+        rank = np.empty(len(s), dtype=int)
+        rank[order] = np.arange(len(s))
+        firsts = [int(rank[ix].min()) for cc, ix in zip(span_cat, span_idx) if cc == c and len(ix)]
+        if not firsts:
+            continue
+        gain = np.zeros(len(s))
+        np.add.at(gain, firsts, 1)
+        obj = lam * np.cumsum(gain) - np.cumsum(tok[order]) / unit
+        th[c] = s[order[int(np.argmax(obj))]]
+    return th
+
+
+def keep_eval(oof, tok, keep_first, top1, span_cat, span_idx, th, cols, metadata_rule) -> tuple[float, float]:
+    keep = (oof[:, cols] >= th[cols]).any(axis=1) | top1[:, cols].any(axis=1)
+    if metadata_rule:
+        keep |= keep_first
+    sp = [ix for c, ix in zip(span_cat, span_idx) if c in set(cols)]
+    recall = float(np.mean([bool(len(ix)) and bool(keep[ix].any()) for ix in sp]))
+    return float(tok[keep].sum() / tok.sum()), recall
+
+
+def interpolate_grid(grid: list[float], rows: list[np.ndarray], lam: float) -> np.ndarray:
+    """Thresholds at ``lam``: geometric interpolation between neighbouring grid points
+    (mirrors ``clausegate.review.offline.model.OfflineModel.keep_thresholds``)."""
+    lg = np.log(np.asarray(grid, dtype=float))
+    x = float(np.clip(np.log(lam), lg[0], lg[-1]))
+    j = min(max(int(np.searchsorted(lg, x, side="right")) - 1, 0), len(grid) - 2)
+    w = (x - lg[j]) / (lg[j + 1] - lg[j])
+    a, b = np.log(np.maximum(rows[j], 1e-9)), np.log(np.maximum(rows[j + 1], 1e-9))
+    return np.exp((1 - w) * a + w * b)
+
+
+def effective_lambda(lam: float, n_all: int, n_categories: int) -> float:
+    """Playbook-size rule (mirrored in clausegate.review.offline.model): lambda * sqrt(41 / max(6, n))."""
+    return lam * float(np.sqrt(n_all / max(6, n_categories)))
+
+
+# ---- calibration of the confidence shown for a finding
+
+def fit_platt(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Platt scaling sigmoid(a * x + b): a one-feature logistic regression (lbfgs, deterministic)."""
+    from sklearn.linear_model import LogisticRegression
+
+    if len(np.unique(y)) < 2:
+        return 1.0, 0.0
+    clf = LogisticRegression(C=100.0, max_iter=1000).fit(np.asarray(x, dtype=float).reshape(-1, 1), y.astype(int))
+    return float(clf.coef_[0, 0]), float(clf.intercept_[0])
+
+
+def ece(conf: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
+    """Expected calibration error: sum over equal-width confidence bins of
+    (share of findings in the bin) * |accuracy - mean confidence|."""
+    conf = np.asarray(conf, dtype=float)
+    correct = np.asarray(correct, dtype=float)
+    if not len(conf):
+        return 0.0
+    idx = np.minimum((conf * bins).astype(int), bins - 1)
+    total = 0.0
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            total += m.mean() * abs(correct[m].mean() - conf[m].mean())
+    return float(total)

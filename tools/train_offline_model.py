@@ -1,0 +1,375 @@
+"""Train ClauseGate's offline clause scorer on CUAD's TRAIN split and write the artifact.
+
+    python tools/train_offline_model.py [--folds 4] [--out clausegate/review/offline/models]
+
+Data: ../shared/data/cuad (CUAD v1, Hendrycks et al. 2021, CC BY 4.0).  pypdf page text is
+cached under .bench/pages/.  Only contracts with ``is_holdout(filename) == False`` are read
+for training and tuning; the holdout is left to ``bench/*.py`` (nothing here opens it).
+
+Model: passages (``clausegate.review.passages.split_passages`` of each pypdf page) labelled positive
+for a category when a CUAD span of that category overlaps them (``cuad.locate_span``).
+Features: TF-IDF over the passage's word 1-2-grams (optionally plus TF-IDF of the words of the
+section heading the passage sits under, ``FEATURES["head_weight"]``; off: it measured worse).  One
+logistic regression per category (liblinear, fixed ``random_state``: deterministic).
+
+Out-of-fold (OOF) logits over a contract-level K-fold of TRAIN tune (``tools/offline_tuning.py``):
+
+* keyword priors for rare categories (a logit boost for passages matching words of CUAD's
+  category question), chosen by nested cross-validated contract F1;
+* ``extract_threshold[c]``: the threshold maximising contract-level F1 on OOF max scores; for
+  the recall-first categories (the default playbook's high-risk ones) the highest threshold
+  whose OOF contract recall reaches ``RECALL_FIRST`` at precision >= ``MIN_PRECISION``;
+* ``possible_threshold[c]`` (recall-first categories): below the extraction threshold, the
+  score from which the category is listed as "possible" for a person (OOF recall of found or
+  possible >= ``POSSIBLE_RECALL``);
+* ``calibration``: Platt scaling of (logit - logit(threshold)) on OOF findings -> the
+  confidence shown (a finding is right when its passage overlaps a CUAD span of the category);
+* the pre-filter's ``keep_threshold_grid`` / ``keep_levels`` (span recall vs tokens kept).
+
+The shipped model is the average of the K fold models, so its scores are distributed like the
+OOF scores the thresholds were tuned on.  Artifact (no pickle): ``offline_model.npz`` +
+``offline_model.json``, which records the split, the features, the tuned values and the
+nested cross-validated metrics on TRAIN.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import sklearn
+from sklearn.linear_model import LogisticRegression
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tools import cuad  # noqa: E402
+from tools import offline_tuning as tune  # noqa: E402
+from clausegate.review.categories import CATEGORIES, METADATA_CATEGORIES  # noqa: E402
+from clausegate.review.offline.model import heading_texts, make_head_vectorizer, make_vectorizer  # noqa: E402
+from clausegate.review.passages import LEAD_CHARS, MAX_CHARS, MIN_CHARS, count_tokens, split_passages  # noqa: E402
+
+MODEL_VERSION = "cuad-tfidf-lr-2.0"
+FEATURES = {
+    "ngram_range": [1, 2],
+    "min_df": 3,
+    "max_df": 0.5,
+    "max_features": 40000,
+    "sublinear_tf": True,
+    "lowercase": True,
+    "token_pattern": r"(?u)\b\w\w+\b|\$|%",
+    "norm": "l2",
+    "strip_accents": "unicode",
+    # heading words as features measured worse in TRAIN cross-validation (contract micro-F1 0.771 vs
+    # 0.793, passage 0.573 vs 0.588): 0 turns them off (the runtime still reads sections for evidence)
+    "head_weight": 0.0,
+    "head_min_df": 3,
+}
+C_VALUE = 16.0
+POS_WEIGHT = 4.0  # positives up-weighted in each per-category LR: CUAD's categories are rare per passage
+EXTRACT_FLOOR = 0.05
+RECALL_FIRST = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", "Minimum Commitment",
+                "Revenue/Profit Sharing", "Most Favored Nation"]  # the default playbook's high-risk list
+RECALL_TARGET, MIN_PRECISION = 0.98, 0.6  # found: recall target at OOF contract precision >= 0.6
+POSSIBLE_RECALL, POSSIBLE_PRECISION, POSSIBLE_FLOOR = 0.99, 0.35, 0.01  # found or possible
+KEYWORD_PRIORS = {  # words of CUAD's category questions
+    "Most Favored Nation": r"most favou?red|favou?rable (?:terms|prices?|pricing|rates?)|favou?rable than",
+    "Unlimited/All-You-Can-Eat-License": r"unlimited|all[- ]you[- ]can[- ]eat|enterprise[- ]wide",
+    "Price Restrictions": r"(?:increase|raise|reduce|change)[a-z ]{0,40}price|price (?:increase|protection)",
+    "Source Code Escrow": r"escrow",
+    "Non-Disparagement": r"disparag",
+    "Third Party Beneficiary": r"beneficiar",
+    "No-Solicit of Customers": r"solicit[a-z]* [a-z ,]{0,60}(?:customer|client)s?",
+    "Liquidated Damages": r"liquidated damages|termination fee|as a penalty",
+}
+BOOST_GRID = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+RECALL_LEVELS = {"balanced": 0.965, "high": 0.98, "max": 0.99}
+LAMBDA_GRID = [round(2 ** (k / 4), 4) for k in range(0, 41)]  # 1 .. 1024
+NARROW = ["Revenue/Profit Sharing", "Minimum Commitment", "Price Restrictions",
+          "Cap on Liability", "Uncapped Liability", "Liquidated Damages"]
+METADATA_FIRST_PASSAGES = 3
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def build_corpus(entries: list[dict], annotations: dict[str, list[dict]]):
+    """Passages of every page of ``entries`` (document order), their heading words, labels and
+    span bookkeeping (for the pre-filter's span recall)."""
+    cat_index = {c: i for i, c in enumerate(CATEGORIES)}
+    texts, heads, doc_ids, page_nos, rows, spans = [], [], [], [], [], []
+    for d, entry in enumerate(entries):
+        start_doc = len(texts)
+        page_passages: dict[int, tuple[int, list[str]]] = {}
+        for pno, text in enumerate(cuad.load_pages(entry), start=1):
+            ps = split_passages(text)
+            page_passages[pno] = (len(texts), ps)
+            texts.extend(ps)
+            doc_ids.extend([d] * len(ps))
+            page_nos.extend([pno] * len(ps))
+        heads.extend(heading_texts(texts[start_doc:]))
+        labels = np.zeros((len(texts) - start_doc, len(CATEGORIES)), dtype=bool)
+        for row in annotations.get(entry["filename"], []):
+            c = cat_index[row["category"]]
+            idxs: set[int] = set()
+            for pno in cuad.span_pages(row):
+                if pno in page_passages:
+                    first, ps = page_passages[pno]
+                    idxs |= {first + i for i in cuad.locate_span(row["text"], ps)}
+            if not idxs:  # unknown or wrong page: search the whole document
+                for first, ps in page_passages.values():
+                    found = cuad.locate_span(row["text"], ps)
+                    if found:
+                        idxs = {first + i for i in found}
+                        break
+            for i in idxs:
+                labels[i - start_doc, c] = True
+            spans.append((d, c, sorted(idxs)))
+        rows.extend(labels)
+    Y = np.array(rows, dtype=bool).reshape(len(texts), len(CATEGORIES))
+    log(f"{len(entries)} contracts, {len(texts)} passages, {len(spans)} spans "
+        f"({sum(1 for s in spans if not s[2])} not located)")
+    return texts, heads, np.array(doc_ids), np.array(page_nos), Y, spans
+
+
+def fit_models(X, Y) -> tuple[np.ndarray, np.ndarray]:
+    """One LR per category; returns (coef [k, f], intercept [k])."""
+    k = Y.shape[1]
+    coef = np.zeros((k, X.shape[1]))
+    intercept = np.full(k, -10.0)
+    for c in range(k):
+        if Y[:, c].sum() < 2:
+            continue
+        clf = LogisticRegression(C=C_VALUE, solver="liblinear", dual=True, max_iter=500, random_state=0,
+                                 class_weight={False: 1.0, True: POS_WEIGHT})
+        clf.fit(X, Y[:, c])
+        coef[c], intercept[c] = clf.coef_[0], clf.intercept_[0]
+    return coef, intercept
+
+
+def fold_of_docs(entries: list[dict], folds: int) -> np.ndarray:
+    """Contract-level fold of each TRAIN contract (deterministic hash of the file name)."""
+    return np.array([int(hashlib.sha256(e["filename"].encode()).hexdigest()[8:16], 16) % folds for e in entries])
+
+
+def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
+    """Everything tuned on the OOF logits ``L`` (see module doc); returns metadata entries."""
+    n_docs, k = int(doc_ids.max()) + 1, len(CATEGORIES)
+    truth = np.zeros((n_docs, k), dtype=bool)
+    for d, c, _ in spans:
+        truth[d, c] = True
+    kw = tune.keyword_hits(texts, KEYWORD_PRIORS)
+    boosts = tune.choose_boosts(L, kw, doc_ids, doc_fold, truth, KEYWORD_PRIORS, list(CATEGORIES), BOOST_GRID,
+                                EXTRACT_FLOOR, log)
+    for j, name in enumerate(KEYWORD_PRIORS):
+        L[:, CATEGORIES.index(name)] += boosts[name] * kw[:, j]
+    P = tune.sigmoid(L)
+    M = np.zeros((n_docs, k))
+    np.maximum.at(M, doc_ids, P)
+
+    def pick_extract(c):
+        def pick(s, t):
+            th = tune.best_f1_threshold(s, t, EXTRACT_FLOOR)[0]
+            if CATEGORIES[c] in RECALL_FIRST:
+                r = tune.recall_threshold(s, t, RECALL_TARGET, MIN_PRECISION, EXTRACT_FLOOR)
+                th = min(th, r) if r is not None else th
+            return th
+        return pick
+
+    def pick_possible(c):
+        def pick(s, t):
+            r = tune.recall_threshold(s, t, POSSIBLE_RECALL, POSSIBLE_PRECISION, POSSIBLE_FLOOR)
+            return min(pick_extract(c)(s, t), r if r is not None else 1.0)
+        return pick
+
+    extract, possible, cv_pred, cv_poss = {}, {}, np.zeros_like(truth), np.zeros_like(truth)
+    for c, name in enumerate(CATEGORIES):
+        extract[name] = round(pick_extract(c)(M[:, c], truth[:, c]), 6)
+        cv_pred[:, c] = tune.cv_threshold(M[:, c], truth[:, c], doc_fold, pick_extract(c))
+        if name in RECALL_FIRST:
+            possible[name] = round(pick_possible(c)(M[:, c], truth[:, c]), 6)
+            cv_poss[:, c] = tune.cv_threshold(M[:, c], truth[:, c], doc_fold, pick_possible(c))
+    thr = np.array([extract[c] for c in CATEGORIES])
+
+    # calibration of the confidence shown for a finding (passage >= threshold): fitted on OOF
+    # findings; its error is estimated by fitting on 3 folds and measuring on the 4th
+    shown = P >= thr
+    rows, cols = np.nonzero(shown)
+    x = L[rows, cols] - tune.logit(thr[cols])
+    y = Y[rows, cols].astype(float)
+    fold_of = doc_fold[doc_ids[rows]]
+    cal_cv = np.zeros(len(x))
+    for f in np.unique(fold_of):
+        a_, b_ = tune.fit_platt(x[fold_of != f], y[fold_of != f])
+        cal_cv[fold_of == f] = tune.sigmoid(a_ * x[fold_of == f] + b_)
+    a, b = tune.fit_platt(x, y)
+    clause = [c for c, name in enumerate(CATEGORIES) if name not in METADATA_CATEGORIES]
+    pas_p, pas_r, pas_f = tune.prf((P >= thr)[:, clause], Y[:, clause])  # thresholds in-sample here
+    micro = tune.prf(cv_pred[:, clause], truth[:, clause])
+    per_cat = {name: round(tune.prf(cv_pred[:, c], truth[:, c])[2], 4) for c, name in enumerate(CATEGORIES)}
+    cv = {
+        "method": "nested: thresholds tuned on 3 contract folds of TRAIN's OOF scores, applied to the 4th",
+        "contract_micro_f1": round(micro[2], 4),
+        "contract_macro_f1": round(float(np.mean([per_cat[CATEGORIES[c]] for c in clause])), 4),
+        "contract_f1": per_cat,
+        "passage_micro_f1_in_sample_thresholds": round(pas_f, 4),
+        "recall_first": {name: dict(zip(("precision", "recall", "f1"), map(lambda v: round(v, 4), tune.prf(
+            cv_pred[:, CATEGORIES.index(name)], truth[:, CATEGORIES.index(name)])))) for name in RECALL_FIRST},
+        "recall_first_found_or_possible": {name: round(tune.prf(cv_poss[:, CATEGORIES.index(name)] | cv_pred[:, CATEGORIES.index(name)],
+                                                                 truth[:, CATEGORIES.index(name)])[1], 4) for name in RECALL_FIRST},
+        "findings_ece_raw": round(tune.ece(P[rows, cols], y), 4),
+        "findings_ece_calibrated": round(tune.ece(cal_cv, y), 4),
+    }
+    log(f"CV (TRAIN): contract micro-F1 {cv['contract_micro_f1']} macro-F1 {cv['contract_macro_f1']}; "
+        f"findings ECE {cv['findings_ece_raw']} -> {cv['findings_ece_calibrated']}")
+    log(f"CV recall-first: {cv['recall_first']}")
+    return {
+        "keyword_priors": {n: {"pattern": KEYWORD_PRIORS[n], "logit_boost": bb} for n, bb in boosts.items() if bb},
+        "extract_threshold": extract,
+        "extract_threshold_floor": EXTRACT_FLOOR,
+        "possible_threshold": possible,
+        "recall_first": {"categories": RECALL_FIRST, "recall": RECALL_TARGET, "min_precision": MIN_PRECISION,
+                         "possible_recall": POSSIBLE_RECALL, "possible_min_precision": POSSIBLE_PRECISION},
+        "calibration": {"method": "Platt scaling of logit(p) - logit(extract_threshold) on OOF findings",
+                        "a": round(a, 6), "b": round(b, 6)},
+        "cv": cv,
+        **keep_grid(P, Y, doc_ids, page_nos, thr, spans, texts),
+    }
+
+
+def keep_grid(P, Y, doc_ids, page_nos, thr, spans, texts) -> dict:
+    """The pre-filter's per-category keep thresholds along a grid of trade-offs lambda."""
+    n_docs, k = int(doc_ids.max()) + 1, len(CATEGORIES)
+    tok = np.array([count_tokens(t) for t in texts])
+    span_cat = np.array([s[1] for s in spans])
+    span_idx = [np.array(s[2], dtype=int) for s in spans]
+    best = np.full((n_docs, k), -1.0)
+    np.maximum.at(best, doc_ids, P)
+    top1 = (P == best[doc_ids]) & (P >= thr)
+    keep_first = np.zeros(len(doc_ids), dtype=bool)
+    for dd in range(n_docs):
+        ix = np.where(doc_ids == dd)[0]
+        if len(ix):
+            keep_first[ix[page_nos[ix] == page_nos[ix].min()][:METADATA_FIRST_PASSAGES]] = True
+    grid = {lam: np.maximum(tune.lambda_thresholds(P, tok, span_cat, span_idx, lam), 1e-5) for lam in LAMBDA_GRID}
+    rows = [grid[x] for x in LAMBDA_GRID]
+    levels = {}
+    for level, recall in RECALL_LEVELS.items():
+        chosen = LAMBDA_GRID[-1]
+        for lam in [round(2 ** (i / 16), 4) for i in range(0, 161)]:
+            th = tune.interpolate_grid(LAMBDA_GRID, rows, lam)
+            if tune.keep_eval(P, tok, keep_first, top1, span_cat, span_idx, th, list(range(k)), True)[1] >= recall:
+                chosen = lam
+                break
+        levels[level] = chosen
+        t41, r41 = tune.keep_eval(P, tok, keep_first, top1, span_cat, span_idx,
+                                  tune.interpolate_grid(LAMBDA_GRID, rows, chosen), list(range(k)), True)
+        log(f"keep level {level}: lambda {chosen}: OOF tokens {t41:.1%} spans {r41:.1%}")
+    return {
+        "keep_rule": "keep a passage if, for any requested category c, score_c >= threshold_c(lambda_level * "
+                     "sqrt(41 / max(6, n_requested))) (grid, geometric interpolation), or it is the document's "
+                     "best passage for c and score_c >= possible_threshold_c (or extract_threshold_c)",
+        "keep_lambda_grid": LAMBDA_GRID,
+        "keep_threshold_grid": {n: [round(float(grid[lam][c]), 7) for lam in LAMBDA_GRID] for c, n in enumerate(CATEGORIES)},
+        "keep_levels": levels,
+        "keep_level_oof_recall": RECALL_LEVELS,
+        "keep_default_level": "balanced",
+        "metadata_first_passages": METADATA_FIRST_PASSAGES,
+    }
+
+
+def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = None, reuse: bool = False) -> dict:
+    """Fit, tune and write the artifact.  ``dump``: save the OOF logits and fold models there;
+    ``reuse``: take them from ``dump`` instead of fitting again (re-tuning only, same corpus)."""
+    t0 = time.time()
+    texts, heads, doc_ids, page_nos, Y, spans = build_corpus(entries, cuad.load_annotations())
+    vec = make_vectorizer(FEATURES)
+    X = vec.fit_transform(texts).tocsr()
+    hvec = None
+    if FEATURES["head_weight"]:
+        hvec = make_head_vectorizer(min_df=FEATURES["head_min_df"])
+        X = sp.hstack([X, FEATURES["head_weight"] * hvec.fit_transform(heads)]).tocsr()
+    log(f"features: {X.shape[1]}; {time.time() - t0:.0f}s")
+    doc_fold = fold_of_docs(entries, folds)
+    fold = doc_fold[doc_ids]
+    L = np.zeros(Y.shape)
+    coefs, intercepts = [], []
+    if reuse and dump and dump.is_file():
+        saved = np.load(dump, allow_pickle=False)
+        assert saved["L"].shape == Y.shape and np.array_equal(saved["Y"], Y), "the dump is of another corpus"
+        L, coefs, intercepts = saved["L"], list(saved["coefs"]), list(saved["intercepts"])
+        dump = None
+    for f in range(folds if not coefs else 0):
+        coef_f, icpt_f = fit_models(X[fold != f], Y[fold != f])
+        L[fold == f] = X[fold == f] @ coef_f.T + icpt_f
+        coefs.append(coef_f)
+        intercepts.append(icpt_f)
+        log(f"fold {f} done; {time.time() - t0:.0f}s")
+    if dump:
+        dump.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(dump, L=L, Y=Y, doc_ids=doc_ids, page_nos=page_nos, doc_fold=doc_fold,
+                            coefs=np.array(coefs), intercepts=np.array(intercepts))
+    tuned = tune_all(L.copy(), Y, texts, doc_ids, page_nos, doc_fold, spans)
+    out.mkdir(parents=True, exist_ok=True)
+    vocab = vec.get_feature_names_out()
+    hvocab = hvec.get_feature_names_out() if hvec is not None else []
+    heading_arrays = {"head_vocabulary": np.array(hvocab, dtype=str), "head_idf": hvec.idf_.astype(np.float32)} if hvec else {}
+    np.savez_compressed(
+        out / "offline_model.npz",
+        vocabulary=np.array(vocab, dtype=str), idf=vec.idf_.astype(np.float32), **heading_arrays,
+        coef=np.mean(coefs, axis=0).astype(np.float16), intercept=np.mean(intercepts, axis=0).astype(np.float32),
+        categories=np.array(CATEGORIES, dtype=str),
+    )
+    meta = {
+        "version": MODEL_VERSION,
+        "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "data": "CUAD v1 (Hendrycks et al., NeurIPS 2021), CC BY 4.0 - https://www.atticusprojectai.org/cuad",
+        "split": cuad.SPLIT_NAME,
+        "split_rule": "TRAIN = contracts with tools.cuad.is_holdout(filename) False; the holdout is never read",
+        "n_train_contracts": len(entries),
+        "train_contracts_sha256": hashlib.sha256("\n".join(e["filename"] for e in entries).encode()).hexdigest(),
+        "n_train_passages": len(texts),
+        "sklearn_version": sklearn.__version__,
+        "numpy_version": np.__version__,
+        "model": f"one-vs-rest LogisticRegression(C={C_VALUE}, class_weight={{0: 1, 1: {POS_WEIGHT}}}, liblinear dual, "
+                 f"random_state=0) per category, average of the {folds} fold models",
+        "features": {**FEATURES, "vocabulary_size": len(vocab), "head_vocabulary_size": len(hvocab),
+                     "description": "TF-IDF word 1-2-grams of the passage"
+                                    + (" + TF-IDF of its section heading's words" if hvec is not None else "")},
+        "passages": {"max_chars": MAX_CHARS, "min_chars": MIN_CHARS, "lead_chars": LEAD_CHARS},
+        "categories": list(CATEGORIES),
+        "folds": folds,
+        **tuned,
+    }
+    (out / "offline_model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    size = sum(p.stat().st_size for p in out.glob("offline_model.*"))
+    log(f"wrote {out} ({size / 1e6:.2f} MB) in {time.time() - t0:.0f}s")
+    return meta
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--folds", type=int, default=4)
+    ap.add_argument("--out", default=str(REPO / "clausegate" / "models"))
+    ap.add_argument("--limit", type=int, default=0, help="use only the first N train contracts (tests, debugging)")
+    ap.add_argument("--dump", default="", help="save the OOF logits and fold models here (e.g. .bench/oof.npz)")
+    ap.add_argument("--tune-only", action="store_true", help="re-tune from --dump instead of fitting again")
+    args = ap.parse_args()
+    manifest = cuad.load_manifest()
+    train_set = sorted((e for e in manifest if not cuad.is_holdout(e["filename"])), key=lambda e: e["filename"])
+    if args.limit:
+        train_set = train_set[: args.limit]
+    log(f"train contracts: {len(train_set)} (holdout excluded: {len(manifest) - len(train_set)})")
+    train(train_set, Path(args.out), args.folds, Path(args.dump) if args.dump else None, args.tune_only)
+
+
+if __name__ == "__main__":
+    main()
