@@ -39,14 +39,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from prefilter import load_holdout, parsed_document  # noqa: E402  (bench/prefilter.py)
+from prefilter import load_holdout, parsed_document  # bench/prefilter.py
 
-from tools import cuad  # noqa: E402
-from clausegate.review.categories import CATEGORIES, CLAUSE_CATEGORIES, METADATA_CATEGORIES  # noqa: E402
-from clausegate.review.offline.extract import extract_offline  # noqa: E402
-from clausegate.review.offline.model import MODEL_DIR, load_model  # noqa: E402
-from clausegate.review.passages import split_passages  # noqa: E402
-from clausegate.review.prefilter import prefilter  # noqa: E402
+from clausegate.review.categories import CATEGORIES, CLAUSE_CATEGORIES, METADATA_CATEGORIES
+from clausegate.review.offline.extract import extract_offline
+from clausegate.review.offline.model import MODEL_DIR, load_model
+from clausegate.review.passages import split_passages
+from clausegate.review.prefilter import prefilter
+from tools import cuad
 
 HIGH_RISK = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", "Minimum Commitment",
              "Revenue/Profit Sharing", "Most Favored Nation"]  # the default playbook's high_risk list
@@ -68,7 +68,8 @@ def ece(conf: list[float], right: list[bool], bins: int = 10) -> tuple[float, li
         m = idx == b
         if m.any():
             total += m.mean() * abs(right_a[m].mean() - conf_a[m].mean())
-            table.append({"bin": b, "n": int(m.sum()), "confidence": float(conf_a[m].mean()), "accuracy": float(right_a[m].mean())})
+            table.append({"bin": b, "n": int(m.sum()), "confidence": float(conf_a[m].mean()),
+                          "accuracy": float(right_a[m].mean())})
     return float(total), table
 
 
@@ -159,14 +160,16 @@ def print_report(res: dict, prev: dict | None) -> None:
         was = old.get(name, {}).get("contract", [0, 0, float("nan")])[2]
         tag = " (metadata)" if name in METADATA_CATEGORIES else ""
         print(f"{(name + tag)[:36]:<36} {r['n']:>3} | {r['contract'][0]:>10.2f} {r['contract'][1]:>5.2f} "
-              f"{r['contract'][2]:>5.2f} {was:>5.2f} | {r['passage'][0]:>9.2f} {r['passage'][1]:>5.2f} {r['passage'][2]:>5.2f}")
+              f"{r['contract'][2]:>5.2f} {was:>5.2f} | "
+              f"{r['passage'][0]:>9.2f} {r['passage'][1]:>5.2f} {r['passage'][2]:>5.2f}")
     print()
     rows = issue_table(res, prev)
     w = max(len(r[0]) for r in rows)
     print(f"{'held out, 36 clause categories':<{w}} | {'previous':>22} | {'now':>22} | target")
     print("-" * (w + 70))
     for label, was, now, target, met in rows:
-        print(f"{label:<{w}} | {was:>22} | {now:>22} | {target} {'MET' if met else 'missed' if met is not None else ''}")
+        verdict = "MET" if met else "missed" if met is not None else ""
+        print(f"{label:<{w}} | {was:>22} | {now:>22} | {target} {verdict}")
 
 
 def issue_table(res: dict, prev: dict | None) -> list[tuple]:
@@ -176,14 +179,15 @@ def issue_table(res: dict, prev: dict | None) -> list[tuple]:
     def low(r):
         if not r:
             return "-"
-        bad = [(c, r["per_category"][c]["contract"][2]) for c in CLAUSE_CATEGORIES if r["per_category"][c]["contract"][2] < TARGETS["min_f1"]]
+        f1 = {c: r["per_category"][c]["contract"][2] for c in CLAUSE_CATEGORIES}
+        bad = [(c, f) for c, f in f1.items() if f < TARGETS["min_f1"]]
         return "; ".join(f"{c} {f:.2f}" for c, f in bad) or "none"
 
     rows = [
         ("contract-level micro-F1", fmt(prev, "contract_micro"), fmt(res, "contract_micro"), ">= 0.86",
          res["contract_micro"][2] >= TARGETS["micro"]),
-        ("contract-level macro-F1", f"{prev['contract_macro_f1']:.3f}" if prev else "-", f"{res['contract_macro_f1']:.3f}",
-         ">= 0.74", res["contract_macro_f1"] >= TARGETS["macro"]),
+        ("contract-level macro-F1", f"{prev['contract_macro_f1']:.3f}" if prev else "-",
+         f"{res['contract_macro_f1']:.3f}", ">= 0.74", res["contract_macro_f1"] >= TARGETS["macro"]),
         ("passage-level micro-F1", fmt(prev, "passage_micro"), fmt(res, "passage_micro"), ">= 0.72",
          res["passage_micro"][2] >= TARGETS["passage"]),
     ]
@@ -194,7 +198,7 @@ def issue_table(res: dict, prev: dict | None) -> list[tuple]:
         rows.append((f"high-risk {c}: recall @ precision", was, now, "R >= 0.95 at P >= 0.6",
                      r["contract"][1] >= TARGETS["hr_recall"] and r["contract"][0] >= TARGETS["hr_precision"]))
         fp_ = r["found_or_possible"]
-        rows.append((f"  ... found or possible", "-", f"R {fp_[1]:.2f} P {fp_[0]:.2f}", "(a person is asked)", None))
+        rows.append(("  ... found or possible", "-", f"R {fp_[1]:.2f} P {fp_[0]:.2f}", "(a person is asked)", None))
     bad_now = low(res)
     rows.append(("categories with F1 < 0.5", low(prev)[:22], bad_now[:22], "none", bad_now == "none"))
     if bad_now != "none":
@@ -203,7 +207,8 @@ def issue_table(res: dict, prev: dict | None) -> list[tuple]:
                  "lower", (res["ece"] <= prev["ece"]) if prev else None))
     lat = res["cpu_ms_per_contract"]
     lat_prev = (prev or {}).get("cpu_ms_per_contract")
-    rows.append(("CPU ms per contract (median / p95)", f"{lat_prev['median']:.0f} / {lat_prev['p95']:.0f}" if lat_prev else "-",
+    was_lat = f"{lat_prev['median']:.0f} / {lat_prev['p95']:.0f}" if lat_prev else "-"
+    rows.append(("CPU ms per contract (median / p95)", was_lat,
                  f"{lat['median']:.0f} / {lat['p95']:.0f}", "<= 100", lat["median"] <= 100))
     rows.append(("model artifact", f"{prev['artifact_bytes'] / 1e6:.1f} MB" if prev else "-",
                  f"{res['artifact_bytes'] / 1e6:.1f} MB", "<= 30 MB", res["artifact_bytes"] <= 30e6))

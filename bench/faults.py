@@ -66,10 +66,12 @@ def playbook(work: Path, extractor: str, generator: str | None) -> str:
     path = work / f"bench-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(f"""
 name: bench-faults
-categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability, Liquidated Damages]
+categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability,
+             Liquidated Damages]
 high_risk: [Uncapped Liability, Liquidated Damages, Cap on Liability]
 steps:
-  extract: {{extractor: "{extractor}", retries: 5, retry_delay_seconds: [0.2, 0.4, 0.8, 1.6, 3.2], max_output_tokens: 1024}}
+  extract: {{extractor: "{extractor}", retries: 5, retry_delay_seconds: [0.2, 0.4, 0.8, 1.6, 3.2],
+             max_output_tokens: 1024}}
   generate: {{provider: {json.dumps(generator)}, retries: 5, retry_delay_seconds: [0.2, 0.4, 0.8, 1.6, 3.2]}}
 budgets: {{per_run_eur: 1.0, per_period_eur: 1000.0, max_tokens_per_run: 500000}}
 """)
@@ -93,10 +95,11 @@ def start_servers(rate: float, seed: int, *, kinds=FAULT_KINDS, slow_seconds: fl
                                      fault_kinds=kinds, seed=seed, retry_after=1, slow_seconds=slow_seconds).start()
                for kind in ("anthropic", "openai")}
     tag = uuid.uuid4().hex[:6]
+    common = {"api_key": SecretStr(BENCH_KEY), "read_timeout_seconds": 2.0, **PRICES}
     AnthropicModel(base_url=servers["anthropic"].url, model="claude-bench", fallback_model="claude-bench-fallback",
-                   api_key=SecretStr(BENCH_KEY), read_timeout_seconds=2.0, **PRICES).save(f"bench-{tag}", overwrite=True)
+                   **common).save(f"bench-{tag}", overwrite=True)
     OpenAICompatibleModel(base_url=servers["openai"].url, model="gpt-bench", fallback_model="gpt-bench-fallback",
-                          api_key=SecretStr(BENCH_KEY), read_timeout_seconds=2.0, **PRICES).save(f"bench-{tag}", overwrite=True)
+                          **common).save(f"bench-{tag}", overwrite=True)
     return servers, tag
 
 
@@ -189,10 +192,11 @@ def main() -> None:
     for r in results:
         ratio = r["wasted"] / r["faults"] if r["faults"] else 0.0
         print(f"{r['rate']:>10.0%} {r['finished'] / r['n']:>9.1%} {r['partial'] / r['n']:>8.1%} {r['lost']:>5d} "
-              f"{r['calls'] / r['n']:>15.2f} {r['faults']:>7d} {r['wasted']:>7d} {ratio:>14.2f} {r['seconds'] / 60:>5.1f}")
+              f"{r['calls'] / r['n']:>15.2f} {r['faults']:>7d} {r['wasted']:>7d} {ratio:>14.2f} "
+              f"{r['seconds'] / 60:>5.1f}")
         if r["codes"]:
             print(f"{'':>10} partial-failure codes: {json.dumps(r['codes'])}")
-    print(f"\nmoney (EUR; must match): billed by the fakes vs. the ledger as each period reads it vs. the reports")
+    print("\nmoney (EUR; must match): billed by the fakes vs. the ledger as each period reads it vs. the reports")
     print(f"{'fault rate':>10} {'billed':>10} {'paid calls':>10} {'ledger day':>11} {'month':>10} {'year':>10} "
           f"{'reports':>10} {'reused':>8} {'match':>6} {'abandoned':>9}")
     for r in results:

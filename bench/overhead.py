@@ -57,7 +57,10 @@ def main() -> None:
 
     samples = sorted((ROOT / "samples").glob("*.pdf"))
     work = Path(tempfile.mkdtemp(prefix="cg-overhead-"))
-    flow = lambda pdf: contract_review(str(pdf), out_dir=str(work / "flow"))  # noqa: E731
+
+    def flow(pdf: Path):
+        return contract_review(str(pdf), out_dir=str(work / "flow"))
+
     flow(unique_copy(samples[0], work))  # warm-up: server start, imports, model load
     plain_review(samples[0], work / "plain")
 

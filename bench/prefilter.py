@@ -35,11 +35,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tools import cuad  # noqa: E402
-from clausegate.review.categories import CATEGORIES, CATEGORY_QUESTIONS  # noqa: E402
-from clausegate.review.passages import count_tokens  # noqa: E402
-from clausegate.review.prefilter import RECALL_TARGETS, prefilter  # noqa: E402
-from clausegate.review.schemas import Page, ParsedDocument  # noqa: E402
+from clausegate.review.categories import CATEGORIES, CATEGORY_QUESTIONS
+from clausegate.review.passages import count_tokens
+from clausegate.review.prefilter import RECALL_TARGETS, prefilter
+from clausegate.review.schemas import Page, ParsedDocument
+from tools import cuad
 
 # Fallback playbook category lists, used when ``clausegate.review.playbook.load_playbook`` (written
 # separately) is not importable yet.  DEFAULT = all 41 CUAD categories; NARROW = the
@@ -65,7 +65,7 @@ def playbooks() -> dict[str, tuple[list[str], str]]:
             from clausegate.review.playbook import load_playbook  # type: ignore[import-not-found]
 
             out[name] = (list(load_playbook(name).categories), "playbook")
-        except Exception:  # noqa: BLE001 - loader absent or playbook missing: use the hard-coded list
+        except Exception:  # loader absent or playbook missing: use the hard-coded list
             out[name] = (fallback, "fallback list")
     return out
 
@@ -182,12 +182,14 @@ def main() -> None:
 
     model = load_model()
     print(f"ClauseGate pre-filter benchmark - CUAD holdout ({cuad.SPLIT_NAME}): {len(docs)} contracts")
-    print(f"model {model.version} trained {model.metadata['trained_at']} on {model.metadata['n_train_contracts']} TRAIN contracts")
+    print(f"model {model.version} trained {model.metadata['trained_at']} "
+          f"on {model.metadata['n_train_contracts']} TRAIN contracts")
     header = f"{'playbook':<19} {'method':<26} {'tokens kept':>11} {'spans kept':>11} {'label pages kept':>17}  target"
     for name, (cats, source) in playbooks().items():
         max_tok, min_span = TARGETS[name]
         print()
-        print(f"== {name} ({len(cats)} categories, {source}); target <= {max_tok:.0%} tokens at >= {min_span:.0%} spans")
+        print(f"== {name} ({len(cats)} categories, {source}); "
+              f"target <= {max_tok:.0%} tokens at >= {min_span:.0%} spans")
         print(header)
         print("-" * len(header))
         default_res = None

@@ -20,27 +20,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.cuad import cuad_available, is_holdout, load_manifest, load_pages  # noqa: E402
-from clausegate.review.offline.extract import category_confidence, extract_thresholds  # noqa: E402
-from clausegate.review.llm.extract import (  # noqa: E402
+from clausegate.review.llm.extract import (
     PromptPassage,
     build_prompt,
     cascade_categories,
     naive_prompt_tokens,
     render_extraction_prompt,
 )
-from clausegate.review.playbook import builtin_playbooks, load_playbook  # noqa: E402
-from clausegate.review.prefilter import prefilter  # noqa: E402
-from clausegate.review.schemas import Page, ParsedDocument  # noqa: E402
+from clausegate.review.offline.extract import category_confidence, extract_thresholds
+from clausegate.review.playbook import builtin_playbooks, load_playbook
+from clausegate.review.prefilter import prefilter
+from clausegate.review.schemas import Page, ParsedDocument
+from tools.cuad import cuad_available, is_holdout, load_manifest, load_pages
 
 
 def measure(entry: dict, book) -> tuple[int, int, int, int]:
     pages = load_pages(entry)
-    document = ParsedDocument(contract_id="0" * 64, filename=entry["filename"],
-                              pages=[Page(number=i + 1, text=t) for i, t in enumerate(pages)] or [Page(number=1, text="")])
+    numbered = [Page(number=i + 1, text=t) for i, t in enumerate(pages)] or [Page(number=1, text="")]
+    document = ParsedDocument(contract_id="0" * 64, filename=entry["filename"], pages=numbered)
     filtered = prefilter(document, book.categories)
     naive = naive_prompt_tokens(document)
-    all_kept = [PromptPassage(id=f"p{i}", page=p.page, text=p.text, score=p.score) for i, p in enumerate(filtered.passages)]
+    all_kept = [PromptPassage(id=f"p{i}", page=p.page, text=p.text, score=p.score)
+                for i, p in enumerate(filtered.passages)]
     prefiltered = render_extraction_prompt(document.contract_id, list(book.categories), all_kept).tokens
     send = cascade_categories(category_confidence(filtered, book.categories), extract_thresholds(book.categories),
                               book.high_risk, margin=book.steps.extract.cascade_margin)
@@ -68,14 +69,15 @@ def main() -> None:
             for fn, naive, pre, sent, cats in rows:
                 print(f"{fn[:60]:60} {naive:8d} {pre:8d} {sent:6d} {cats:5d}")
         total = [sum(r[i] for r in rows) for i in (1, 2, 3)]
-        print(f"tokens, total:   naive {total[0]:,}  pre-filter {total[1]:,}  pre-filter+compression+cascade {total[2]:,}")
+        print(f"tokens, total:   naive {total[0]:,}  pre-filter {total[1]:,}  "
+              f"pre-filter+compression+cascade {total[2]:,}")
         print(f"tokens, median per contract: naive {statistics.median(r[1] for r in rows):,.0f}  "
               f"pre-filter {statistics.median(r[2] for r in rows):,.0f}  "
               f"compressed+cascade {statistics.median(r[3] for r in rows):,.0f}")
         print(f"share of naive:  pre-filter {total[1] / total[0]:.1%}  compressed+cascade {total[2] / total[0]:.1%}  "
               f"(naive/compressed = {total[0] / max(total[2], 1):.1f}x)")
-        print(f"categories sent to the model: median {statistics.median(r[4] for r in rows):.0f} of {len(book.categories)}; "
-              f"contracts needing no model call: {sum(1 for r in rows if r[3] == 0)}")
+        print(f"categories sent to the model: median {statistics.median(r[4] for r in rows):.0f} "
+              f"of {len(book.categories)}; contracts needing no model call: {sum(1 for r in rows if r[3] == 0)}")
 
 
 if __name__ == "__main__":

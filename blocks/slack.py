@@ -1,16 +1,18 @@
 """Prefect Block with everything ClauseGate needs to talk to Slack: one block per Slack app.
 
-    from blocks.slack import SlackSettings
+    from clausegate.config import SlackSettings, load_slack_settings
     SlackSettings(bot_token="xoxb-...", signing_secret="...", channel="C0123456789").save("clausegate")
-    client = SlackSettings.load("clausegate").get_client()      # slack_sdk WebClient
+    client = load_slack_settings().get_client()      # slack_sdk WebClient
 
-The flow, the gateway and the SLA sweeper load the block named by ``CLAUSEGATE_SLACK_BLOCK``
-(default ``clausegate``; see ``clausegate.gates.slack_settings``). Secrets are ``SecretStr``:
-masked in ``repr``, the Prefect UI and logs. ``api_base_url`` points at Slack's Web API; tests and
-demos set it to the fake (``python -m clausegate.demo.slack_server``).
+The flows, the gateway and the SLA sweeper load the block named by ``CLAUSEGATE_SLACK_BLOCK``
+(default ``clausegate``) with ``clausegate.config.load_slack_settings``; ClauseGate code reaches this
+module only through ``clausegate.config``. Secrets are ``SecretStr``: masked in ``repr``, the Prefect
+UI and logs. ``api_base_url`` points at Slack's Web API; tests and demos set it to the fake
+(``python -m clausegate.demo.slack_server``).
 
 Retries: ``get_client()`` returns a WebClient **without** slack-sdk's own retry handlers. One layer
-owns retries (stacked retries multiply requests): the Prefect tasks that post to Slack retry.
+owns retries (stacked retries multiply requests): the Prefect tasks that post to Slack retry
+(``clausegate.slack``).
 """
 
 from __future__ import annotations
@@ -30,20 +32,24 @@ class SlackSettings(Block):
     _block_type_name = "ClauseGate Slack"
     _block_type_slug = "clausegate-slack"
     _documentation_url = "https://api.slack.com/apps"
-    _description = "Bot token, signing secret and channels of the Slack app that asks reviewers at ClauseGate's human gates."
+    _description = ("Bot token, signing secret and channels of the Slack app that asks reviewers at ClauseGate's "
+                    "human gates.")
 
     bot_token: SecretStr = Field(
         description="Bot User OAuth Token of the Slack app (xoxb-...), needs the chat:write scope."
     )
     signing_secret: SecretStr = Field(
-        description="Signing Secret of the Slack app (Basic Information page); verifies interaction and command requests."
+        description="Signing Secret of the Slack app (Basic Information page); verifies interaction and command "
+                    "requests."
     )
     channel: str = Field(description="Channel id (C...) or #name where gate messages are posted; invite the app there.")
     escalation_channel: str | None = Field(
-        default=None, description="Channel for escalations: SLA escalations and a person's Escalate (empty: the gate channel)."
+        default=None,
+        description="Channel for escalations: SLA escalations and a person's Escalate (empty: the gate channel)."
     )
     alert_channel: str | None = Field(
-        default=None, description="Channel for operational alerts, e.g. a gate the SLA sweeper could not resolve (empty: none)."
+        default=None,
+        description="Channel for operational alerts, e.g. a gate the SLA sweeper could not resolve (empty: none)."
     )
     api_base_url: str = Field(
         default="https://slack.com/api/", description="Slack Web API base URL; a fake's URL in tests and demos."

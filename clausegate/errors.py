@@ -1,11 +1,18 @@
-"""ClauseGate's few, user-facing error types.
+"""ClauseGate's few, user-facing error types, and the one registry of its ``CG-*`` codes.
 
-Every error carries a stable ``code`` (listed in the runbook), a message that says what
-failed and why, and a ``hint`` that says what to do next.  ``transient`` tells retry
-policies whether trying again can help; permanent errors never retry.
+Every error carries a stable ``code``, a message that says what failed and why, and a ``hint`` that
+says what to do next.  ``transient`` tells retry policies whether trying again can help; permanent
+errors never retry.
+
+:data:`CODES` lists every code ClauseGate raises, logs or writes into a state message, report or
+notice: what it means and the docs/runbook.md section that says what to do.  A code's constant lives
+in one module (its "home", e.g. ``clausegate.review.document.codes``); other modules import it.
+tests/unit/test_error_codes.py checks the source, this registry and the runbook's code index agree.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 
 class ClauseGateError(Exception):
@@ -94,3 +101,137 @@ class GateError(ClauseGateError):
     failed/cancelled run (docs/security.md, "A gate cannot be skipped")."""
 
     code = "CG-GATE-CANNOT-SUSPEND"
+
+
+# ---------------------------------------------------------------------------------------------- registry
+class Code(NamedTuple):
+    meaning: str
+    section: str  # docs/runbook.md section number ("" = none: the message says what to do)
+
+
+CODES: dict[str, Code] = {
+    # base codes of the error classes (a more specific code is used wherever one exists)
+    "CG-ERROR": Code("a ClauseGate error without a more specific code", ""),
+    "CG-INTERNAL": Code("a step stopped on an unexpected exception (a bug: report it with the run log)", ""),
+    "CG-CONFIG": Code("a setting, block or provider name is wrong (the message names it)", "7"),
+    "CG-PLAYBOOK-INVALID": Code("a playbook is missing or invalid (the message names the field)", "14"),
+    "CG-STEP-INPUT": Code("a step's input lacks a field it depends on; nothing downstream ran", ""),
+    "CG-REPORT-WRITE": Code("the report could not be written to the output folder", ""),
+    # the contract file (clausegate/review/document/codes.py)
+    "CG-PDF": Code("the contract file cannot be read as a usable PDF", "6"),
+    "CG-PDF-NOT-FOUND": Code("the contract file does not exist", "6"),
+    "CG-PDF-UNREADABLE": Code("the contract file cannot be read (permissions, I/O error)", "6"),
+    "CG-PDF-TOO-LARGE": Code("the file is over steps.parse.max_file_mb", "6"),
+    "CG-PDF-CHANGED": Code("the file was replaced while it was being reviewed", "6"),
+    "CG-PDF-NOT-PDF": Code("the bytes are not a PDF, whatever the file name says", "6"),
+    "CG-PDF-CORRUPT": Code("the PDF is truncated or damaged", "6"),
+    "CG-PDF-ENCRYPTED": Code("the PDF needs a password (or an encryption pypdf cannot read)", "6"),
+    "CG-PDF-CRYPTO-MISSING": Code("the PDF is AES-encrypted and the cryptography package is missing", "6"),
+    "CG-PDF-EMPTY": Code("the PDF has no pages", "6"),
+    "CG-PDF-NO-TEXT": Code("no text layer and no OCR (a scan with OCR off or tesseract missing)", "6"),
+    "CG-PDF-TOO-MUCH-TEXT": Code("the text is over steps.parse.max_chars", "6"),
+    "CG-PDF-TIMEOUT": Code("parsing took longer than steps.parse.timeout_seconds", "6"),
+    "CG-PDF-TOO-COMPLEX": Code("the parser process ran out of memory or was killed", "6"),
+    "CG-PDF-WORKER-FAILED": Code("the sandboxed parser process could not start (transient)", "6"),
+    "CG-PDF-DECRYPTED-EMPTY-PASSWORD": Code("notice: opened with the empty password (restrictions only)", "6"),
+    "CG-PDF-NEEDS-OCR": Code("notice: pages without text were skipped (OCR off or unavailable)", "6"),
+    "CG-PDF-OCR-USED": Code("notice: pages were read with OCR", "6"),
+    "CG-PDF-PAGE-UNREADABLE": Code("notice: a page could not be read and was skipped", "6"),
+    "CG-PDF-HIDDEN-TEXT": Code("integrity: text a reader cannot see was left out; a person decides", "6"),
+    "CG-PDF-GARBLED-TEXT": Code("integrity: a page's text does not read as words; a person decides", "6"),
+    "CG-PDF-INTEGRITY-UNCHECKED": Code("integrity: the hidden-text check failed on a page; a person decides", "6"),
+    # model providers (clausegate/providers/errors.py) and the model path (clausegate/pipeline/cascade.py)
+    "CG-MODEL": Code("a model provider call failed", "14"),
+    "CG-MODEL-RATE-LIMIT": Code("the provider answered 429 (rate limit); retried after Retry-After", "4"),
+    "CG-MODEL-QUOTA": Code("the provider account is out of credit or quota; waiting does not help", "4"),
+    "CG-MODEL-OVERLOADED": Code("the provider is overloaded (529/503); retried", "4"),
+    "CG-MODEL-SERVER": Code("the provider answered a 5xx; retried", "14"),
+    "CG-MODEL-TIMEOUT": Code("no answer within the block's read timeout; retried", "14"),
+    "CG-MODEL-UNREACHABLE": Code("the provider could not be reached (DNS, connection refused/reset)", "14"),
+    "CG-MODEL-CIRCUIT-OPEN": Code("calls to that endpoint are skipped until the circuit breaker's cool-down", "14"),
+    "CG-MODEL-CONTEXT-TOO-LONG": Code("the prompt is over the model's context window", "14"),
+    "CG-MODEL-AUTH": Code("the provider refused the API key", "14"),
+    "CG-MODEL-NOT-FOUND": Code("the provider does not know the model or endpoint", "14"),
+    "CG-MODEL-BAD-REQUEST": Code("the provider refused the request as malformed", "14"),
+    "CG-MODEL-TRUNCATED": Code("the answer was cut at the output token limit", "14"),
+    "CG-MODEL-BAD-OUTPUT": Code("the answer is not the JSON asked for, even after one repair call", "14"),
+    "CG-MODEL-DEGRADED": Code("a model step failed: the review uses the offline result alone", "14"),
+    "CG-MODEL-STEP-TIMEOUT": Code("a model step was cut by its Prefect step timeout", "14"),
+    "CG-MODEL-STEP-FAILED": Code("a model step failed after its retries", "14"),
+    "CG-MODEL-DISPUTED": Code("the model gave no or other text for an offline finding; a person decides", "14"),
+    "CG-MODEL-CLAUSE-INVALID": Code("warning: a model clause that is not a valid object was dropped", "14"),
+    "CG-MODEL-QUOTE-EMPTY": Code("warning: a model clause with an empty quote was dropped", "14"),
+    "CG-MODEL-QUOTE-TOO-SHORT": Code("warning: a model quote under the category's minimum words was dropped", "14"),
+    "CG-MODEL-UNGROUNDED": Code("warning: a model clause not found in the prompt's passages was dropped", "14"),
+    "CG-BUDGET-EXCEEDED": Code("a model call would exceed a budget: the step used the offline extractor", "7"),
+    "CG-GENERATE-SKIPPED": Code("no generation model configured: no redlines suggested", "7"),
+    # human gates and Slack (clausegate/gates/, clausegate/slack.py, clausegate/ops/alerts.py)
+    "CG-SLACK": Code("a Slack call failed", "5"),
+    "CG-SLACK-REJECTED": Code("Slack refused the call (token, scope, channel); not retried", "5"),
+    "CG-SLACK-UNREACHABLE": Code("Slack could not be reached; retried", "5"),
+    "CG-SLACK-UNAVAILABLE": Code("Slack answered a 5xx, an error or not JSON; retried", "5"),
+    "CG-SLACK-RATELIMITED": Code("Slack rate-limited the call; retried after Retry-After", "4"),
+    "CG-SLACK-UNDELIVERED": Code("notice: the gate message was not posted; answer with the CLI or UI", "1"),
+    "CG-SLACK-NOT-UPDATED": Code("notice: the gate's Slack message still shows its buttons", "5"),
+    "CG-ALERT-NO-CHANNEL": Code("the failure-alert threshold was crossed but the block has no alert_channel", "5"),
+    "CG-GATE-NO-DEPLOYMENT": Code("a review needs a person but was not started from a deployment", "12"),
+    "CG-GATE-CANNOT-SUSPEND": Code("Prefect refused to suspend the run (e.g. a subflow): the run fails", "12"),
+    "CG-GATE-NO-ANSWER": Code("the run was resumed without an answer: the run fails", "12"),
+    "CG-GATE-NO-DECISION": Code("a run completed although its review still needs a decision", "12"),
+    "CG-GATE-DEFERRED": Code("notice: the batch review needs a person; it is asked in a run of its own", "8"),
+    "CG-GATE-ESCALATED": Code("notice: the gate was escalated to legal (by a person or the SLA)", "1"),
+    "CG-GATE-ESCALATION-UNDELIVERED": Code("an escalation was applied but the escalation channel was not told", "5"),
+    # the nightly batch and flow-run outcomes (clausegate/batch/, clausegate/pipeline/runs.py)
+    "CG-BATCH-SOURCE": Code("the batch's source folder or python:module:factory cannot be loaded", "8"),
+    "CG-BATCH-NO-DEPLOYMENT": Code("contract-review is not deployed on this server", "8"),
+    "CG-BATCH-SUBMIT": Code("creating one contract's run failed; the batch went on", "8"),
+    "CG-BATCH-TIMEOUT": Code("the batch stopped waiting (timeout_minutes); the runs keep going", "8"),
+    "CG-RUN-CRASHED": Code("the run's process died (worker killed, OOM, no heartbeat)", "3"),
+    "CG-RUN-CANCELLED": Code("someone cancelled the run", "8"),
+    "CG-RUN-FAILED": Code("the run failed without a ClauseGate code (an unexpected exception)", "8"),
+    "CG-RUN-REQUEUED": Code("a crashed run was requeued once by the dead-letters deployment", "10"),
+    "CG-RUN-REQUEUING": Code("a crashed run's hung process is being stopped before its requeue", "12"),
+    "CG-RUN-DEAD-LETTER": Code("a run crashed again after its one requeue (or could not be stopped)", "10"),
+    "CG-RUN-GATE-RESTORED": Code("a run waiting at a gate was marked crashed; its gate was put back", "1"),
+    "CG-RUN-STALE-ATTEMPT": Code("a stale flow-run process stopped without touching its run", "12"),
+    # the local stack (clausegate/stack/) and the scale-out script (tools/scaleout_postgres.py)
+    "CG-STACK-PORT-IN-USE": Code("a port the stack needs is taken", "9"),
+    "CG-STACK-RUNNING": Code("a stack from this folder is already up", "9"),
+    "CG-STACK-START": Code("the server or a process did not start or become healthy", "9"),
+    "CG-STACK-DEPLOY": Code("prefect deploy failed", "9"),
+    "CG-STACK-CONFIG": Code("creating pool, queues, limits or automations failed (or a bad stack setting)", "9"),
+    "CG-STACK-AUTH": Code("the Prefect API answered a request without the credential (scale-out check)", "11"),
+    "CG-SCALEOUT-NO-POSTGRES": Code("scale-out: a PostgreSQL program was not found (docs/operations.md)", "9"),
+    "CG-SCALEOUT-NO-USER": Code("scale-out: the PostgreSQL user could not be created (docs/operations.md)", "9"),
+    "CG-SCALEOUT-POSTGRES": Code("scale-out: a PostgreSQL command failed (docs/operations.md)", "9"),
+    "CG-SCALEOUT-BATCH": Code("scale-out: the nightly batch on PostgreSQL did not complete (docs/operations.md)", "9"),
+    # the inbox API and the gateway (clausegate/inbox/, clausegate/gateway/, clausegate/ops/audit.py)
+    "CG-INBOX": Code("an inbox request failed", "10"),
+    "CG-INBOX-AUTH": Code("401: no, malformed, unknown or revoked API key", "10"),
+    "CG-INBOX-NOT-FOUND": Code("404: no such task for this key's sender", "10"),
+    "CG-INBOX-BAD-REQUEST": Code("422: a field is wrong (the message names it)", "10"),
+    "CG-INBOX-NOT-PDF": Code("415: the bytes are not a PDF", "10"),
+    "CG-INBOX-TOO-LARGE": Code("413: over CLAUSEGATE_INBOX_MAX_UPLOAD_MB", "10"),
+    "CG-INBOX-SOURCE": Code("422: a path or URL source that is not allowed or could not be read", "10"),
+    "CG-INBOX-RATE-LIMIT": Code("429: the sender is over its submissions per minute", "10"),
+    "CG-INBOX-CONFLICT": Code("409: the task's state or an earlier idempotency key forbids it", "10"),
+    "CG-INBOX-UNAVAILABLE": Code("503: the Prefect API did not answer or contract-review is not deployed", "10"),
+    "CG-INBOX-CANCELLED": Code("state message: the task was cancelled through the inbox", "10"),
+    "CG-INBOX-NO-SERVER": Code("CLI: `clausegate inbox` found no Prefect server", "10"),
+    "CG-GATEWAY-TOO-LARGE": Code("413: a request body over its route's limit", "10"),
+    "CG-AUDIT-WRITE": Code("an action happened but its audit event could not be posted", "10"),
+    # contracts at rest (clausegate/security/at_rest.py, clausegate/ops/retention*.py)
+    "CG-AT-REST-KEY": Code("data was encrypted with another at-rest key than this process has", "13"),
+    "CG-AT-REST-CORRUPT": Code("a sealed upload or result is truncated or modified", "13"),
+    "CG-RETENTION-IN-USE-UNKNOWN": Code("retention could not ask Prefect what is in use: nothing deleted", "13"),
+    "CG-RETENTION-DELETE": Code("retention could not delete some expired files", "13"),
+}
+
+
+def describe(code: str) -> str:
+    """One line for ``code``: its meaning and runbook section (an unknown code says so)."""
+    entry = CODES.get(code)
+    if entry is None:
+        return f"{code}: not a ClauseGate code"
+    where = f" (docs/runbook.md section {entry.section})" if entry.section else ""
+    return f"{code}: {entry.meaning}{where}"

@@ -1,48 +1,79 @@
-"""Session-wide test set-up: one real Prefect server (SQLite) in a temporary PREFECT_HOME.
+"""Fixtures shared by the whole suite, and the session's one real Prefect server (SQLite, temporary PREFECT_HOME).
 
-The environment is set in ``pytest_configure`` (before test modules import prefect), so every
-in-process flow and every subprocess the tests start talk to the same server.  The server
-itself starts lazily, on the first test that asks for the ``prefect_server`` fixture.
+Prefect reads its settings when it is first imported, so the server's environment (PREFECT_HOME, API URL,
+API credential) is set right here, when pytest imports this file: before any test module, per-folder
+conftest.py or support module is imported, and before this file's own imports that load prefect (hence
+their ``noqa: E402``). Every in-process flow and every subprocess the tests start talks to that one server;
+it starts lazily, on the first test that asks for the ``prefect_server`` fixture.
+
+Fixtures here: ``prefect_server``, ``cuad_dir``, ``drained_prefect_workers`` (module scope, opt in);
+the fake model servers ``anthropic_server`` / ``openai_server`` / ``model_server`` (one run per protocol);
+``no_tesseract``; and, for every test, ``fresh_cooldowns`` and ``_no_open_circuit_breakers``.
+Folder-only fixtures live in tests/<folder>/conftest.py; helpers (plain functions) in tests/support/.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+
+from tests.support.prefect_server import PrefectServer
+
+assert "prefect" not in sys.modules, "tests/conftest.py must set the Prefect environment before prefect is imported"
+_SERVER = PrefectServer(Path(tempfile.mkdtemp(prefix="clausegate-test-prefect-")))
+os.environ.update(_SERVER.env())
+
+from prefect.events.worker import EventsWorker  # noqa: E402  (prefect: after its environment, above)
+from prefect.logging.handlers import APILogWorker  # noqa: E402
+
+from clausegate.demo.model_server import FakeModelServer  # noqa: E402
+from clausegate.providers.circuit import VARIABLE_PREFIX  # noqa: E402
+from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry  # noqa: E402
+from tests.support.fake_model import fake_model_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CUAD_DIR = ROOT.parent / "shared" / "data" / "cuad"
-sys.path.insert(0, str(ROOT))
-
-from tests.support.prefect_server import PrefectServer  # noqa: E402
-
-_SERVER: PrefectServer | None = None
-
-
-def pytest_configure(config):
-    global _SERVER
-    home = Path(tempfile.mkdtemp(prefix="clausegate-test-prefect-"))
-    _SERVER = PrefectServer(home)
-    os.environ.update(_SERVER.env())
 
 
 def pytest_unconfigure(config):
-    if _SERVER and _SERVER.process is not None:
-        # Flush Prefect's log and event workers while the server is still up (else ~75 s of retries at exit).
-        from prefect.events.worker import EventsWorker
-        from prefect.logging.handlers import APILogWorker
+    if _SERVER.process is not None:
+        _drain_prefect_workers(at_exit=True)  # while the server is still up (else ~75 s of retries at exit)
+    _SERVER.stop()
 
-        for worker in (APILogWorker, EventsWorker):
-            try:
-                worker.drain_all(timeout=10)
-            except Exception:
-                pass
-    if _SERVER:
-        _SERVER.stop()
+
+def _drain_prefect_workers(*, at_exit: bool) -> None:
+    """Flush Prefect's log and event workers (in-process flows queue their logs and events there)."""
+    for worker in (APILogWorker, EventsWorker):
+        try:
+            worker.drain_all(timeout=10, at_exit=at_exit)
+        except Exception:
+            pass
+
+
+# ------------------------------------------------------------------------------------ Prefect server
+@pytest.fixture(scope="session")
+def prefect_server() -> PrefectServer:
+    if _SERVER.process is None:
+        _SERVER.start()
+    return _SERVER
+
+
+@pytest.fixture(scope="module")
+def drained_prefect_workers():
+    """Flush Prefect's log and event workers after a module's in-process flows, while the server is still up.
+
+    Otherwise they flush at interpreter exit, after the session server has stopped, and retry for
+    over a minute ("Error logging to API ... All connection attempts failed").
+    """
+    yield
+    _drain_prefect_workers(at_exit=False)
 
 
 @pytest.fixture(autouse=True)
@@ -53,12 +84,8 @@ def _no_open_circuit_breakers():
     a breaker a test left open for 127.0.0.1:PORT would otherwise skip a later test's calls to that port.
     """
     yield
-    if _SERVER is None or _SERVER.process is None:
+    if _SERVER.process is None:
         return
-    import httpx
-
-    from clausegate.providers.circuit import VARIABLE_PREFIX
-
     auth = tuple(_SERVER.auth_string.split(":", 1))
     with httpx.Client(base_url=_SERVER.api_url, auth=auth, timeout=10) as client:
         found = client.post("/variables/filter", json={"variables": {"name": {"like_": VARIABLE_PREFIX}}}).json()
@@ -66,16 +93,50 @@ def _no_open_circuit_breakers():
             client.delete(f"/variables/name/{variable['name']}")
 
 
-@pytest.fixture(scope="session")
-def prefect_server() -> PrefectServer:
-    assert _SERVER is not None
-    if _SERVER.process is None:
-        _SERVER.start()
-    return _SERVER
-
-
+# ------------------------------------------------------------------------------------ data
 @pytest.fixture(scope="session")
 def cuad_dir() -> Path:
     if not CUAD_DIR.is_dir():
         pytest.skip("../shared/data/cuad is not present")
     return CUAD_DIR
+
+
+# ------------------------------------------------------------------------------------ fake model servers
+# Function-scoped (starting one takes milliseconds); bind 127.0.0.1 on a free port and expect
+# tests.support.fake_model.KEY. Build a client with tests.support.fake_model.client_for(server).
+@pytest.fixture
+def anthropic_server() -> Iterator[FakeModelServer]:
+    with fake_model_server("anthropic") as server:
+        yield server
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeModelServer]:
+    with fake_model_server("openai") as server:
+        yield server
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def model_server(request: pytest.FixtureRequest) -> Iterator[FakeModelServer]:
+    """Runs the test once per protocol."""
+    with fake_model_server(request.param) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def fresh_cooldowns() -> Iterator[CooldownRegistry]:
+    """The process-wide rate-limit cooldowns are empty before and after each test: one test's 429 never
+    delays the next test's calls."""
+    COOLDOWNS.clear()
+    yield COOLDOWNS
+    COOLDOWNS.clear()
+
+
+# ------------------------------------------------------------------------------------ OCR
+@pytest.fixture
+def no_tesseract(monkeypatch, tmp_path):
+    """A PATH on which no `tesseract` exists (the test machine may or may not have one)."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert shutil.which("tesseract") is None

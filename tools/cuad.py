@@ -81,7 +81,7 @@ def load_pages(entry: dict, cache_dir: Path | None = None) -> list[str]:
     for page in reader.pages:
         try:
             pages.append(page.extract_text() or "")
-        except Exception:  # noqa: BLE001 - a broken page is an empty page for training purposes
+        except Exception:  # a broken page is an empty page for training purposes
             pages.append("")
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

@@ -6,9 +6,10 @@ folds): the holdout is never read.  Scores are logits of the fold models.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from clausegate.review.offline import model as serving
 
 
 def sigmoid(z):
@@ -83,11 +84,13 @@ def cv_threshold(doc_scores, truth, doc_fold, pick) -> np.ndarray:
     return pred
 
 
-# ---- keyword priors (rare categories): logit boosts chosen by cross-validated contract F1
+# ---- keyword priors (rare categories): logit boosts chosen by cross-validated contract F1; the boost
+# itself is serving's (clausegate.review.offline.model.add_keyword_boost), so what is tuned is what is scored
 
 def keyword_hits(texts: list[str], patterns: dict[str, str]) -> np.ndarray:
-    pats = [re.compile(p, re.IGNORECASE) for p in patterns.values()]
-    return np.array([[bool(rx.search(t)) for rx in pats] for t in texts], dtype=bool).reshape(len(texts), len(pats))
+    """Passages x patterns: which passage each keyword prior matches (serving's matching rule)."""
+    columns = [serving.keyword_hits(texts, serving.keyword_pattern(p)) for p in patterns.values()]
+    return np.array(columns, dtype=bool).reshape(len(patterns), len(texts)).T
 
 
 def choose_boosts(oof_logit, kw_hit, doc_ids, doc_fold, truth_doc, patterns, categories, grid, floor, log):
@@ -98,7 +101,7 @@ def choose_boosts(oof_logit, kw_hit, doc_ids, doc_fold, truth_doc, patterns, cat
         t = truth_doc[:, c]
         best_b, best_f = 0.0, -1.0
         for b in grid:
-            s = sigmoid(oof_logit[:, c] + b * kw_hit[:, j])
+            s = sigmoid(serving.add_keyword_boost(oof_logit[:, c].copy(), kw_hit[:, j], b))
             m = np.zeros(n_docs)
             np.maximum.at(m, doc_ids, s)
             pred = cv_threshold(m, t, doc_fold, lambda s_, t_: best_f1_threshold(s_, t_, floor)[0])
@@ -124,7 +127,7 @@ def lambda_thresholds(oof, tok, span_cat, span_idx, lam: float) -> np.ndarray:
         order = np.argsort(-s, kind="stable")
         rank = np.empty(len(s), dtype=int)
         rank[order] = np.arange(len(s))
-        firsts = [int(rank[ix].min()) for cc, ix in zip(span_cat, span_idx) if cc == c and len(ix)]
+        firsts = [int(rank[ix].min()) for cc, ix in zip(span_cat, span_idx, strict=True) if cc == c and len(ix)]
         if not firsts:
             continue
         gain = np.zeros(len(s))
@@ -138,7 +141,7 @@ def keep_eval(oof, tok, keep_first, top1, span_cat, span_idx, th, cols, metadata
     keep = (oof[:, cols] >= th[cols]).any(axis=1) | top1[:, cols].any(axis=1)
     if metadata_rule:
         keep |= keep_first
-    sp = [ix for c, ix in zip(span_cat, span_idx) if c in set(cols)]
+    sp = [ix for c, ix in zip(span_cat, span_idx, strict=True) if c in set(cols)]
     recall = float(np.mean([bool(len(ix)) and bool(keep[ix].any()) for ix in sp]))
     return float(tok[keep].sum() / tok.sum()), recall
 
@@ -163,8 +166,6 @@ def effective_lambda(lam: float, n_all: int, n_categories: int) -> float:
 
 def fit_platt(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Platt scaling sigmoid(a * x + b): a one-feature logistic regression (lbfgs, deterministic)."""
-    from sklearn.linear_model import LogisticRegression
-
     if len(np.unique(y)) < 2:
         return 1.0, 0.0
     clf = LogisticRegression(C=100.0, max_iter=1000).fit(np.asarray(x, dtype=float).reshape(-1, 1), y.astype(int))

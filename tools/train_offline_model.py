@@ -39,7 +39,7 @@ import hashlib
 import json
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -50,11 +50,17 @@ from sklearn.linear_model import LogisticRegression
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tools import cuad  # noqa: E402
-from tools import offline_tuning as tune  # noqa: E402
-from clausegate.review.categories import CATEGORIES, METADATA_CATEGORIES  # noqa: E402
-from clausegate.review.offline.model import heading_texts, make_head_vectorizer, make_vectorizer  # noqa: E402
-from clausegate.review.passages import LEAD_CHARS, MAX_CHARS, MIN_CHARS, count_tokens, split_passages  # noqa: E402
+from clausegate.review.categories import CATEGORIES, METADATA_CATEGORIES
+from clausegate.review.offline.model import (
+    MODEL_DIR,
+    add_keyword_boost,
+    heading_texts,
+    make_head_vectorizer,
+    make_vectorizer,
+)
+from clausegate.review.passages import LEAD_CHARS, MAX_CHARS, MIN_CHARS, count_tokens, split_passages
+from tools import cuad
+from tools import offline_tuning as tune
 
 MODEL_VERSION = "cuad-tfidf-lr-2.0"
 FEATURES = {
@@ -170,7 +176,7 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
     boosts = tune.choose_boosts(L, kw, doc_ids, doc_fold, truth, KEYWORD_PRIORS, list(CATEGORIES), BOOST_GRID,
                                 EXTRACT_FLOOR, log)
     for j, name in enumerate(KEYWORD_PRIORS):
-        L[:, CATEGORIES.index(name)] += boosts[name] * kw[:, j]
+        add_keyword_boost(L[:, CATEGORIES.index(name)], kw[:, j], boosts[name])
     P = tune.sigmoid(L)
     M = np.zeros((n_docs, k))
     np.maximum.at(M, doc_ids, P)
@@ -215,16 +221,18 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
     pas_p, pas_r, pas_f = tune.prf((P >= thr)[:, clause], Y[:, clause])  # thresholds in-sample here
     micro = tune.prf(cv_pred[:, clause], truth[:, clause])
     per_cat = {name: round(tune.prf(cv_pred[:, c], truth[:, c])[2], 4) for c, name in enumerate(CATEGORIES)}
+    rf_index = {name: CATEGORIES.index(name) for name in RECALL_FIRST}
     cv = {
         "method": "nested: thresholds tuned on 3 contract folds of TRAIN's OOF scores, applied to the 4th",
         "contract_micro_f1": round(micro[2], 4),
         "contract_macro_f1": round(float(np.mean([per_cat[CATEGORIES[c]] for c in clause])), 4),
         "contract_f1": per_cat,
         "passage_micro_f1_in_sample_thresholds": round(pas_f, 4),
-        "recall_first": {name: dict(zip(("precision", "recall", "f1"), map(lambda v: round(v, 4), tune.prf(
-            cv_pred[:, CATEGORIES.index(name)], truth[:, CATEGORIES.index(name)])))) for name in RECALL_FIRST},
-        "recall_first_found_or_possible": {name: round(tune.prf(cv_poss[:, CATEGORIES.index(name)] | cv_pred[:, CATEGORIES.index(name)],
-                                                                 truth[:, CATEGORIES.index(name)])[1], 4) for name in RECALL_FIRST},
+        "recall_first": {name: dict(zip(("precision", "recall", "f1"),
+                                        (round(v, 4) for v in tune.prf(cv_pred[:, i], truth[:, i])), strict=True))
+                         for name, i in rf_index.items()},
+        "recall_first_found_or_possible": {name: round(tune.prf(cv_poss[:, i] | cv_pred[:, i], truth[:, i])[1], 4)
+                                           for name, i in rf_index.items()},
         "findings_ece_raw": round(tune.ece(P[rows, cols], y), 4),
         "findings_ece_calibrated": round(tune.ece(cal_cv, y), 4),
     }
@@ -278,7 +286,8 @@ def keep_grid(P, Y, doc_ids, page_nos, thr, spans, texts) -> dict:
                      "sqrt(41 / max(6, n_requested))) (grid, geometric interpolation), or it is the document's "
                      "best passage for c and score_c >= possible_threshold_c (or extract_threshold_c)",
         "keep_lambda_grid": LAMBDA_GRID,
-        "keep_threshold_grid": {n: [round(float(grid[lam][c]), 7) for lam in LAMBDA_GRID] for c, n in enumerate(CATEGORIES)},
+        "keep_threshold_grid": {n: [round(float(grid[lam][c]), 7) for lam in LAMBDA_GRID]
+                                for c, n in enumerate(CATEGORIES)},
         "keep_levels": levels,
         "keep_level_oof_recall": RECALL_LEVELS,
         "keep_default_level": "balanced",
@@ -321,7 +330,8 @@ def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = No
     out.mkdir(parents=True, exist_ok=True)
     vocab = vec.get_feature_names_out()
     hvocab = hvec.get_feature_names_out() if hvec is not None else []
-    heading_arrays = {"head_vocabulary": np.array(hvocab, dtype=str), "head_idf": hvec.idf_.astype(np.float32)} if hvec else {}
+    heading_arrays = ({"head_vocabulary": np.array(hvocab, dtype=str), "head_idf": hvec.idf_.astype(np.float32)}
+                      if hvec else {})
     np.savez_compressed(
         out / "offline_model.npz",
         vocabulary=np.array(vocab, dtype=str), idf=vec.idf_.astype(np.float32), **heading_arrays,
@@ -330,7 +340,7 @@ def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = No
     )
     meta = {
         "version": MODEL_VERSION,
-        "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "data": "CUAD v1 (Hendrycks et al., NeurIPS 2021), CC BY 4.0 - https://www.atticusprojectai.org/cuad",
         "split": cuad.SPLIT_NAME,
         "split_rule": "TRAIN = contracts with tools.cuad.is_holdout(filename) False; the holdout is never read",
@@ -358,7 +368,7 @@ def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = No
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--folds", type=int, default=4)
-    ap.add_argument("--out", default=str(REPO / "clausegate" / "models"))
+    ap.add_argument("--out", default=str(MODEL_DIR))
     ap.add_argument("--limit", type=int, default=0, help="use only the first N train contracts (tests, debugging)")
     ap.add_argument("--dump", default="", help="save the OOF logits and fold models here (e.g. .bench/oof.npz)")
     ap.add_argument("--tune-only", action="store_true", help="re-tune from --dump instead of fitting again")

@@ -1,12 +1,9 @@
-"""`clausegate` command line. Each concern registers its commands from its own module."""
+"""`clausegate` command line: one Typer ``app`` (clausegate/cli/app.py); each concern's module registers its
+commands on it when imported: review (`review`, `playbooks`), models (`model-block`, `fake-model`), gates
+(`gates`, `resolve`, `gateway`), batch (`batch`), stack (`up`, `down`, `status`), inbox (`inbox keys`,
+`inbox audit`), auth (`auth show`, `auth rotate`)."""
 
+from clausegate.cli import auth, batch, gates, inbox, models, review, stack
 from clausegate.cli.app import app
-from clausegate.cli import review  # noqa: F401  (registers `review`, `playbooks`)
-from clausegate.cli import models  # noqa: F401  (registers `model-block`, `fake-model`)
-from clausegate.cli import gates  # noqa: F401  (registers `gates`, `resolve`, `gateway`)
-from clausegate.cli import batch  # noqa: F401  (registers `batch`)
-from clausegate.cli import stack  # noqa: F401  (registers `up`, `down`, `status`)
-from clausegate.cli import inbox  # noqa: F401  (registers `inbox keys`, `inbox audit`)
-from clausegate.cli import auth  # noqa: F401  (registers `auth show`, `auth rotate`)
 
-__all__ = ["app"]
+__all__ = ["app", "auth", "batch", "gates", "inbox", "models", "review", "stack"]

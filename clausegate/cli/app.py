@@ -20,14 +20,14 @@ def _prefect_credential() -> None:
 
 def use_api_credential() -> None:
     """Send the stack's API credential (basic auth) unless the environment already names one."""
-    from clausegate.security import credentials
+    from clausegate.security import credentials  # local import: Prefect; keeps `clausegate` start-up lean
 
     if os.environ.get("PREFECT_API_AUTH_STRING"):
         return
     auth = credentials.api_auth_string()
     if not auth:
         return
-    from prefect.settings import PREFECT_API_AUTH_STRING, temporary_settings
+    from prefect.settings import PREFECT_API_AUTH_STRING, temporary_settings  # local import: keeps start-up lean
 
     os.environ["PREFECT_API_AUTH_STRING"] = auth
     _ACTIVE_SETTINGS.append(temporary_settings(updates={PREFECT_API_AUTH_STRING: auth}))
@@ -39,13 +39,14 @@ def use_stack_api_url() -> str | None:
     if os.environ.get("PREFECT_API_URL"):
         use_api_credential()
         return os.environ["PREFECT_API_URL"]
-    from clausegate import stack
+    from clausegate.stack.processes import api_healthy  # local import: httpx; keeps `clausegate` start-up lean
+    from clausegate.stack.state import StackPaths, read_state  # local import: keeps `clausegate` start-up lean
 
-    state = stack.read_state(stack.StackPaths.for_project(Path.cwd()))
-    if state and state.get("api_url") and stack.api_healthy(state["api_url"]):
+    state = read_state(StackPaths.for_project(Path.cwd()))
+    if state and state.get("api_url") and api_healthy(state["api_url"]):
         use_api_credential()
         # Prefect reads its settings when first imported: set the variable *and* the live settings.
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.settings import PREFECT_API_URL, temporary_settings  # local import: keeps start-up lean
 
         os.environ["PREFECT_API_URL"] = state["api_url"]
         # Keep the context manager referenced: a collected one would close and restore the old settings.

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from clausegate.cli.app import app, console
+from clausegate.errors import ClauseGateError
 
 EXIT_CODES = {"resumed": 0, "already_decided": 3, "not_suspended": 4, "unknown_run": 2, "not_a_gate": 4,
               "forbidden": 5, "rejected": 6, "timed_out": 7, "error": 1}
@@ -17,7 +18,7 @@ EXIT_CODES = {"resumed": 0, "already_decided": 3, "not_suspended": 4, "unknown_r
 @app.command()
 def gates() -> None:
     """List the gates waiting for a decision: run, contract, findings, age, SLA left."""
-    from clausegate.gates import format_delta, waiting_gates
+    from clausegate.gates import format_delta, waiting_gates  # local import: Prefect; keeps CLI start-up lean
 
     waiting = waiting_gates()
     if not waiting:
@@ -34,7 +35,10 @@ def gates() -> None:
         record = gate.record
         sla = format_delta(gate.sla_left)
         findings = f"{len(record.findings)}: " + ", ".join(record.categories)
-        slack = "posted" if gate.slack and gate.slack.ok else f"[yellow]{(gate.slack.error if gate.slack else 'none')[:40]}[/yellow]"
+        if gate.slack and gate.slack.ok:
+            slack = "posted"
+        else:
+            slack = f"[yellow]{((gate.slack.error if gate.slack else None) or 'none')[:40]}[/yellow]"
         table.add_row(gate.flow_run_id, record.filename, findings, format_delta(gate.age),
                       f"[red]{sla} (overdue)[/red]" if gate.overdue else sla, slack)
     console.print(table)
@@ -53,7 +57,8 @@ def resolve(
 
     Recorded as ``via cli`` with your login (a signed receipt, docs/security.md §5); an answer
     that is not applied is written to the audit log (``clausegate inbox audit``: ``gate.refused``)."""
-    from clausegate.gates import load_slack_settings, resolve_gate
+    from clausegate.config import load_slack_settings  # local import: Prefect; keeps CLI start-up lean
+    from clausegate.gates import resolve_gate  # local import: Prefect; keeps CLI start-up lean
 
     outcome = resolve_gate(run_id, decision, reviewer=reviewer or getpass.getuser(), via="cli", comment=comment,
                            settings=load_slack_settings())
@@ -68,21 +73,22 @@ def resolve(
 def gateway(
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8787,
-    block: Annotated[str | None, typer.Option(help="SlackSettings block name (default: $CLAUSEGATE_SLACK_BLOCK or 'clausegate')")] = None,
+    block: Annotated[str | None, typer.Option(
+        help="SlackSettings block name (default: $CLAUSEGATE_SLACK_BLOCK or 'clausegate')")] = None,
 ) -> None:
     """Run the gateway with uvicorn: the inbox API (/inbox, docs at /docs) and, with a SlackSettings block,
     Slack interactivity + /resolve."""
-    import uvicorn
+    import uvicorn  # local import: keeps CLI start-up lean
 
-    from clausegate.errors import ClauseGateError
-    from clausegate.gateway.app import load_config, create_app
+    from clausegate.gateway.app import create_app, load_config  # local import: keeps CLI start-up lean
 
     try:
         config = load_config(block)
     except ClauseGateError as error:
         console.print(f"[red]{error}[/red]")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     slack = (f"Slack block '{config.slack._block_document_name}': POST /slack/interactions, POST /slack/commands"
              if config.slack is not None else "Slack: off (no SlackSettings block; see docs/slack.md)")
-    console.print(f"ClauseGate gateway on http://{host}:{port} — inbox: /inbox/tasks (API docs /docs); {slack}; GET /healthz")
+    console.print(f"ClauseGate gateway on http://{host}:{port} — inbox: /inbox/tasks (API docs /docs); "
+                  f"{slack}; GET /healthz")
     uvicorn.run(create_app(config), host=host, port=port, log_level="info")

@@ -12,13 +12,13 @@ from rich.table import Table
 from clausegate.cli.app import app, console, use_stack_api_url
 
 notes = Console(stderr=True)  # messages go to stderr, so `KEY=$(clausegate inbox keys create ...)` gets the key only
-
+NO_SERVER = "CG-INBOX-NO-SERVER"
 
 
 def _server() -> None:
     """Keys and the audit log live on a real Prefect server, never a temporary one."""
     if use_stack_api_url() is None:
-        notes.print("[red][CG-INBOX-NO-SERVER][/red] no Prefect server: keys and the audit log live in its database. "
+        notes.print(f"[red][{NO_SERVER}][/red] no Prefect server: keys and the audit log live in its database. "
                     "Next step: `clausegate up` in this folder, or export PREFECT_API_URL=http://HOST:4200/api")
         raise typer.Exit(2)
 
@@ -40,17 +40,17 @@ def create_key(
     note: Annotated[str, typer.Option(help="who holds the key, for the list")] = "",
 ) -> None:
     """Create a key. It is printed once; store it in the client's secret store."""
-    from clausegate.inbox import keys, limits
-    from clausegate.inbox.settings import InboxSettings
+    from prefect.client.orchestration import get_client  # local import: keeps CLI start-up lean
+
+    from clausegate.config import settings  # local import: Prefect; keeps CLI start-up lean
+    from clausegate.inbox import keys, limits  # local import: Prefect; keeps CLI start-up lean
 
     key, record = keys.new_key(sender, admin=admin, rate_per_minute=rate_per_minute, note=note)
     keys.save(record)
 
     async def limit() -> None:
-        from prefect.client.orchestration import get_client
-
         async with get_client() as client:
-            await limits.ensure_limit(client, sender, rate_per_minute or InboxSettings().rate_per_minute)
+            await limits.ensure_limit(client, sender, rate_per_minute or settings().inbox.rate_per_minute)
 
     asyncio.run(limit())
     notes.print(f"key id {record.key_id} for sender '{sender}'{' (admin)' if admin else ''}:")
@@ -62,20 +62,20 @@ def create_key(
 @keys_app.command("list")
 def list_keys() -> None:
     """Keys (id, sender, admin, created, revoked); never the keys themselves."""
-    from clausegate.inbox import keys
+    from clausegate.inbox import keys  # local import: Prefect; keeps CLI start-up lean
 
     table = Table("key id", "sender", "admin", "rate/min", "created", "revoked", "note")
     for r in keys.load_all():
         table.add_row(r.key_id, r.sender, "yes" if r.admin else "", str(r.rate_per_minute or "default"),
-                      r.created.strftime("%Y-%m-%d %H:%M"), r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else "",
-                      r.note)
+                      r.created.strftime("%Y-%m-%d %H:%M"),
+                      r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else "", r.note)
     console.print(table)
 
 
 @keys_app.command("revoke")
 def revoke_key(key_id: Annotated[str, typer.Argument(help="the key id (second part of cgk_<id>_…)")]) -> None:
     """Revoke a key at once (its next request answers 401)."""
-    from clausegate.inbox import keys
+    from clausegate.inbox import keys  # local import: Prefect; keeps CLI start-up lean
 
     record = keys.revoke(key_id)
     if record is None:
@@ -87,9 +87,9 @@ def revoke_key(key_id: Annotated[str, typer.Argument(help="the key id (second pa
 @inbox_app.command("audit")
 def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None:
     """The audit log (submissions, cancels, retries, gate decisions), newest first."""
-    from prefect.client.orchestration import get_client
+    from prefect.client.orchestration import get_client  # local import: keeps CLI start-up lean
 
-    from clausegate.ops import audit
+    from clausegate.ops import audit  # local import: Prefect; keeps CLI start-up lean
 
     async def read():
         async with get_client() as client:
@@ -100,5 +100,6 @@ def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None
         payload = dict(event.payload)
         who, run = payload.pop("actor", ""), payload.pop("flow_run_id", "") or ""
         details = ", ".join(f"{k}={v}" for k, v in payload.items() if v not in (None, ""))
-        table.add_row(event.occurred.strftime("%Y-%m-%d %H:%M:%S"), event.event.removeprefix(audit.PREFIX), who, run, details)
+        table.add_row(event.occurred.strftime("%Y-%m-%d %H:%M:%S"), event.event.removeprefix(audit.PREFIX), who, run,
+                      details)
     console.print(table)

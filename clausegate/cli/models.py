@@ -14,7 +14,10 @@ SLUGS = {"anthropic": "anthropic-model", "openai": "openai-compatible-model"}
 
 
 def _block_class(protocol: str):
-    from blocks.models import AnthropicModel, OpenAICompatibleModel
+    from clausegate.config import (  # local import: Prefect; keeps CLI start-up lean
+        AnthropicModel,
+        OpenAICompatibleModel,
+    )
 
     return AnthropicModel if protocol == "anthropic" else OpenAICompatibleModel
 
@@ -50,18 +53,19 @@ def fake_model(
 ) -> None:
     """Run a fake Claude (Messages API) or OpenAI-style server that answers ClauseGate's prompts, so the
     whole pipeline runs "with a model" on this machine. Ctrl-C stops it."""
-    from pydantic import SecretStr
+    from pydantic import SecretStr  # local import: keeps CLI start-up lean
 
-    from clausegate.demo.model_server import DEFAULT_API_KEY, FakeModelServer
-    from clausegate.demo.responders import contract_responder
+    from clausegate.demo.model_server import DEFAULT_API_KEY, FakeModelServer  # local import: keeps CLI start-up lean
+    from clausegate.demo.responders import contract_responder  # local import: keeps CLI start-up lean
 
     server = FakeModelServer(protocol, api_key=DEFAULT_API_KEY, port=port, fault_rate=fault_rate, seed=seed,
                              responder=contract_responder).start()
     console.print(f"fake {protocol} server on {server.url} (fault rate {fault_rate:.0%}); key: {DEFAULT_API_KEY}")
     if save_block:
-        _block_class(protocol)(base_url=server.url, model=f"fake-{protocol}", fallback_model=f"fake-{protocol}-fallback",
-                               api_key=SecretStr(DEFAULT_API_KEY), eur_per_million_input_tokens=eur_in,
-                               eur_per_million_output_tokens=eur_out).save(save_block, overwrite=True)
+        block = _block_class(protocol)(base_url=server.url, model=f"fake-{protocol}",
+                                       fallback_model=f"fake-{protocol}-fallback", api_key=SecretStr(DEFAULT_API_KEY),
+                                       eur_per_million_input_tokens=eur_in, eur_per_million_output_tokens=eur_out)
+        block.save(save_block, overwrite=True)
         console.print(f"saved block {SLUGS[protocol]}/{save_block}: "
                       f"clausegate review FILE --extractor {SLUGS[protocol]}/{save_block}")
     try:

@@ -1,4 +1,8 @@
-"""`clausegate review` and `clausegate playbooks`."""
+"""`clausegate review` and `clausegate playbooks`.
+
+`clausegate review` runs :func:`clausegate.pipeline.review.review_contract` as an in-process
+``contract-review`` flow run (the deployment's entry point is flows/contract_review.py; the library
+never imports ``flows``)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import typer
 from rich.table import Table
 
 from clausegate.cli.app import app, console
+from clausegate.errors import ClauseGateError
+from clausegate.review.document.codes import NOT_FOUND
 
 
 def _server_label() -> str:
@@ -47,21 +53,26 @@ def review(
     extractor: Annotated[str | None, typer.Option(help="'offline' or a provider; default: the playbook's")] = None,
 ) -> None:
     """Review FILE with the contract-review flow and write its report."""
-    from clausegate.errors import ClauseGateError
-    from clausegate.review.playbook import load_playbook
+    from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean
 
     try:
         load_playbook(playbook)  # fail fast, before starting any server
     except ClauseGateError as error:
         console.print(f"[red]{error}[/red]")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if not file.is_file():
-        console.print(f"[red][CG-PDF-NOT-FOUND] {file} does not exist.[/red] Next step: check the path.")
+        console.print(f"[red][{NOT_FOUND}] {file} does not exist.[/red] Next step: check the path.")
         raise typer.Exit(2)
 
     console.print(f"Reviewing [bold]{file.name}[/bold] with playbook [bold]{playbook}[/bold] on {_server_label()}")
-    from flows.contract_review import contract_review
+    from prefect import flow  # local import: keeps CLI start-up lean
 
+    from clausegate.pipeline.review import (  # local import: Prefect; keeps CLI start-up lean
+        REVIEW_FLOW_OPTIONS,
+        review_contract,
+    )
+
+    contract_review = flow(**REVIEW_FLOW_OPTIONS)(review_contract)
     with console.status("running the contract-review flow…"):
         state = contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
                                 out_dir=str(out.resolve()), return_state=True)
@@ -80,7 +91,7 @@ def review(
 @app.command()
 def playbooks() -> None:
     """List the built-in playbooks."""
-    from clausegate.review.playbook import builtin_playbooks, load_playbook
+    from clausegate.review.playbook import builtin_playbooks, load_playbook  # local import: keeps CLI start-up lean
 
     for name in builtin_playbooks():
         book = load_playbook(name)

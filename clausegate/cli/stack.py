@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,17 +9,19 @@ import typer
 from rich.table import Table
 
 from clausegate.cli.app import app, console
+from clausegate.config import settings
+from clausegate.errors import ClauseGateError
+from clausegate.security import credentials
+from clausegate.stack.state import StackOptions, StackPaths
 
 
-def _paths(project: Path | None, home: Path | None):
-    from clausegate import stack
-
-    root = (project or Path(os.environ.get("CLAUSEGATE_PROJECT_DIR") or Path.cwd())).resolve()
+def _paths(project: Path | None, home: Path | None) -> StackPaths:
+    root = (project or settings().project_dir or Path.cwd()).resolve()
     if not (root / "prefect.yaml").is_file():
         console.print(f"[red][CG-STACK-START] no prefect.yaml in {root}.[/red] Next step: run from the ClauseGate "
                       "project folder or pass --project.")
         raise typer.Exit(2)
-    return stack.StackPaths.for_project(root, home)
+    return StackPaths.for_project(root, home)
 
 
 ProjectOpt = Annotated[Path | None, typer.Option(help="project folder with prefect.yaml (default: current folder)")]
@@ -35,8 +36,8 @@ def up(
     worker_limit: Annotated[int, typer.Option(min=2, help="flow runs the worker executes at once (>= 2: the nightly "
                                                           "batch holds one slot while its reviews run)")] = 4,
     query_seconds: Annotated[float, typer.Option(help="worker poll interval (PREFECT_WORKER_QUERY_SECONDS)")] = 2.0,
-    nightly_cron: Annotated[str | None, typer.Option(envvar="CLAUSEGATE_NIGHTLY_CRON",
-                                                     help="nightly-batch cron (default from prefect.yaml: 0 2 * * *)")] = None,
+    nightly_cron: Annotated[str | None, typer.Option(
+        envvar="CLAUSEGATE_NIGHTLY_CRON", help="nightly-batch cron (default from prefect.yaml: 0 2 * * *)")] = None,
     timezone: Annotated[str | None, typer.Option(envvar="CLAUSEGATE_TIMEZONE",
                                                  help="IANA zone for the schedule (default: this machine's)")] = None,
     api_url: Annotated[str | None, typer.Option(help="use this running Prefect server instead of starting one")] = None,
@@ -52,24 +53,21 @@ def up(
     home: HomeOpt = None,
 ) -> None:
     """Start the local stack: Prefect server (SQLite), pool + queues + limits, deployments, worker, gateway."""
-    from clausegate import stack
-    from clausegate.errors import ClauseGateError
+    from clausegate.stack import lifecycle  # local import: Prefect's client; keeps `clausegate` start-up lean
 
     paths = _paths(project, home)
-    options = stack.StackOptions(host=host, port=port, gateway_port=gateway_port, worker_limit=worker_limit,
-                                 worker_query_seconds=query_seconds, nightly_cron=nightly_cron, timezone=timezone,
-                                 api_url=api_url, start_worker=worker, start_gateway=gateway,
-                                 slack=slack, fake_slack_port=fake_slack_port, warm_start=warm_start)
+    options = StackOptions(host=host, port=port, gateway_port=gateway_port, worker_limit=worker_limit,
+                           worker_query_seconds=query_seconds, nightly_cron=nightly_cron, timezone=timezone,
+                           api_url=api_url, start_worker=worker, start_gateway=gateway,
+                           slack=slack, fake_slack_port=fake_slack_port, warm_start=warm_start)
     try:
-        state = stack.up(options, paths, echo=lambda msg: console.print(f"  {msg}"))
+        state = lifecycle.up(options, paths, echo=lambda msg: console.print(f"  {msg}"))
     except ClauseGateError as error:
         console.print(f"[red]{error}[/red]")
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
     console.print()
     console.print(f"[bold green]ClauseGate is up.[/bold green]  Prefect UI: [link]{state['ui_url']}[/link]")
     console.print(f"  API:      {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
-    from clausegate.security import credentials
-
     if state.get("server_started"):
         console.print(f"  Login:    the UI and API ask for [bold]{credentials.api_auth_string()}[/bold]  (kept in "
                       f"{credentials.secrets_dir() / credentials.AUTH_FILE}, mode 600; `clausegate auth rotate` "
@@ -84,8 +82,9 @@ def up(
                      if state.get("slack") == "demo" else ""))
     if state.get("nightly_schedule"):
         console.print(f"  Nightly batch: {state['nightly_schedule']} (inbox: {paths.project / 'inbox'})")
+    skipped = state.get("skipped_deployments")
     console.print(f"  Deployed: {', '.join(state.get('deployments', [])) or '-'}"
-                  + (f"  (skipped: {', '.join(state['skipped_deployments'])})" if state.get("skipped_deployments") else ""))
+                  + (f"  (skipped: {', '.join(skipped)})" if skipped else ""))
     console.print(f"  Logs:     {paths.logs}/   State: {paths.state_file}")
     console.print("  Try:      clausegate batch samples/   ·   clausegate status   ·   clausegate down")
 
@@ -93,10 +92,10 @@ def up(
 @app.command()
 def down(project: ProjectOpt = None, home: HomeOpt = None) -> None:
     """Stop exactly the processes `clausegate up` started (database and logs are kept)."""
-    from clausegate import stack
+    from clausegate.stack import lifecycle  # local import: Prefect's client; keeps `clausegate` start-up lean
 
     paths = _paths(project, home)
-    results = stack.down(paths, echo=lambda msg: console.print(f"  {msg}"))
+    results = lifecycle.down(paths, echo=lambda msg: console.print(f"  {msg}"))
     if results:
         console.print("[bold]stack stopped[/bold] (data kept in " + str(paths.home) + ")")
 
@@ -104,10 +103,10 @@ def down(project: ProjectOpt = None, home: HomeOpt = None) -> None:
 @app.command()
 def status(project: ProjectOpt = None, home: HomeOpt = None) -> None:
     """Show the stack's processes, server health, queues, workers, deployments and runs needing attention."""
-    from clausegate import stack
+    from clausegate.stack import lifecycle  # local import: Prefect's client; keeps `clausegate` start-up lean
 
     paths = _paths(project, home)
-    info = stack.status(paths)
+    info = lifecycle.status(paths)
     table = Table(title=f"ClauseGate stack ({paths.home})")
     for col in ("process", "pid", "alive", "log"):
         table.add_column(col)

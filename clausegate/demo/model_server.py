@@ -26,114 +26,31 @@ import argparse
 import json
 import math
 import random
-import select
-import socket
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
+
+from clausegate.demo.model_wire import (
+    DEFAULT_API_KEY,
+    ERRORS,
+    FAULTS,
+    RANDOM_FAULTS,
+    STATUS_OVERRIDES,
+    RecordedRequest,
+    Responder,
+    default_responder,
+    estimate_tokens,
+    fault_kind,
+    json_or_none,
+    peer_gone,
+    prompts_of,
+    redacted,
+)
 
 __all__ = ["DEFAULT_API_KEY", "FAULTS", "FakeModelServer", "RecordedRequest", "default_responder", "prompts_of"]
-
-Responder = Callable[[dict], "str | dict"]
-DEFAULT_API_KEY = "fake-model-key"
-RANDOM_FAULTS = ("rate_limit", "overloaded", "server_error", "unavailable", "slow", "not_json", "truncated")
-FAULTS = {  # kind -> aliases usable in script() and --kinds
-    "ok": ("ok", "200"), "rate_limit": ("429",), "quota": (), "overloaded": ("529",), "server_error": ("500",),
-    "unavailable": ("503",), "slow": ("timeout",), "hang": ("hung",), "not_json": ("non_json", "bad_json"),
-    "truncated": (),
-    "context_too_long": ("context", "400"), "too_large": ("413",), "unauthorized": ("401",),
-    "forbidden": ("403",), "not_found": ("404",), "bad_request": (), "unprocessable": ("422",),
-}
-_ALIASES = {alias: kind for kind, aliases in FAULTS.items() for alias in (kind, *aliases)}
-_SECRET_HEADERS = ("x-api-key", "authorization")
-
-# kind -> (status, anthropic error type, anthropic message, openai type, openai code, openai message)
-_ERRORS: dict[str, tuple[int, str, str, str, str | None, str]] = {
-    "rate_limit": (429, "rate_limit_error", "This request would exceed the rate limit for your organization of "
-                   "50 requests per minute. Please try again later.", "requests", "rate_limit_exceeded",
-                   "Rate limit reached for {model} on requests per min (RPM): Limit 50, Used 50, Requested 1. "
-                   "Please try again in {retry_after:g}s."),
-    "quota": (429, "rate_limit_error", "Your credit balance is too low to access the Anthropic API.",
-              "insufficient_quota", "insufficient_quota",
-              "You exceeded your current quota, please check your plan and billing details."),
-    "overloaded": (529, "overloaded_error", "Overloaded", "server_error", None,
-                   "The engine is currently overloaded, please try again later."),
-    "server_error": (500, "api_error", "Internal server error", "server_error", None,
-                     "The server had an error while processing your request. Sorry about that!"),
-    "unavailable": (503, "api_error", "Service unavailable", "server_error", None, "Service Unavailable."),
-    "context_too_long": (400, "invalid_request_error", "prompt is too long: {tokens} tokens > {window} maximum",
-                         "invalid_request_error", "context_length_exceeded",
-                         "This model's maximum context length is {window} tokens. However, your messages resulted "
-                         "in {tokens} tokens. Please reduce the length of the messages."),
-    "too_large": (413, "request_too_large", "Request exceeds the maximum allowed number of bytes.",
-                  "invalid_request_error", None, "Request too large."),
-    "unauthorized": (401, "authentication_error", "invalid x-api-key", "invalid_request_error", "invalid_api_key",
-                     "Incorrect API key provided: {masked}. You can find your API key at "
-                     "https://platform.openai.com/account/api-keys."),
-    "missing_key": (401, "authentication_error", "x-api-key header is required", "invalid_request_error", None,
-                    "You didn't provide an API key. You need to provide your API key in an Authorization header "
-                    "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."),
-    "forbidden": (403, "permission_error", "Your API key does not have permission to use the specified resource.",
-                  "request_forbidden", "unsupported_country_region_territory",
-                  "Country, region, or territory not supported"),
-    "not_found": (404, "not_found_error", "model: {model}", "invalid_request_error", "model_not_found",
-                  "The model `{model}` does not exist or you do not have access to it."),
-    "bad_request": (400, "invalid_request_error", "max_tokens: Field required", "invalid_request_error", None,
-                    "'messages' is a required property"),
-    "no_version": (400, "invalid_request_error", "anthropic-version: header is required", "", None, ""),
-}
-
-_STATUS_OVERRIDES = {"anthropic": {"quota": 400}, "openai": {"overloaded": 503}}
-
-
-def default_responder(request_json: dict) -> str:
-    """Answers every request with an empty clause list."""
-    return '{"clauses": []}'
-
-
-def prompts_of(request_json: dict) -> tuple[str, str]:
-    """(system, last user message) of a request of either protocol, for writing responders."""
-    messages = request_json.get("messages") or []
-    system = request_json.get("system") or next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-    user = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
-    return _text(system), _text(user)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content or "")
-
-
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
-@dataclass
-class RecordedRequest:
-    """One request as the fake saw it; secret header values are replaced by ``<redacted>``."""
-
-    path: str
-    headers: dict[str, str]
-    body: Any
-    fault: str = "ok"
-    status: int = 0
-    at: float = field(default_factory=time.monotonic)
-    usage: dict[str, int] | None = None  # input/output tokens of a 200 answer (what it charges)
-    delivered: bool | None = None  # None until sent; False: the client had hung up (not charged)
-
-    @property
-    def model(self) -> str | None:
-        return self.body.get("model") if isinstance(self.body, dict) else None
-
-    @property
-    def billed(self) -> bool:
-        """True when this request was charged: a 200 answer that reached the client."""
-        return self.usage is not None and bool(self.delivered)
-
 
 class FakeModelServer:
     """One protocol ("anthropic" or "openai") on 127.0.0.1; start() runs it in a daemon thread."""
@@ -162,7 +79,7 @@ class FakeModelServer:
         self.api_key = api_key
         self.responder = responder or default_responder
         self.fault_rate = fault_rate
-        self.fault_kinds = [_kind(k) for k in fault_kinds]
+        self.fault_kinds = [fault_kind(k) for k in fault_kinds]
         self.retry_after = retry_after
         self.slow_seconds = slow_seconds
         self.hang_seconds = hang_seconds  # a "hang" answers nothing until up()/stop() or this long
@@ -187,7 +104,7 @@ class FakeModelServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FakeModelServer":
+    def start(self) -> FakeModelServer:
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fake-{self.protocol}", daemon=True
         )
@@ -199,7 +116,7 @@ class FakeModelServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "FakeModelServer":
+    def __enter__(self) -> FakeModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -209,7 +126,7 @@ class FakeModelServer:
     def script(self, kinds: Iterable[str]) -> None:
         """Queue the faults of the next requests (``"429"``, ``"rate_limit"``, ``"ok"``, ...)."""
         with self._lock:
-            self._script.extend(_kind(k) for k in kinds)
+            self._script.extend(fault_kind(k) for k in kinds)
 
     @property
     def calls(self) -> int:
@@ -247,7 +164,7 @@ class FakeModelServer:
         """An outage: every request (after the script) gets ``kind`` (default: hang, no answer at all)
         until :meth:`up`."""
         with self._lock:
-            self._outage = _kind(kind)
+            self._outage = fault_kind(kind)
             self._released.clear()
 
     def up(self) -> None:
@@ -275,8 +192,8 @@ class FakeModelServer:
     def handle_request(self, path: str, headers: dict[str, str],
                        raw: bytes) -> tuple[RecordedRequest, int, dict[str, str], bytes]:
         """``handle`` plus the request's record (the handler marks it delivered or not)."""
-        body = _json_or_none(raw)
-        record = RecordedRequest(path=path, headers=_redacted(headers), body=body, fault=self._next_fault())
+        body = json_or_none(raw)
+        record = RecordedRequest(path=path, headers=redacted(headers), body=body, fault=self._next_fault())
         with self._lock:
             self.requests.append(record)
             number = len(self.requests)
@@ -308,7 +225,7 @@ class FakeModelServer:
             return "bad_request"
         if self.known_models is not None and body["model"] not in self.known_models:
             return "not_found"
-        if _tokens(json.dumps(body)) > self.context_window:
+        if estimate_tokens(json.dumps(body)) > self.context_window:
             return "context_too_long"
         return None
 
@@ -328,7 +245,7 @@ class FakeModelServer:
         return {
             "request_id": f"req_fake{number:06d}",
             "model": body.get("model", "") if isinstance(body, dict) else "",
-            "tokens": _tokens(json.dumps(body)) if body is not None else 0,
+            "tokens": estimate_tokens(json.dumps(body)) if body is not None else 0,
             "window": self.context_window,
             "retry_after": self.retry_after,
             "masked": (given[:3] + "*" * 8 + given[-4:]) if len(given) > 8 else "****",
@@ -337,8 +254,8 @@ class FakeModelServer:
     def _answer(self, kind: str, body: Any, context: dict[str, Any]) -> tuple[int, dict[str, str], dict]:
         if kind == "context_too_long":
             context["tokens"] = max(context["tokens"], context["window"] + 50_000)
-        if kind in _ERRORS:
-            status = _STATUS_OVERRIDES[self.protocol].get(kind, _ERRORS[kind][0])
+        if kind in ERRORS:
+            status = STATUS_OVERRIDES[self.protocol].get(kind, ERRORS[kind][0])
             extra = {"retry-after": str(math.ceil(self.retry_after))} if status in self.retry_after_statuses else {}
             return status, extra, self._error_body(kind, context)
         if kind == "unprocessable":  # FastAPI-style validation error of local servers
@@ -357,7 +274,7 @@ class FakeModelServer:
         return (text[:limit], True) if len(text) > limit else (text, False)
 
     def _error_body(self, kind: str, context: dict[str, Any]) -> dict:
-        _, a_type, a_message, o_type, o_code, o_message = _ERRORS[kind]
+        _, a_type, a_message, o_type, o_code, o_message = ERRORS[kind]
         if self.protocol == "anthropic":
             error = {"type": a_type, "message": a_message.format(**context)}
             return {"type": "error", "error": error, "request_id": context["request_id"]}
@@ -365,7 +282,7 @@ class FakeModelServer:
 
     def _ok_body(self, body: dict, text: str, truncated: bool, context: dict[str, Any]) -> dict:
         system, user = prompts_of(body)
-        input_tokens, output_tokens = _tokens(system + user) + 8, _tokens(text)
+        input_tokens, output_tokens = estimate_tokens(system + user) + 8, estimate_tokens(text)
         if self.protocol == "anthropic":
             return {
                 "id": f"msg_{context['request_id']}", "type": "message", "role": "assistant",
@@ -386,7 +303,7 @@ class FakeModelServer:
         remaining = "0" if limited else "49"
         wait = self.retry_after if limited else 1.2
         if self.protocol == "anthropic":
-            reset = (datetime.now(timezone.utc) + timedelta(seconds=wait)).isoformat(timespec="seconds")
+            reset = (datetime.now(UTC) + timedelta(seconds=wait)).isoformat(timespec="seconds")
             reset = reset.replace("+00:00", "Z")
             headers = {"request-id": context["request_id"]}
             for kind, limit in (("requests", "50"), ("tokens", "100000"), ("input-tokens", "80000"),
@@ -404,33 +321,6 @@ class FakeModelServer:
         }
 
 
-def _kind(name: str) -> str:
-    try:
-        return _ALIASES[str(name).lower()]
-    except KeyError:
-        raise ValueError(f"unknown fault {name!r}; use one of {sorted(_ALIASES)}") from None
-
-
-def _json_or_none(raw: bytes) -> Any:
-    try:
-        return json.loads(raw or b"null")
-    except ValueError:
-        return None
-
-
-def _peer_gone(connection: socket.socket) -> bool:
-    """True when the client has closed its end (readable with EOF): it will never read an answer."""
-    try:
-        readable, _, _ = select.select([connection], [], [], 0)
-        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
-        return True
-
-
-def _redacted(headers: dict[str, str]) -> dict[str, str]:
-    return {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -444,7 +334,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+    def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         headers = {k.lower(): v for k, v in self.headers.items()}
         record = None
@@ -452,8 +342,9 @@ class _Handler(BaseHTTPRequestHandler):
             record, status, extra, payload = self.server.fake.handle_request(self.path, headers, raw)
         except Exception as exc:  # a broken responder is a 500, not a dropped connection
             status, extra = 500, {}
-            payload = json.dumps({"error": {"type": "api_error", "message": f"fake responder failed: {exc!r}"}}).encode()
-        if _peer_gone(self.connection):  # the client gave up (read timeout): nothing delivered, nothing charged
+            error = {"type": "api_error", "message": f"fake responder failed: {exc!r}"}
+            payload = json.dumps({"error": error}).encode()
+        if peer_gone(self.connection):  # the client gave up (read timeout): nothing delivered, nothing charged
             if record is not None:
                 record.delivered = False
             self.close_connection = True

@@ -8,8 +8,10 @@ import json
 import re
 
 from clausegate.demo.model_server import prompts_of
+from clausegate.review.offline.model import load_model, score_passages
 
-_PASSAGE = re.compile(r'<contract_passage id="(?P<id>[^"]+)" page="(?P<page>\d+)">\n(?P<text>.*?)\n</contract_passage>', re.S)
+_PASSAGE = re.compile(
+    r'<contract_passage id="(?P<id>[^"]+)" page="(?P<page>\d+)">\n(?P<text>.*?)\n</contract_passage>', re.S)
 _CLAUSE = re.compile(r'<contract_clause id="(?P<id>[^"]+)" category="(?P<category>[^"]+)" page="\d+">', re.S)
 _CATEGORY = re.compile(r'^- "(?P<name>[^"]+)": ', re.M)
 FIND_AT = 0.35
@@ -22,8 +24,6 @@ def _first_sentence(text: str) -> str:
 
 
 def extraction_answer(user: str) -> dict:
-    from clausegate.review.offline.model import load_model, score_passages
-
     passages = [m.groupdict() for m in _PASSAGE.finditer(user)]
     categories = _CATEGORY.findall(user)
     if not passages or not categories:
@@ -36,7 +36,8 @@ def extraction_answer(user: str) -> dict:
         best = int(column.argmax())
         if float(column[best]) >= FIND_AT:
             clauses.append({"category": category, "passage_id": passages[best]["id"],
-                            "text": _first_sentence(passages[best]["text"]), "confidence": round(float(column[best]), 3)})
+                            "text": _first_sentence(passages[best]["text"]),
+                            "confidence": round(float(column[best]), 3)})
     return {"clauses": clauses}
 
 

@@ -94,7 +94,7 @@ class FakeSlack:
     def api_url(self) -> str:
         return f"{self.url}/api/"
 
-    def start(self) -> "FakeSlack":
+    def start(self) -> FakeSlack:
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-slack", daemon=True)
         self._thread.start()
         return self
@@ -103,7 +103,7 @@ class FakeSlack:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeSlack":
+    def __enter__(self) -> FakeSlack:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -145,14 +145,16 @@ class FakeSlack:
         with self._lock:
             return self.messages.get((channel, ts))
 
-    def wait_for(self, method: str, count: int = 1, timeout: float = 30.0, *, ok_only: bool = True) -> list[RecordedCall]:
+    def wait_for(self, method: str, count: int = 1, timeout: float = 30.0, *,
+                 ok_only: bool = True) -> list[RecordedCall]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = self.calls(method, ok_only=ok_only)
             if len(found) >= count:
                 return found
             time.sleep(0.05)
-        raise TimeoutError(f"fake Slack got {len(self.calls(method, ok_only=ok_only))} {method} call(s), wanted {count}")
+        got = len(self.calls(method, ok_only=ok_only))
+        raise TimeoutError(f"fake Slack got {got} {method} call(s), wanted {count}")
 
     def wait_for_response(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
@@ -299,7 +301,7 @@ class FakeSlack:
                     return raw, data if isinstance(data, dict) else {"__invalid_json__": True}
                 return raw, {k: v[-1] for k, v in parse_qs(raw.decode("utf-8", "replace")).items()}
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 _, args = self._body()
                 path = self.path.split("?", 1)[0]
                 if path.startswith("/actions/"):
@@ -372,8 +374,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token", default=DEFAULT_TOKEN, help="the bot token it accepts")
     args = parser.parse_args(argv)
     fake = FakeSlack(token=args.token, host=args.host, port=args.port)
-    print(f"fake Slack Web API on {fake.api_url} (token {args.token[:8]}…); response_url target {fake.url}/actions/<id>",
-          flush=True)
+    print(f"fake Slack Web API on {fake.api_url} (token {args.token[:8]}…); "
+          f"response_url target {fake.url}/actions/<id>", flush=True)
     try:
         fake._server.serve_forever()
     except KeyboardInterrupt:

@@ -8,9 +8,11 @@ Public API::
     outcome = resolve_gate(run_id, "approve", reviewer="dana", via="cli", comment="")   # anywhere
     for gate in waiting_gates(): gate.flow_run_id, gate.contract, gate.age, gate.sla_left
 
-Modules: ``model`` (GateInput form, GateRecord, keys), ``slack_view`` (Block Kit), ``notify``
-(Slack calls and tasks), ``step`` (run_gate), ``resolve`` (resolve_gate), ``listing``
-(waiting_gates), ``store`` (the records on the flow run).
+Modules: ``model`` (GateInput form, GateRecord, keys), ``slack_view`` (Block Kit), ``slack_tasks``
+(the Prefect tasks that post the gate's views through ``clausegate.slack``), ``step`` (run_gate),
+``resolve`` (resolve_gate), ``listing`` (waiting_gates), ``store`` (the records on the flow run),
+``receipts`` (signed decision receipts). The SlackSettings block is loaded with
+``clausegate.config.load_slack_settings``.
 """
 
 from clausegate.gates.listing import WaitingGate, format_delta, waiting_gates
@@ -27,7 +29,7 @@ from clausegate.gates.model import (
     normalise_decision,
 )
 from clausegate.gates.resolve import ResolveOutcome, resolve_gate
-from clausegate.gates.step import GateOutcome, load_slack_settings, run_gate, slack_block_name
+from clausegate.gates.step import GateOutcome, run_gate
 
 __all__ = [
     "DECISIONS",
@@ -43,10 +45,8 @@ __all__ = [
     "WaitingGate",
     "format_delta",
     "gate_key",
-    "load_slack_settings",
     "normalise_decision",
     "resolve_gate",
     "run_gate",
-    "slack_block_name",
     "waiting_gates",
 ]

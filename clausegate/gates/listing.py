@@ -51,7 +51,8 @@ def waiting_gates(*, now: datetime | None = None, limit: int = 200) -> list[Wait
     gates: list[WaitingGate] = []
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))),
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))),
             limit=limit,
         )
         for run in runs:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from prefect.input import RunInput
@@ -162,7 +162,7 @@ class DecisionInfo(BaseModel):
     receipt_problem: str | None = None
 
     def describe(self) -> str:
-        when = self.decided_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        when = self.decided_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
         text = f"{DECISION_PAST[self.decision]} by {self.reviewer} via {self.via} at {when}"
         return text + (f" ({self.comment})" if self.comment else "")
 
@@ -239,4 +239,4 @@ def suspend_timeout_seconds(sla_hours: float) -> int:
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

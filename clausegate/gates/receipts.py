@@ -31,12 +31,14 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from clausegate.gates.model import RECEIPT_FIELD, DecisionInfo, GateInput, unverified_reviewer
+from clausegate.security import credentials
 
 ReceivedVia = Literal["slack", "cli", "sla"]
 MAX_AGE_SECONDS = 600.0  # issued → answer stored; a resume follows its receipt within a second or two
@@ -69,8 +71,6 @@ class DecisionReceipt(BaseModel):
 
 def signing_key() -> bytes:
     """The receipt key: derived from the at-rest key (raises ConfigurationError if it is unreadable)."""
-    from clausegate.security import credentials
-
     base = credentials.at_rest_key(create=True)
     return hmac.new(str(base).encode(), KEY_CONTEXT, hashlib.sha256).digest()
 
@@ -137,7 +137,7 @@ def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
             else:
                 try:
                     key = signing_key()
-                except Exception as exc:  # noqa: BLE001 - no key: cannot verify, so not verified
+                except Exception as exc:  # no key: cannot verify, so not verified
                     problem = f"receipt key unavailable: {exc}"
                 else:
                     receipt, problem = verify(value, flow_run_id=flow_run_id, gate=gate, nonce=nonce,

@@ -45,7 +45,9 @@ from clausegate.gates.model import (
     now_utc,
     stamp_key,
 )
-from clausegate.gates.notify import SlackError, update_message, with_retries
+from clausegate.gates.slack_tasks import update_gate_message
+from clausegate.ops import audit
+from clausegate.slack import SlackError, with_retries
 
 OutcomeKind = Literal["resumed", "already_decided", "not_suspended", "unknown_run", "not_a_gate", "forbidden",
                       "rejected", "timed_out", "error"]
@@ -83,7 +85,7 @@ def _outcome(kind: OutcomeKind, run_id: str, message: str, **kw) -> ResolveOutco
 def _login() -> str | None:
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no login name (e.g. no passwd entry): nothing to verify
+    except Exception:  # no login name (e.g. no passwd entry): nothing to verify
         return None
 
 
@@ -109,8 +111,6 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
                        verified_user=verified_user, gate=gate)
     if outcome.kind != "resumed":  # the audit log: every refused attempt, who made it, through which path, why
-        from clausegate.ops import audit
-
         audit.record(audit.gate_refused(
             run_id=rid, reason=outcome.reason or REFUSAL_REASONS.get(outcome.kind, outcome.kind), via=str(via),
             who=reviewer, outcome=outcome.kind, message=outcome.message, decision=decision,
@@ -167,9 +167,9 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                                                         "Your answer was not applied.",
                                 state=state_name, decision=first, record=earlier)
             return _outcome("not_suspended", rid, f"{record.filename}: this message is for an earlier gate of run "
-                                                  f"{rid} ({gate[:100]}); the run is {state_name} at gate {record.key}. "
-                                                  "Answer the newest message.", state=state_name, record=record,
-                            reason="wrong_gate")
+                                                  f"{rid} ({gate[:100]}); the run is {state_name} at gate "
+                                                  f"{record.key}. Answer the newest message.",
+                            state=state_name, record=record, reason="wrong_gate")
 
         if not paused:
             if record is None:
@@ -249,7 +249,7 @@ def _update_slack(outcome: ResolveOutcome, settings) -> ResolveOutcome:
                 return outcome
             if outcome.kind == "already_decided" and store.is_stamped(client, record.flow_run_id, record.key):
                 return outcome
-            with_retries(lambda: update_message(settings, record, ref, info))
+            with_retries(lambda: update_gate_message(settings, record, ref, info))
             store.write_once(client, record.flow_run_id, stamp_key(record.key), {"by": outcome.decision.via})
     except SlackError as exc:
         return outcome.model_copy(update={"slack_updated": False, "slack_error": str(exc)})

@@ -11,7 +11,7 @@ decided view, which has no buttons.
 from __future__ import annotations
 
 import json
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 
 from clausegate.gates.model import DECISION_LABELS, DECISIONS, DecisionInfo, Finding, GateRecord
@@ -26,7 +26,7 @@ STYLES = {"approve": "primary", "escalate": "danger"}
 
 
 def _when(dt) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _escape(text: str) -> str:
@@ -47,7 +47,8 @@ def findings_table(findings: list[Finding], *, width: int = 100, max_rows: int =
     lines = [f"{'Category':<{cat_w}}  {'Page':<{page_w}}  Conf  Clause"]
     for f in findings[:max_rows]:
         pages = ",".join(map(str, f.pages[:3]))
-        lines.append(f"{_cut(f.category, cat_w):<{cat_w}}  {pages:<{page_w}}  {f.confidence:.2f}  {_cut(f.text, text_w)}")
+        lines.append(f"{_cut(f.category, cat_w):<{cat_w}}  {pages:<{page_w}}  {f.confidence:.2f}  "
+                     f"{_cut(f.text, text_w)}")
     if len(findings) > max_rows:
         lines.append(f"… and {len(findings) - max_rows} more finding(s): see the run in Prefect")
     return "\n".join(lines)

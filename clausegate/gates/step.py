@@ -28,7 +28,6 @@ assembled. What happens:
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 from prefect import get_run_logger
@@ -38,7 +37,8 @@ from prefect.flow_runs import suspend_flow_run
 from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
-from clausegate.pipeline.attempts import ensure_current
+from clausegate.config import load_slack_settings, slack_block_name
+from clausegate.errors import GateError
 from clausegate.gates import store
 from clausegate.gates.model import (
     DECISION_PAST,
@@ -53,13 +53,15 @@ from clausegate.gates.model import (
     slack_key,
     stamp_key,
     suspend_timeout_seconds,
+    unverified_reviewer,
 )
-from clausegate.gates.notify import notify_gate, stamp_decision
+from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_gate, notify_person_escalation, stamp_decision
+from clausegate.ops import audit
+from clausegate.pipeline.attempts import ensure_current
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import Playbook
 from clausegate.review.schemas import GateDecision, Notice, Review
 
-SLACK_BLOCK_ENV = "CLAUSEGATE_SLACK_BLOCK"
 DEFAULT_SLA_HOURS = 24.0
 
 
@@ -67,22 +69,6 @@ class GateOutcome(NamedTuple):
     decisions: list[GateDecision]
     status: str
     notices: list[Notice]
-
-
-def slack_block_name() -> str:
-    from blocks.slack import DEFAULT_BLOCK_NAME
-
-    return os.environ.get(SLACK_BLOCK_ENV) or DEFAULT_BLOCK_NAME
-
-
-def load_slack_settings(name: str | None = None):
-    """The SlackSettings block, or None when it is not configured (the gate still works without Slack)."""
-    from blocks.slack import SlackSettings
-
-    try:
-        return SlackSettings.load(name or slack_block_name())
-    except (ValueError, KeyError):
-        return None
 
 
 def describe_for_ui(record: GateRecord) -> str:
@@ -183,10 +169,6 @@ def record_decision(record: GateRecord, answer: GateInput, settings) -> GateOutc
     the escalation channel by a retried task; if that fails the review says so
     (``CG-GATE-ESCALATION-UNDELIVERED``), the decision stands.
     """
-    from clausegate.ops import audit
-    from clausegate.gates.model import unverified_reviewer
-    from clausegate.gates.notify import ESCALATION_UNDELIVERED, notify_person_escalation
-
     logger = get_run_logger()
     key, categories = record.key, list(record.categories)
     flow_run_id = record.flow_run_id
@@ -256,8 +238,6 @@ def wait_for_answer(form, record: GateRecord) -> GateInput:
     without touching the run, before suspending and when Prefect refuses the suspension because
     the run has moved on.
     """
-    from clausegate.errors import GateError
-
     logger = get_run_logger()
     key, categories = record.key, ", ".join(record.categories)
     ensure_current("suspending at the gate")

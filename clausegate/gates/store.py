@@ -44,7 +44,8 @@ def write_once(client, flow_run_id: UUID | str, key: str, value: BaseModel | dic
 
 
 def read_model(client, flow_run_id: UUID | str, key: str, model: type[M]) -> M | None:
-    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=key, limit=5, exclude_keys=set())
+    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=key, limit=5,
+                                         exclude_keys=set())
     for item in found:
         if item.key == key:
             try:
@@ -107,8 +108,9 @@ def write_receipt(client, receipt: receipts.DecisionReceipt) -> bool:
 def delete_receipt(client, receipt: receipts.DecisionReceipt) -> None:
     """Withdraw the receipt of an answer that was not applied (best effort), so it cannot be reused."""
     try:
-        client.delete_flow_run_input(flow_run_id=UUID(receipt.flow_run_id), key=receipt_key(receipt.gate, receipt.nonce))
-    except Exception:  # noqa: BLE001 - a leftover receipt expires (receipts.MAX_AGE_SECONDS) and names one answer
+        client.delete_flow_run_input(flow_run_id=UUID(receipt.flow_run_id),
+                                     key=receipt_key(receipt.gate, receipt.nonce))
+    except Exception:  # a leftover receipt expires (receipts.MAX_AGE_SECONDS) and names one answer
         pass
 
 

@@ -1,10 +1,11 @@
 """The gateway's FastAPI app: one router per concern, settings through ``get_config``.
 
-    app = create_app(GatewayConfig(slack=SlackSettings.load("clausegate"), inbox=Inbox(InboxSettings())))
+    app = create_app(GatewayConfig(slack=SlackSettings.load("clausegate"), inbox=Inbox(settings().inbox)))
     uvicorn.run(app, host="127.0.0.1", port=8787)          # or: clausegate gateway
 
 Without a config the app builds one at startup (``load_config``): the SlackSettings block named by
-``CLAUSEGATE_SLACK_BLOCK`` when it exists, and the inbox from ``CLAUSEGATE_INBOX_*``.  OpenAPI docs
+``CLAUSEGATE_SLACK_BLOCK`` when it exists, the inbox from ``CLAUSEGATE_INBOX_*`` and the limits from
+``CLAUSEGATE_GATEWAY_*`` (all through ``clausegate.config.settings``).  OpenAPI docs
 are at ``/docs``.
 """
 
@@ -18,35 +19,33 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from prefect.settings import PREFECT_UI_URL
 
+from clausegate.config import load_slack_settings, settings
+from clausegate.errors import ConfigurationError
 from clausegate.gateway import inbox, slack
 from clausegate.gateway.config import GatewayConfig
 from clausegate.gateway.security import BodyLimitMiddleware
-from clausegate.inbox.errors import ECHO_LIMIT, InboxError, clip, redact_paths
+from clausegate.inbox.errors import ECHO_LIMIT, InboxError, Unavailable, clip, redact_paths
+from clausegate.inbox.service import Inbox
 
 log = logging.getLogger("clausegate.gateway")
 
 
 def load_config(block_name: str | None, *, require_slack: bool = False, with_inbox: bool = True) -> GatewayConfig:
-    from clausegate.errors import ConfigurationError
-    from clausegate.gates import load_slack_settings, slack_block_name
-    from clausegate.inbox.service import Inbox
-    from clausegate.inbox.settings import InboxSettings
-
-    settings = load_slack_settings(block_name)
-    if settings is None and require_slack:
-        raise ConfigurationError(f"no SlackSettings block named '{block_name or slack_block_name()}'",
+    """The gateway's configuration from ``settings()``: the Slack block (``block_name`` or
+    ``CLAUSEGATE_SLACK_BLOCK``), the inbox (``CLAUSEGATE_INBOX_*``), the limits (``CLAUSEGATE_GATEWAY_*``)."""
+    current = settings()
+    slack_settings = load_slack_settings(block_name or current.slack_block)
+    if slack_settings is None and require_slack:
+        raise ConfigurationError(f"no SlackSettings block named '{block_name or current.slack_block}'",
                                  hint="create one (see docs/slack.md) or pass --block")
-    box = None
-    if with_inbox:
-        from prefect.settings import PREFECT_UI_URL
-
-        box = Inbox(InboxSettings(), ui_url=PREFECT_UI_URL.value())
-    return GatewayConfig(slack=settings, inbox=box)
+    box = Inbox(current.inbox, ui_url=PREFECT_UI_URL.value()) if with_inbox else None
+    return GatewayConfig(slack=slack_settings, inbox=box, limits=current.gateway)
 
 
-_QUOTED = re.compile(r"'([^']{%d,})'" % (ECHO_LIMIT + 20))
-_LONG_TOKEN = re.compile(r"\S{%d,}" % (ECHO_LIMIT * 3))
+_QUOTED = re.compile(rf"'([^']{{{ECHO_LIMIT + 20},}})'")
+_LONG_TOKEN = re.compile(rf"\S{{{ECHO_LIMIT * 3},}}")
 
 
 def public_text(request: Request, text: str) -> str:
@@ -64,8 +63,8 @@ def public_text(request: Request, text: str) -> str:
 
 
 def _public_error(error: dict) -> dict:
-    item = {"type": error.get("type"), "loc": [clip(part, 64) if isinstance(part, str) else part
-                                               for part in error.get("loc", ())], "msg": clip(error.get("msg", ""), 300)}
+    loc = [clip(part, 64) if isinstance(part, str) else part for part in error.get("loc", ())]
+    item = {"type": error.get("type"), "loc": loc, "msg": clip(error.get("msg", ""), 300)}
     value = error.get("input")
     if isinstance(value, str):
         item["input"] = clip(value)
@@ -105,20 +104,20 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
 
     @app.exception_handler(httpx.HTTPStatusError)
     async def prefect_refused(request: Request, error: httpx.HTTPStatusError) -> JSONResponse:
-        log.error("CG-INBOX-UNAVAILABLE %s %s: the Prefect API answered HTTP %s to %s %s: %s", request.method,
+        log.error("%s %s %s: the Prefect API answered HTTP %s to %s %s: %s", Unavailable.code, request.method,
                   request.url.path, error.response.status_code, error.request.method, error.request.url.path,
                   error.response.text[:500])
         return JSONResponse(status_code=503, headers={"Retry-After": "5"}, content={"detail": {
-            "code": "CG-INBOX-UNAVAILABLE", "message": f"the Prefect API (the inbox's store) refused the gateway's "
+            "code": Unavailable.code, "message": f"the Prefect API (the inbox's store) refused the gateway's "
             f"request (HTTP {error.response.status_code}); nothing was changed",
             "hint": "try again shortly; operators: the gateway log has the details (`clausegate status`)"}})
 
     @app.exception_handler(httpx.TransportError)
     async def prefect_unreachable(request: Request, error: httpx.TransportError) -> JSONResponse:
-        log.error("CG-INBOX-UNAVAILABLE %s %s: the Prefect API did not answer (%s). Next step: `clausegate status`",
+        log.error("%s %s %s: the Prefect API did not answer (%s). Next step: `clausegate status`", Unavailable.code,
                   request.method, request.url.path, error)
         return JSONResponse(status_code=503, headers={"Retry-After": "5"}, content={"detail": {
-            "code": "CG-INBOX-UNAVAILABLE", "message": "the Prefect API (the inbox's store) did not answer; nothing "
+            "code": Unavailable.code, "message": "the Prefect API (the inbox's store) did not answer; nothing "
             "was changed", "hint": "try again shortly; operators: check the Prefect server (`clausegate status`)"}})
 
     @app.get("/healthz", tags=["ops"])

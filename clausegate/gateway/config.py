@@ -1,22 +1,29 @@
-"""Gateway settings and shared state, handed to routes through a FastAPI dependency (``get_config``)."""
+"""The gateway's runtime state, handed to routes through a FastAPI dependency (``get_config``): the Slack
+block and the inbox it serves, the body limit of each route, the replay guard.
+
+Its settings (``CLAUSEGATE_GATEWAY_*``, the Slack block's name, the inbox's) come from
+:func:`clausegate.config.settings`.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
 
 from fastapi import Request
 from slack_sdk.signature import SignatureVerifier
 
-if TYPE_CHECKING:
-    from blocks.slack import SlackSettings
-    from clausegate.inbox.service import Inbox
+from clausegate.config import GatewaySettings, SlackSettings, settings
+from clausegate.gates import resolve_gate
+from clausegate.inbox.errors import TooLarge
+from clausegate.inbox.service import Inbox
 
 SIGNATURE_WINDOW_SECONDS = 60 * 5  # Slack's (and slack-sdk's) 5-minute window
 SLACK_PATHS = frozenset({"/slack/interactions", "/slack/commands"})
 SUBMIT_PATH = "/inbox/tasks"
+GATEWAY_TOO_LARGE = "CG-GATEWAY-TOO-LARGE"  # a request body over its route's limit (inbox routes: CG-INBOX-TOO-LARGE)
 
 
 @dataclass(frozen=True)
@@ -55,19 +62,16 @@ class ReplayGuard:
 
 @dataclass
 class GatewayConfig:
-    """What the gateway's routes need: the Slack app's settings block, the inbox, shared state.
+    """What the gateway's routes need: the Slack app's settings block, the inbox, limits, shared state.
 
     Either may be absent: without Slack settings the Slack routes answer 503; without an inbox the
-    inbox routes do.
+    inbox routes do.  ``limits`` default to ``settings().gateway`` (``CLAUSEGATE_GATEWAY_*``).
     """
 
-    slack: "SlackSettings | None" = None
-    inbox: "Inbox | None" = None
+    slack: SlackSettings | None = None
+    inbox: Inbox | None = None
     resolver: Callable | None = None  # default: clausegate.gates.resolve_gate (tests may inject)
-    http_timeout_seconds: float = 10.0
-    max_body_bytes: int = 256 * 1024  # Slack requests (interactions, commands)
-    max_other_body_bytes: int = 16 * 1024  # every other route (none of them reads a body today)
-    form_overhead_bytes: int = 64 * 1024  # an inbox submission: the upload limit plus this for the form
+    limits: GatewaySettings = field(default_factory=lambda: settings().gateway)
     replays: ReplayGuard = field(default_factory=ReplayGuard)
     verifier: SignatureVerifier | None = field(init=False, default=None)
 
@@ -77,8 +81,8 @@ class GatewayConfig:
 
     @property
     def slack_body_limit(self) -> BodyLimit:
-        return BodyLimit(self.max_body_bytes, "CG-GATEWAY-TOO-LARGE", "Slack requests are small; this one is "
-                         "not from Slack (or the gateway's max_body_bytes is too low)")
+        return BodyLimit(self.limits.max_body_bytes, GATEWAY_TOO_LARGE, "Slack requests are small; this one is "
+                         "not from Slack (or CLAUSEGATE_GATEWAY_MAX_BODY_BYTES is too low)")
 
     def body_limit(self, method: str, path: str) -> BodyLimit:
         """The largest request body the route at ``path`` accepts, enforced while the body streams in."""
@@ -86,17 +90,15 @@ class GatewayConfig:
             return self.slack_body_limit
         if path == SUBMIT_PATH and method == "POST" and self.inbox is not None:
             limit = self.inbox.settings.max_upload_bytes
-            return BodyLimit(limit + self.form_overhead_bytes, "CG-INBOX-TOO-LARGE",
+            return BodyLimit(limit + self.limits.form_overhead_bytes, TooLarge.code,
                              "split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB "
                              f"(now {limit / 1024 / 1024:g} MB)")
-        return BodyLimit(self.max_other_body_bytes, "CG-INBOX-TOO-LARGE" if path.startswith("/inbox/") else
-                         "CG-GATEWAY-TOO-LARGE", "this route takes no (or only a small) request body")
+        return BodyLimit(self.limits.max_other_body_bytes, TooLarge.code if path.startswith("/inbox/") else
+                         GATEWAY_TOO_LARGE, "this route takes no (or only a small) request body")
 
     def resolve(self, *args, **kwargs):
         if self.resolver is not None:
             return self.resolver(*args, **kwargs)
-        from clausegate.gates import resolve_gate
-
         return resolve_gate(*args, **kwargs)
 
 

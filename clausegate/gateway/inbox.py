@@ -19,6 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response, UploadFile, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prefect.client.orchestration import get_client
 from pydantic import BaseModel, Field, ValidationError
 from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData
@@ -28,9 +29,9 @@ from starlette.formparsers import FormParser, MultiPartException, MultiPartParse
 from clausegate.gateway.config import SUBMIT_PATH, GatewayConfig, get_config
 from clausegate.inbox import intake
 from clausegate.inbox.errors import BadSubmission, Unauthorized, Unavailable, clip
+from clausegate.inbox.fields import TOPIC_PATTERN, Priority, validate_fields
 from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller, authenticate
-from clausegate.inbox.service import TOPIC_PATTERN, Inbox, validate_fields
-from clausegate.inbox.settings import Priority
+from clausegate.inbox.service import Inbox
 from clausegate.inbox.status import Submitted, TaskPage, TaskStatus, TaskView
 
 router = APIRouter(prefix="/inbox", tags=["inbox"])
@@ -45,7 +46,8 @@ ERRORS = {code: {"description": text} for code, text in (
 
 def get_inbox(config: Annotated[GatewayConfig, Depends(get_config)]) -> Inbox:
     if config.inbox is None:
-        raise Unavailable("the inbox is not enabled on this gateway", hint="start it with `clausegate gateway` (inbox on by default)")
+        raise Unavailable("the inbox is not enabled on this gateway",
+                          hint="start it with `clausegate gateway` (inbox on by default)")
     return config.inbox
 
 
@@ -53,8 +55,6 @@ async def get_key(credentials: Annotated[HTTPAuthorizationCredentials | None, De
                   _inbox: Annotated[Inbox, Depends(get_inbox)]) -> tuple[Caller, ApiKeyRecord]:
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthorized("no API key", hint="send 'Authorization: Bearer cgk_…' (`clausegate inbox keys create`)")
-    from prefect.client.orchestration import get_client
-
     async with get_client() as client:
         return await authenticate(client, credentials.credentials)
 

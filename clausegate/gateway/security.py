@@ -32,7 +32,8 @@ def _size(limit: int) -> str:
 
 def too_large(limit: BodyLimit) -> dict[str, str]:
     """The documented error body of a 413 (``{"detail": …}`` holds this)."""
-    return {"code": limit.code, "message": f"the request body is larger than this route's limit of {_size(limit.max_bytes)}",
+    return {"code": limit.code,
+            "message": f"the request body is larger than this route's limit of {_size(limit.max_bytes)}",
             "hint": limit.hint}
 
 

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
-import httpx
 from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Response, status
 from fastapi.responses import JSONResponse
 
-from clausegate.security import fetch
 from clausegate.gates.model import DECISIONS, normalise_decision
 from clausegate.gates.slack_view import ACTION_PREFIX
 from clausegate.gateway.config import GatewayConfig, get_config
 from clausegate.gateway.security import SlackBody
+from clausegate.security import fetch
+from clausegate.slack import post_ephemeral
 
 router = APIRouter(prefix="/slack", tags=["slack"])
 log = logging.getLogger("clausegate.gateway")
@@ -94,11 +94,12 @@ def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
     """Tell the person what happened: via response_url (ephemeral), else chat.postEphemeral."""
     try:
         if answer.response_url:  # through the checked fetcher: hooks.slack.com or the configured Slack API origin only
-            fetch.post_json_sync(answer.response_url, {"response_type": "ephemeral", "replace_original": False,
-                                                       "text": text}, fetch.slack_policy(config.slack, config.http_timeout_seconds))
+            message = {"response_type": "ephemeral", "replace_original": False, "text": text}
+            policy = fetch.slack_policy(config.slack, config.limits.http_timeout_seconds)
+            fetch.post_json_sync(answer.response_url, message, policy)
         elif answer.channel_id:
-            config.slack.get_client().chat_postEphemeral(channel=answer.channel_id, user=answer.user_id, text=text)
-    except Exception as exc:  # noqa: BLE001 - the decision stands; only the feedback got lost
+            post_ephemeral(config.slack, answer.channel_id, answer.user_id, text)
+    except Exception as exc:  # the decision stands; only the feedback got lost
         log.warning("could not tell %s the outcome (%s): %s", answer.user_id, text, exc)
 
 
@@ -113,9 +114,10 @@ def answer_in_background(config: GatewayConfig, answer: Answer) -> None:
         if outcome.slack_error:
             text += f" (The gate message could not be updated: {outcome.slack_error})"
         log.info("run %s: %s by %s -> %s", answer.run_id, answer.decision, answer.reviewer, outcome.kind)
-    except Exception as exc:  # noqa: BLE001 - report every failure to the person who clicked
+    except Exception as exc:  # report every failure to the person who clicked
         log.exception("resolving run %s failed", answer.run_id)
-        text = f":warning: Could not resume run {answer.run_id}: {exc}. Nothing was decided; try again or use the Prefect UI."
+        text = (f":warning: Could not resume run {answer.run_id}: {exc}. "
+                "Nothing was decided; try again or use the Prefect UI.")
     _post_back(config, answer, text)
 
 

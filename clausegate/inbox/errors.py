@@ -27,7 +27,9 @@ class Unauthorized(InboxError):
     code, http_status = "CG-INBOX-AUTH", 401
 
 
-class NotFound(InboxError):
+class TaskNotFound(InboxError):
+    """No such inbox task for this sender (others' tasks are invisible)."""
+
     code, http_status = "CG-INBOX-NOT-FOUND", 404
 
 
@@ -47,7 +49,9 @@ class SourceUnavailable(InboxError):
     code, http_status = "CG-INBOX-SOURCE", 422
 
 
-class RateLimited(InboxError):
+class SenderRateLimited(InboxError):
+    """The sender submitted more than its rate per minute."""
+
     code, http_status = "CG-INBOX-RATE-LIMIT", 429
 
 
@@ -95,5 +99,5 @@ def redact_paths(text: str, roots: Iterable[tuple[str | os.PathLike, str]] = ())
     for root, name in sorted(pairs, key=lambda pair: len(pair[0]), reverse=True):
         root = root.rstrip("/")
         if len(root) > 1 and root in text:
-            text = re.sub(re.escape(root) + r"(?![\w.-])", lambda _: name, text)
+            text = re.sub(re.escape(root) + r"(?![\w.-])", lambda _match, replacement=name: replacement, text)
     return text

@@ -12,18 +12,16 @@ import errno
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import urlsplit
 
-import httpx
-
+from clausegate.config import InboxSettings
 from clausegate.errors import DocumentError
 from clausegate.inbox.errors import BadSubmission, NotPdf, SourceUnavailable, TooLarge, clip
-from clausegate.inbox.settings import InboxSettings
 from clausegate.review.document.sandbox import check_pdf_magic
+from clausegate.security import at_rest, fetch
+from clausegate.security.fetch import Policy
 
 CHUNK = 256 * 1024
 
@@ -62,8 +60,6 @@ def store(data: bytes, filename: str, origin: str, settings: InboxSettings) -> S
     already there (same content, current key) is kept and its time touched, so the retention period
     counts from the latest submission.
     """
-    from clausegate.security import at_rest
-
     if not data:
         raise NotPdf(f"the contract from {origin} is empty (0 bytes)", hint="send the PDF file itself")
     try:
@@ -110,13 +106,15 @@ def read_reference(reference: str, settings: InboxSettings) -> tuple[bytes, str]
             raise SourceUnavailable(f"{shown} is outside the inbox's source folder",
                                     hint="reference a file inside the shared source folder, relative to it")
         if not resolved.is_file():
-            raise SourceUnavailable(f"{shown} does not exist in the inbox's source folder (or is not a file)",
-                                    hint="check the path (relative to the source folder) and that the file was copied there")
+            raise SourceUnavailable(
+                f"{shown} does not exist in the inbox's source folder (or is not a file)",
+                hint="check the path (relative to the source folder) and that the file was copied there")
         with open(resolved, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size > settings.max_upload_bytes:
                 raise TooLarge(f"{shown} is {size / 1024 / 1024:.1f} MB, over the inbox limit of "
-                               f"{settings.max_upload_mb:g} MB", hint="split the document or ask the operator to raise the limit")
+                               f"{settings.max_upload_mb:g} MB",
+                               hint="split the document or ask the operator to raise the limit")
             data = fh.read(settings.max_upload_bytes + 1)
     except (OSError, ValueError) as exc:  # the message of an OSError names the absolute path: never passed on
         why = {errno.ENAMETOOLONG: "the path or one of its names is too long", errno.EACCES: "it is not readable",
@@ -135,8 +133,6 @@ def url_allowed(url: str, allow_list: list[str]) -> bool:
     The static part of ``clausegate.security.fetch`` (no DNS): userinfo, non-ASCII hosts, backslashes and
     other tricks are refused; ``fetch_url`` also checks the resolved addresses and every redirect.
     """
-    from clausegate.security.fetch import Policy
-
     return Policy.build(allow_list).allows_url(url)
 
 
@@ -148,8 +144,6 @@ async def fetch_url(url: str, settings: InboxSettings) -> tuple[bytes, str]:
     Every refusal or failure, a non-PDF answer included, is the same generic ``SourceUnavailable``: the
     client cannot tell a closed port from an open one; the reason is in the server log.
     """
-    from clausegate.security import fetch
-
     data, final = await fetch.fetch(url, settings.url_policy())
     try:
         check_pdf_magic("source_url", data)
@@ -159,7 +153,8 @@ async def fetch_url(url: str, settings: InboxSettings) -> tuple[bytes, str]:
 
 
 def one_source(has_file: bool, path: str | None, url: str | None) -> str:
-    given = [name for name, present in (("file", has_file), ("source_path", bool(path)), ("source_url", bool(url))) if present]
+    sources = (("file", has_file), ("source_path", bool(path)), ("source_url", bool(url)))
+    given = [name for name, present in sources if present]
     if len(given) != 1:
         raise BadSubmission("send exactly one contract source: 'file' (multipart upload), 'source_path' or 'source_url'"
                             + (f" (got {', '.join(given)})" if given else " (got none)"),

@@ -14,8 +14,10 @@ import hashlib
 import hmac
 import re
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import VariableCreate, VariableUpdate
 from pydantic import BaseModel, Field
 
 from clausegate.inbox.errors import BadSubmission, Unauthorized, clip
@@ -62,14 +64,15 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def new_key(sender: str, *, admin: bool = False, rate_per_minute: int | None = None, note: str = "") -> tuple[str, ApiKeyRecord]:
+def new_key(sender: str, *, admin: bool = False, rate_per_minute: int | None = None,
+            note: str = "") -> tuple[str, ApiKeyRecord]:
     """A fresh key and its record. The key is shown once; only the record is stored."""
     if not re.fullmatch(SENDER_PATTERN, sender):
         raise BadSubmission(f"'{clip(sender)}' is not a valid sender name",
                             hint="use lowercase letters, digits, '.', '_' or '-' (at most 63 characters)")
     key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
     record = ApiKeyRecord(key_id=key_id, sender=sender, admin=admin, sha256=digest(secret),
-                          created=datetime.now(timezone.utc), rate_per_minute=rate_per_minute, note=note)
+                          created=datetime.now(UTC), rate_per_minute=rate_per_minute, note=note)
     return f"{PREFIX}_{key_id}_{secret}", record
 
 
@@ -101,20 +104,16 @@ def check(presented: str, stored: dict | None) -> Caller:
 
 # --------------------------------------------------------------------------- Prefect-backed store
 def save(record: ApiKeyRecord) -> None:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import VariableCreate, VariableUpdate
-
     value = record.model_dump(mode="json")
     with get_client(sync_client=True) as client:
         if client.read_variable_by_name(variable_name(record.key_id)) is None:
-            client.create_variable(VariableCreate(name=variable_name(record.key_id), value=value, tags=["clausegate-inbox-key"]))
+            client.create_variable(VariableCreate(name=variable_name(record.key_id), value=value,
+                                                  tags=["clausegate-inbox-key"]))
         else:
             client.update_variable(VariableUpdate(name=variable_name(record.key_id), value=value))
 
 
 def load_all() -> list[ApiKeyRecord]:
-    from prefect.client.orchestration import get_client
-
     with get_client(sync_client=True) as client:
         found = client.read_variables(limit=None)
     return sorted((ApiKeyRecord.model_validate(v.value) for v in found if v.name.startswith(VARIABLE_PREFIX)),
@@ -122,15 +121,13 @@ def load_all() -> list[ApiKeyRecord]:
 
 
 def revoke(key_id: str) -> ApiKeyRecord | None:
-    from prefect.client.orchestration import get_client
-
     with get_client(sync_client=True) as client:
         found = client.read_variable_by_name(variable_name(key_id))
     if found is None:
         return None
     record = ApiKeyRecord.model_validate(found.value)
     if record.active:
-        record = record.model_copy(update={"revoked_at": datetime.now(timezone.utc)})
+        record = record.model_copy(update={"revoked_at": datetime.now(UTC)})
         save(record)
     return record
 

@@ -16,16 +16,11 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
-import binascii
-import json
-import os
-import re
-import unicodedata
-from urllib.parse import urlsplit
 from uuid import UUID
 
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import DeploymentFlowRunCreate
 from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterState,
@@ -35,16 +30,16 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.client.schemas.sorting import FlowRunSort
 from prefect.exceptions import ObjectNotFound
-from prefect.states import Cancelled, Scheduled, State
+from prefect.states import Cancelled, Scheduled, State, to_state_create
 
-import clausegate.security.at_rest  # noqa: F401 - registers the encrypted result serializer (reviews are sealed run results)
-from clausegate.ops import audit
-from clausegate.batch import contract_tag
+import clausegate.security.at_rest  # noqa: F401 - registers the serializer that seals review results
+from clausegate.config import InboxSettings
+from clausegate.gates import store
 from clausegate.inbox import limits
-from clausegate.inbox.errors import BadSubmission, Conflict, NotFound, Unavailable, clip, redact_paths
+from clausegate.inbox.errors import Conflict, TaskNotFound, Unavailable, clip, redact_paths
+from clausegate.inbox.fields import decode_cursor, encode_cursor
 from clausegate.inbox.intake import StoredContract
-from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller
-from clausegate.inbox.settings import PRIORITIES, InboxSettings
+from clausegate.inbox.keys import ApiKeyRecord, Caller
 from clausegate.inbox.status import (
     STATE_TYPES,
     TAG,
@@ -59,108 +54,13 @@ from clausegate.inbox.status import (
     tag,
     tag_value,
 )
+from clausegate.ops import audit
+from clausegate.ops.dead_letters import REQUEUING
+from clausegate.pipeline.tags import CLAUSEGATE, contract_tag, playbook_tag, read_tag
 from clausegate.review.schemas import Review
 
-TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:/@-]{0,79}$"
-IDEMPOTENCY_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
 RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 FINAL = (StateType.COMPLETED, StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
-
-
-# Longest values a submission field may carry (the form parser also caps every field at a few KB).
-MAX_PATH_CHARS, MAX_NAME_BYTES, MAX_PATH_BYTES = 1024, 255, 4095
-MAX_URL_CHARS, MAX_PLAYBOOK_CHARS = 2048, 100
-
-
-def _invisible(value: str) -> str | None:
-    """The first control, invisible-format or surrogate character in ``value`` (NUL, newline, U+202E...)."""
-    for ch in value:
-        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-            return ch
-    return None
-
-
-def check_text_fields(**fields: str | None) -> None:
-    """BadSubmission (422) for a text field no later step could handle: control or invisible characters,
-    paths the file system cannot hold (over-long names: ENAMETOOLONG), URLs that do not parse."""
-    for name, value in fields.items():
-        if value is None:
-            continue
-        bad = _invisible(value)
-        if bad is not None:
-            raise BadSubmission(f"field '{name}' contains the control or invisible character {clip(bad)}",
-                                hint="send plain text: no NUL bytes, line breaks, tabs or direction marks")
-    path = fields.get("source_path")
-    if path:
-        names = path.replace("\\", "/").split("/")
-        try:
-            encoded = os.fsencode(path)
-        except UnicodeError:
-            encoded = b""
-        if (len(path) > MAX_PATH_CHARS or len(encoded) > MAX_PATH_BYTES or not encoded
-                or any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for part in names)):
-            raise BadSubmission(f"field 'source_path' is too long or not a file name this server can hold "
-                                f"(at most {MAX_PATH_CHARS} characters, {MAX_NAME_BYTES} bytes per name)",
-                                hint="reference the file by its path relative to the source folder, with shorter names")
-    url = fields.get("source_url")
-    if url:
-        if len(url) > MAX_URL_CHARS:
-            raise BadSubmission(f"field 'source_url' is longer than {MAX_URL_CHARS} characters",
-                                hint="use a shorter URL, or upload the file")
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
-        except ValueError:
-            raise BadSubmission(f"field 'source_url' is not a URL: '{clip(url)}'",
-                                hint="send an absolute http(s) URL, e.g. https://docs.example.com/contract.pdf") from None
-    playbook = fields.get("playbook")
-    if playbook is not None and len(playbook) > MAX_PLAYBOOK_CHARS:
-        raise BadSubmission(f"field 'playbook': no playbook named '{clip(playbook)}'", hint="use a playbook name")
-
-
-def validate_fields(*, caller: Caller, sender: str | None, topic: str | None, priority: str, playbook: str,
-                    idempotency_key: str | None, playbooks: dict[str, str], source_path: str | None = None,
-                    source_url: str | None = None) -> str:
-    """The sender the task is filed under; BadSubmission (422) naming the field that is wrong.
-
-    Every message repeats at most ~100 characters of what the client sent (``clip``)."""
-    check_text_fields(source_path=source_path, source_url=source_url, sender=sender, topic=topic, priority=priority,
-                      playbook=playbook, idempotency_key=idempotency_key)
-    who = sender or caller.sender
-    if not re.fullmatch(SENDER_PATTERN, who):
-        raise BadSubmission(f"field 'sender': '{clip(who)}' is not a sender name", hint="lowercase letters, digits, '.', '_', '-'")
-    if who != caller.sender and not caller.admin:
-        raise BadSubmission(f"field 'sender': this API key belongs to '{caller.sender}' and cannot submit as '{who}'",
-                            hint=f"leave 'sender' out or send '{caller.sender}'")
-    if priority not in PRIORITIES:
-        raise BadSubmission(f"field 'priority': '{clip(priority)}' is not one of {', '.join(PRIORITIES)}",
-                            hint="use high, normal or low")
-    if playbook not in playbooks:
-        raise BadSubmission(f"field 'playbook': no playbook named '{clip(playbook)}'",
-                            hint=f"use one of: {', '.join(playbooks)}")
-    if topic is not None and not re.fullmatch(TOPIC_PATTERN, topic):
-        raise BadSubmission("field 'topic': 1-80 characters, starting with a letter or digit; letters, digits, "
-                            "spaces and . _ : / @ - only", hint="shorten or simplify the topic")
-    if idempotency_key is not None and not re.fullmatch(IDEMPOTENCY_PATTERN, idempotency_key):
-        raise BadSubmission("field 'idempotency_key': 1-128 characters of letters, digits and . _ : / @ -",
-                            hint="use e.g. a UUID or your own message id")
-    return who
-
-
-def encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None) -> int:
-    if not cursor:
-        return 0
-    try:
-        offset = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["o"]
-        if isinstance(offset, int) and 0 <= offset <= 1_000_000:
-            return offset
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
-        pass
-    raise BadSubmission("parameter 'cursor' is not a cursor this API returned", hint="start again without 'cursor'")
 
 
 class Inbox:
@@ -173,8 +73,6 @@ class Inbox:
 
     # ------------------------------------------------------------------ helpers
     def _client(self):
-        from prefect.client.orchestration import get_client
-
         return get_client()
 
     def public(self, text: str | None) -> str:
@@ -192,8 +90,9 @@ class Inbox:
             try:
                 self._deployment_id = (await client.read_deployment_by_name(self.settings.deployment)).id
             except ObjectNotFound:
-                raise Unavailable(f"the deployment '{self.settings.deployment}' does not exist on the Prefect server",
-                                  hint="deploy it (`clausegate up`, or `prefect deploy --all`); then submit again") from None
+                raise Unavailable(
+                    f"the deployment '{self.settings.deployment}' does not exist on the Prefect server",
+                    hint="deploy it (`clausegate up`, or `prefect deploy --all`); then submit again") from None
         return self._deployment_id
 
     async def _runs(self, client, tags: list[str], states: tuple[str, ...] | None = None, *, not_states=None,
@@ -203,19 +102,20 @@ class Inbox:
             state = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in states]))
         elif not_states:
             state = FlowRunFilterState(type=FlowRunFilterStateType(not_any_=list(not_states)))
-        return await client.read_flow_runs(flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=tags), state=state),
-                                           sort=sort, limit=limit, offset=offset)
+        run_filter = FlowRunFilter(tags=FlowRunFilterTags(all_=tags), state=state)
+        return await client.read_flow_runs(flow_run_filter=run_filter, sort=sort, limit=limit, offset=offset)
 
     # ------------------------------------------------------------------ submit
     async def admit(self, caller: Caller, record: ApiKeyRecord) -> None:
         """Rate-limit a submission before its upload is read (429 when over)."""
         async with self._client() as client:
-            await limits.take_submission_slot(client, caller.sender, record.rate_per_minute or self.settings.rate_per_minute)
+            rate = record.rate_per_minute or self.settings.rate_per_minute
+            await limits.take_submission_slot(client, caller.sender, rate)
 
     async def submit(self, caller: Caller, contract: StoredContract, *, sender: str, topic: str | None, priority: str,
                      playbook: str, idempotency_key: str | None) -> tuple[Submitted, bool]:
         """(the task, created?) — an existing task is returned for a repeated submission."""
-        base = [TAG, tag("sender", sender), contract_tag(contract.sha256), tag("playbook", playbook)]
+        base = [TAG, tag("sender", sender), contract_tag(contract.sha256), playbook_tag(playbook)]
         async with self._client() as client:
             if idempotency_key is not None:
                 key = f"inbox:{sender}:key:{idempotency_key}"
@@ -223,9 +123,10 @@ class Inbox:
                 earlier = await self._runs(client, [TAG, key_tag], limit=1)
                 if earlier:
                     run = earlier[0]
-                    if contract_tag(contract.sha256) not in run.tags or tag("playbook", playbook) not in run.tags:
+                    if contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags:
                         raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
-                                       f"playbook (task {run.id})", hint="use a new idempotency_key for a different request")
+                                       f"playbook (task {run.id})",
+                                       hint="use a new idempotency_key for a different request")
                     return await self._existing(client, caller, run, "same idempotency key"), False
             live = await self._runs(client, base, not_states=[StateType.FAILED, StateType.CRASHED, StateType.CANCELLED,
                                                                 StateType.CANCELLING], limit=1)
@@ -235,7 +136,7 @@ class Inbox:
                 earlier_attempts = await self._runs(client, base, states=("FAILED", "CRASHED", "CANCELLED"), limit=200)
                 key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{len(earlier_attempts)}"
                 key_tag = None
-            tags = ["clausegate", *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
+            tags = [CLAUSEGATE, *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
             tags += [key_tag] if key_tag else []
             # Prefect's idempotency key is unique server-side: of concurrent submissions with one key exactly
             # one creates the run; the others get that run back and are told so (200), or 409 when it is for
@@ -245,9 +146,10 @@ class Inbox:
                 parameters={"source": str(contract.path), "playbook": self.settings.playbooks()[playbook],
                             "out_dir": str(self.settings.reports_dir)})
             if not created:
-                if contract_tag(contract.sha256) not in run.tags or tag("playbook", playbook) not in run.tags:
+                if contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags:
                     raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
-                                   f"playbook (task {run.id})", hint="use a new idempotency_key for a different request")
+                                   f"playbook (task {run.id})",
+                                   hint="use a new idempotency_key for a different request")
                 why = "same idempotency key" if idempotency_key is not None else "same contract and playbook"
                 return await self._existing(client, caller, run, why + " (submitted at the same time)"), False
             await audit.record_async(client, audit.audit_event(
@@ -263,9 +165,6 @@ class Inbox:
         Prefect answers 201 for a run it created and 200 for the existing run of the same idempotency
         key (a unique index decides, so two concurrent requests cannot both create one).
         """
-        from prefect.client.schemas.actions import DeploymentFlowRunCreate
-        from prefect.states import to_state_create
-
         work_queue_name = fields.pop("work_queue_name", None)
         create = DeploymentFlowRunCreate(state=to_state_create(Scheduled()), **fields)
         if work_queue_name:
@@ -276,8 +175,9 @@ class Inbox:
         return FlowRun.model_validate(response.json()), response.status_code == 201
 
     async def _existing(self, client, caller: Caller, run: FlowRun, why: str) -> Submitted:
-        await audit.record_async(client, audit.audit_event("inbox.deduplicated", actor=caller.sender, flow_run_id=str(run.id),
-                                                           key_id=caller.key_id, reason=why))
+        event = audit.audit_event("inbox.deduplicated", actor=caller.sender, flow_run_id=str(run.id),
+                                  key_id=caller.key_id, reason=why)
+        await audit.record_async(client, event)
         return Submitted(task_id=str(run.id), status=status_of(run.state_type.value if run.state_type else None),
                          duplicate_of_existing=True, links=self._links(str(run.id)))
 
@@ -289,8 +189,9 @@ class Inbox:
 
     # ------------------------------------------------------------------ read
     async def _owned_run(self, client, caller: Caller, task_id: str) -> FlowRun:
-        missing = NotFound(f"no task '{clip(task_id)}' for sender '{caller.sender}'",
-                           hint="check the task id returned by POST /inbox/tasks (tasks of other senders are not visible)")
+        missing = TaskNotFound(
+            f"no task '{clip(task_id)}' for sender '{caller.sender}'",
+            hint="check the task id returned by POST /inbox/tasks (tasks of other senders are not visible)")
         try:
             run = await client.read_flow_run(UUID(task_id))
         except (ValueError, ObjectNotFound):
@@ -308,6 +209,8 @@ class Inbox:
         state_type = run.state_type.value if run.state_type else None
         review = await self._review(run) if state_type in ("COMPLETED", "FAILED") else None
         message = self.public(run.state.message if run.state else "")
+        if state_type == "CANCELLED" and REQUEUING not in message:
+            message = await self._requeue_message(run) or message
         code = error_code(message, state_type)
         params = run.parameters or {}
         source = str(params.get("source", ""))
@@ -315,7 +218,7 @@ class Inbox:
             task_id=str(run.id), status=status_of(state_type, review), state=run.state_name or "Scheduled",
             sender=tag_value(run.tags, "sender") or "?", topic=tag_value(run.tags, "topic"),
             priority=tag_value(run.tags, "priority") or (run.work_queue_name or "normal"),
-            playbook=tag_value(run.tags, "playbook") or str(params.get("playbook", "")),
+            playbook=read_tag(run.tags, "playbook") or str(params.get("playbook", "")),
             contract={"filename": source.rsplit("/", 1)[-1], "sha256": review.contract_id if review else None,
                       "tag": next((t for t in run.tags if t.startswith("contract:")), None)},
             attempts=run.run_count, created=run.created, started=run.start_time, finished=run.end_time,
@@ -326,10 +229,19 @@ class Inbox:
             view.waiting = await asyncio.to_thread(self._gate_waiting, run)
         return view
 
+    async def _requeue_message(self, run: FlowRun) -> str | None:
+        """A run dead-letters is requeueing: the worker's Cancelled replaces dead-letters' Cancelling
+        (``CG-RUN-REQUEUING``) for a moment before the requeue.  That is not a cancel: say requeueing."""
+        async with self._client() as client:
+            states = await client.read_flow_run_states(run.id)
+        cancelling = [s for s in states if s.type == StateType.CANCELLING]
+        latest = max(cancelling, key=lambda s: s.timestamp, default=None)
+        return latest.message if latest is not None and REQUEUING in (latest.message or "") else None
+
     async def _review(self, run: FlowRun) -> Review | None:
         try:
             value = await run.state.aresult(raise_on_failure=False, retry_result_failure=False)
-        except Exception:  # noqa: BLE001 - no persisted result (e.g. crashed): the view says so through status/error
+        except Exception:  # no persisted result (e.g. crashed): the view says so through status/error
             return None
         if isinstance(value, Review):
             return value
@@ -341,10 +253,6 @@ class Inbox:
         return None
 
     def _gate_waiting(self, run: FlowRun) -> GateWaiting:
-        from prefect.client.orchestration import get_client
-
-        from clausegate.gates import store
-
         waiting = GateWaiting(ui_url=self.run_url(str(run.id)),
                               resolve_command=f"clausegate resolve {run.id} approve|changes|escalate --comment '…'")
         key = store.gate_key_of(run)
@@ -409,7 +317,8 @@ class Inbox:
                 run.id, Scheduled(message=f"retried by '{caller.sender}' through the inbox"), force=True)
             if result.status.value != "ACCEPT":
                 raise Conflict(f"Prefect did not accept retrying task {task_id}: {result.details}", hint="try again")
-            await audit.record_async(client, audit.audit_event("inbox.retried", actor=caller.sender, flow_run_id=task_id,
-                                                               key_id=caller.key_id, attempts_before=run.run_count))
+            event = audit.audit_event("inbox.retried", actor=caller.sender, flow_run_id=task_id,
+                                      key_id=caller.key_id, attempts_before=run.run_count)
+            await audit.record_async(client, event)
             return await self.view(await client.read_flow_run(run.id))
 

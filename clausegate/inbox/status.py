@@ -18,8 +18,10 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
+from prefect.settings import PREFECT_API_URL
 from pydantic import BaseModel, Field, model_validator
 
+from clausegate.ops.dead_letters import REQUEUING
 from clausegate.review.schemas import Review
 
 TaskStatus = Literal["pending", "processing", "waiting_for_human", "done", "escalated", "failed", "cancelled"]
@@ -37,7 +39,6 @@ STATE_TYPES: dict[str, tuple[str, ...]] = {
 _BY_TYPE = {t: status for status, types in STATE_TYPES.items() for t in types if status != "escalated"}
 _CODE = re.compile(r"\bCG-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
 NO_DECISION = "CG-GATE-NO-DECISION"
-REQUEUING = "CG-RUN-REQUEUING"  # = clausegate.ops.dead_letters.REQUEUING (not imported: that module pulls in audit/Prefect)
 API_URL_REMOVED = "[API URL removed]"
 # Any http(s) URL whose path is /api or starts with /api/ (Prefect's REST API lives there; so does no UI page).
 _API_URL = re.compile(r"""https?://[^\s/'"<>]+(?:/[^\s/'"<>]+)*?/api(?:/[^\s'"<>]*)?(?=[\s'"<>),.;]|$)""")
@@ -114,10 +115,8 @@ def scrub_api_urls(text: str | None) -> str | None:
 
 def _configured_api_url() -> str | None:
     try:
-        from prefect.settings import PREFECT_API_URL
-
         value = PREFECT_API_URL.value()
-    except Exception:  # noqa: BLE001 - no Prefect settings here: the pattern still applies
+    except Exception:  # no Prefect settings here: the pattern still applies
         return None
     return str(value).rstrip("/") if value else None
 
@@ -165,7 +164,7 @@ class TaskView(BaseModel):
     links: dict[str, str] = {}
 
     @model_validator(mode="after")
-    def _follow_review_and_hide_api(self) -> "TaskView":
+    def _follow_review_and_hide_api(self) -> TaskView:
         if self.error is not None and self.error.code == REQUEUING:  # dead-letters is requeueing it
             self.status, self.error = "pending", None
         if self.status in ("done", "escalated") and self.review is not None and undecided(self.review):
@@ -195,6 +194,6 @@ class Submitted(BaseModel):
     links: dict[str, str] = {}
 
     @model_validator(mode="after")
-    def _hide_api(self) -> "Submitted":
+    def _hide_api(self) -> Submitted:
         self.links = _safe_links(self.links)
         return self

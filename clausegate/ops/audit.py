@@ -18,11 +18,13 @@ not_a_gate, timed_out, prefect_unreachable, receipt_key_unavailable).
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID, NAMESPACE_URL, uuid4, uuid5
+from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
 
+from prefect.client.orchestration import get_client
 from prefect.events import Event
+from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventOrder, EventRelatedFilter
 
 PREFIX = "clausegate.audit."
 log = logging.getLogger("clausegate.ops.audit")
@@ -37,7 +39,7 @@ def audit_event(action: str, *, actor: str, flow_run_id: str | None = None, even
     related = []
     if flow_run_id:
         related.append({"prefect.resource.id": f"prefect.flow-run.{flow_run_id}", "prefect.resource.role": "flow-run"})
-    return Event(occurred=datetime.now(timezone.utc), event=PREFIX + action, resource=resource, related=related,
+    return Event(occurred=datetime.now(UTC), event=PREFIX + action, resource=resource, related=related,
                  payload={"actor": actor, "flow_run_id": flow_run_id, **details}, id=event_id or uuid4())
 
 
@@ -90,13 +92,11 @@ async def record_async(client, event: Event) -> None:
 
 def record(event: Event) -> bool:
     """Post the event with a sync client; never raises (an audit failure is logged with the event)."""
-    from prefect.client.orchestration import get_client
-
     try:
         with get_client(sync_client=True) as client:
             client.request("POST", "/events", json=_body(event)).raise_for_status()
         return True
-    except Exception as exc:  # noqa: BLE001 - the decision itself already happened; say so loudly
+    except Exception as exc:  # the decision itself already happened; say so loudly
         log.error("CG-AUDIT-WRITE: could not record audit event %s (%s): %s. Next step: check the Prefect API; "
                   "the event was %s", event.event, event.id, exc, event.model_dump_json())
         return False
@@ -105,9 +105,7 @@ def record(event: Event) -> bool:
 async def read(client, *, prefix: str = PREFIX, flow_run_id: str | None = None, since: datetime | None = None,
                limit: int = 200) -> list[Event]:
     """Audit events, newest first (optionally only those about one flow run / inbox task)."""
-    from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventOrder, EventRelatedFilter
-
-    occurred = EventOccurredFilter(since=since or datetime(2020, 1, 1, tzinfo=timezone.utc))
+    occurred = EventOccurredFilter(since=since or datetime(2020, 1, 1, tzinfo=UTC))
     related = EventRelatedFilter(id=[f"prefect.flow-run.{flow_run_id}"]) if flow_run_id else None
     page = await client.read_events(filter=EventFilter(event=EventNameFilter(prefix=[prefix]), occurred=occurred,
                                                        related=related, order=EventOrder.DESC), limit=min(limit, 50))

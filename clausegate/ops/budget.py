@@ -27,16 +27,24 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Iterator
+from datetime import UTC, datetime
 
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+from prefect.concurrency.sync import concurrency
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+from prefect.runtime import flow_run
+from prefect.settings import PREFECT_API_URL
+from prefect.variables import Variable
 from pydantic import BaseModel
 
 from clausegate.errors import ConfigurationError
-from clausegate.review.money import eur_text
+from clausegate.review.money import add_costs, eur_text
 from clausegate.review.playbook import Budgets
 from clausegate.review.schemas import Cost, Review
 
@@ -47,7 +55,7 @@ _KEY = re.compile(r"^\d{4}(-\d{2}){0,2}$")
 
 
 def period_key(period: str, now: datetime | None = None) -> str:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return {"day": f"{now:%Y-%m-%d}", "month": f"{now:%Y-%m}", "year": f"{now:%Y}"}[period]
 
 
@@ -58,8 +66,6 @@ def _entries(ledger) -> dict[str, float]:
 
 
 def read_ledger() -> dict[str, float]:
-    from prefect.variables import Variable
-
     return _entries(Variable.get(LEDGER_VARIABLE, default={}))
 
 
@@ -75,7 +81,7 @@ def spent_this_period(period: str, now: datetime | None = None) -> float:
 
 def add_to_ledger(ledger: dict[str, float], eur: float, now: datetime | None = None) -> dict[str, float]:
     """``ledger`` with ``eur`` added to today's entry, earlier months and years folded (pure)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     day, month, year = period_key("day", now), period_key("month", now), period_key("year", now)
     out: dict[str, float] = {}
     for key, value in _entries(ledger).items():
@@ -95,8 +101,6 @@ _CHECKED_LOCK = threading.Lock()
 def prepare_ledger() -> None:
     """Once per process and Prefect API: make sure the ledger lock exists and is usable (see
     :func:`ensure_ledger_lock`).  Called before a paid call, so a bad lock stops it before it is paid."""
-    from prefect.settings import PREFECT_API_URL
-
     api = str(PREFECT_API_URL.value() or "")
     with _CHECKED_LOCK:
         if api in _CHECKED:
@@ -109,10 +113,6 @@ def prepare_ledger() -> None:
 def ensure_ledger_lock() -> None:
     """Create the ledger's global concurrency limit (limit 1) unless it exists; refuse an unusable one
     (inactive, or more than one slot: concurrent writers would lose each other's spend)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-
     with get_client(sync_client=True) as client:
         try:
             limit = client.read_global_concurrency_limit_by_name(LEDGER_LOCK)
@@ -123,8 +123,9 @@ def ensure_ledger_lock() -> None:
                 pass
             return
     if not limit.active or limit.limit != 1:
+        state = "inactive" if not limit.active else f"set to {limit.limit} slots"
         raise ConfigurationError(
-            f"the spend ledger's lock {LEDGER_LOCK!r} is {'inactive' if not limit.active else f'set to {limit.limit} slots'}",
+            f"the spend ledger's lock {LEDGER_LOCK!r} is {state}",
             hint=f"set it active with limit 1 (Prefect UI: Concurrency > Global, or `prefect gcl update {LEDGER_LOCK} "
                  "--limit 1 --enable`); concurrent runs would otherwise lose spend")
 
@@ -132,9 +133,6 @@ def ensure_ledger_lock() -> None:
 @contextmanager
 def ledger_lock() -> Iterator[None]:
     """Hold the one slot of ``clausegate-budget-ledger``; creates the limit when it is missing."""
-    from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
-    from prefect.concurrency.sync import concurrency
-
     def take():
         return concurrency(LEDGER_LOCK, occupy=1, timeout_seconds=LOCK_TIMEOUT_SECONDS, strict=True)
 
@@ -152,8 +150,6 @@ def record_spend(eur: float, now: datetime | None = None) -> None:
     """Add ``eur`` to the ledger (today's entry; no-op for zero), under the ledger lock."""
     if eur <= 0:
         return
-    from prefect.variables import Variable
-
     with ledger_lock():
         ledger = add_to_ledger(read_ledger(), eur, now)
         Variable.set(LEDGER_VARIABLE, ledger, overwrite=True)
@@ -169,7 +165,8 @@ def check_budget(budgets: Budgets, *, run_cost: Cost, estimated_eur: float, esti
     """Would one more call of this size stay within the run's and the period's budgets?"""
     tokens_after = run_cost.input_tokens + run_cost.output_tokens + estimated_tokens
     if tokens_after > budgets.max_tokens_per_run:
-        return BudgetCheck(allowed=False, reason=f"run token budget: {tokens_after:,} > {budgets.max_tokens_per_run:,} tokens")
+        return BudgetCheck(allowed=False,
+                           reason=f"run token budget: {tokens_after:,} > {budgets.max_tokens_per_run:,} tokens")
     if run_cost.eur + estimated_eur > budgets.per_run_eur:
         return BudgetCheck(allowed=False, reason=f"run budget: {eur_text(run_cost.eur + estimated_eur)} "
                                                  f"> {eur_text(budgets.per_run_eur)}")
@@ -177,13 +174,6 @@ def check_budget(budgets: Budgets, *, run_cost: Cost, estimated_eur: float, esti
         return BudgetCheck(allowed=False, reason=f"{budgets.period} budget: {eur_text(period_spent + estimated_eur)} "
                                                  f"> {eur_text(budgets.per_period_eur)}")
     return BudgetCheck(allowed=True)
-
-
-def add_costs(*costs: Cost) -> Cost:
-    return Cost(calls=sum(c.calls for c in costs), input_tokens=sum(c.input_tokens for c in costs),
-                output_tokens=sum(c.output_tokens for c in costs), eur=round(sum(c.eur for c in costs), 6),
-                reused_calls=sum(c.reused_calls for c in costs),
-                reused_eur=round(sum(c.reused_eur for c in costs), 6))
 
 
 # ---------------------------------------------------------------- what one review cost
@@ -250,8 +240,6 @@ def current_meter() -> SpendMeter | None:
 
 def start_meter(contract_id: str) -> SpendMeter:
     """Meter the review of ``contract_id`` in this flow run (model tasks report to it)."""
-    from prefect.runtime import flow_run
-
     meter = SpendMeter(key=f"{flow_run.id or 'no-flow-run'}:{contract_id}")
     _METER.set(meter)
     return meter

@@ -4,7 +4,8 @@ second crash fails it for good, with an alert.
 The chain is Prefect's: flow-run heartbeats + the ``clausegate-zombie-runs`` automation mark a run
 whose heartbeat stopped as Crashed (deployments/automations.yaml; ``CLAUSEGATE_ZOMBIE_SECONDS``
 sets how long, default 150 s); every Crashed contract-review run triggers the ``dead-letters``
-deployment (its trigger in prefect.yaml, plus a backstop schedule), which calls ``handle`` here:
+deployment (flows/dead_letters.py: its trigger in prefect.yaml, plus a backstop schedule), which calls
+:func:`handle_crashed_runs` here and that :func:`handle` for each crashed run:
 
 * first crash  → tag ``dead-letter:requeued``, make sure the crashed attempt's process is gone
   (:func:`stop_stale_attempt`), then set the run Scheduled again (same run id, as ``prefect
@@ -32,20 +33,39 @@ survives anyway (its worker died) is fenced by :mod:`clausegate.pipeline.attempt
 touching the run.
 
 Each step is written to the audit log (``clausegate.audit.run.requeued`` / ``run.dead-lettered`` /
-``run.gate-restored``).
+``run.gate-restored``); a dead letter is posted to the alert channel (``clausegate.ops.alerts.post_alert``).
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 from uuid import UUID
 
+from prefect import get_run_logger
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    FlowFilter,
+    FlowFilterName,
+    FlowRunFilter,
+    FlowRunFilterStartTime,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
+from prefect.client.schemas.objects import StateType
+from prefect.events.clients import get_events_subscriber
+from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventRelatedFilter
+from prefect.settings import PREFECT_UI_URL
+from prefect.states import Cancelling, Failed, Scheduled, State
+from prefect.utilities.asyncutils import run_coro_as_sync
 from pydantic import BaseModel
 
+from clausegate.config import load_slack_settings, settings
 from clausegate.ops import audit
+from clausegate.ops.alerts import post_alert
+from clausegate.slack import SlackError
 
 REQUEUED = "dead-letter:requeued"
 DEAD = "dead-letter:failed"
@@ -54,7 +74,6 @@ REQUEUING = "CG-RUN-REQUEUING"  # the message of the Cancelling state that stops
 RESTORED = "CG-RUN-GATE-RESTORED"
 ACTOR = "dead-letters"
 STOP_SECONDS_ENV = "CLAUSEGATE_REQUEUE_STOP_SECONDS"
-DEFAULT_STOP_SECONDS = 120.0  # the worker's kill needs 30 s (SIGTERM grace) + a poll or two
 EXECUTED = "prefect.worker.executed-flow-run"
 
 Outcome = Literal["requeued", "dead-lettered", "restored", "skipped"]
@@ -74,9 +93,6 @@ def run_id_of(value: str) -> str:
 
 def handle(client, flow_run_id: str, *, stop_seconds: float | None = None) -> Handled:
     """Requeue a crashed run once (its stale process stopped first), or fail it for good (sync Prefect client)."""
-    from prefect.client.schemas.objects import StateType
-    from prefect.states import Failed, Scheduled
-
     run = client.read_flow_run(UUID(flow_run_id))
     rid = str(run.id)
     if run.state_type != StateType.CRASHED:
@@ -118,8 +134,6 @@ def _history(client, run) -> list:
 
 def _restore_gate(client, run, suspended, crash: str) -> Handled:
     """Put a gate crashed while it waited back as it was: same pause key, form (run input) and timeout."""
-    from prefect.states import State
-
     rid = str(run.id)
     details = suspended.state_details.model_copy(update={"transition_id": None})
     state = State(type=suspended.type, name=suspended.name, state_details=details,
@@ -141,8 +155,6 @@ def stop_stale_attempt(client, run, history: list | None = None, *, timeout: flo
     process that survives is fenced by clausegate.pipeline.attempts). Otherwise the run is set Cancelling and
     the worker that owns the process kills it (Prefect's cancellation; see the module docstring).
     """
-    from prefect.states import Cancelling
-
     history = history if history is not None else _history(client, run)
     started = next((s.timestamp for s in reversed(history) if s.is_running()), None)
     if started is None:
@@ -157,8 +169,6 @@ def stop_stale_attempt(client, run, history: list | None = None, *, timeout: flo
     timeout = stop_seconds() if timeout is None else timeout
     cancelling = Cancelling(message=f"{REQUEUING}: stopping the hung attempt {run.run_count} through its worker "
                                     f"'{worker}' before requeueing it")
-    from prefect.utilities.asyncutils import run_coro_as_sync
-
     return run_coro_as_sync(_cancel_and_wait(client, run, cancelling, worker, started, timeout, poll))
 
 
@@ -167,11 +177,6 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
     """Set Cancelling and wait for the worker's ``executed-flow-run`` event (live, from Prefect's event
     stream: the requeue follows within a moment, so the inbox hardly ever sees the worker's Cancelled),
     checking the persisted events and the worker's heartbeat in between."""
-    import asyncio
-
-    from prefect.events.clients import get_events_subscriber
-    from prefect.events.filters import EventFilter, EventNameFilter, EventRelatedFilter
-
     deadline = time.monotonic() + timeout
     watch = EventFilter(event=EventNameFilter(name=[EXECUTED]),
                         related=EventRelatedFilter(id=[f"prefect.flow-run.{run.id}"]))
@@ -185,7 +190,7 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
             while (left := deadline - time.monotonic()) > 0:
                 try:
                     event = await asyncio.wait_for(stream.__anext__(), timeout=min(5 * poll, left))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     event = None
                 # (the live stream does not apply the related-resource filter: check the run id here)
                 if event is not None and event.occurred >= started and _concerns(event, run.id):
@@ -194,7 +199,7 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                     return True, stopped
                 if not _worker_online(client, run.work_pool_name, worker):
                     return True, f"its worker '{worker}' went offline"
-    except Exception:  # noqa: BLE001 - no event stream (e.g. a proxy without websockets): poll the stored events
+    except Exception:  # no event stream (e.g. a proxy without websockets): poll the stored events
         if not sent:
             client.set_flow_run_state(run.id, cancelling, force=True)
         while (left := deadline - time.monotonic()) > 0:
@@ -208,17 +213,12 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
 
 
 def stop_seconds() -> float:
-    raw = os.environ.get(STOP_SECONDS_ENV)
-    try:
-        return max(1.0, float(raw)) if raw else DEFAULT_STOP_SECONDS
-    except ValueError:
-        return DEFAULT_STOP_SECONDS
+    """``CLAUSEGATE_REQUEUE_STOP_SECONDS`` (default 120: the worker's kill needs 30 s SIGTERM grace + a poll or two)."""
+    return settings().requeue_stop_seconds
 
 
 def _executed_since(client, run_id, since: datetime) -> bool:
     """Did a worker report this run's process ended (``prefect.worker.executed-flow-run``) after ``since``?"""
-    from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventRelatedFilter
-
     page = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
                                           event=EventNameFilter(name=[EXECUTED]),
                                           related=EventRelatedFilter(id=[f"prefect.flow-run.{run_id}"])), limit=1)
@@ -235,28 +235,18 @@ def _worker_online(client, pool: str, name: str) -> bool:
     """The worker sent a heartbeat within 3 of its heartbeat intervals (Prefect's own ONLINE rule)."""
     try:
         workers = client.read_workers_for_work_pool(pool, limit=200)
-    except Exception:  # noqa: BLE001 - the pool is gone: nobody can stop anything there
+    except Exception:  # the pool is gone: nobody can stop anything there
         return False
     worker = next((w for w in workers if w.name == name), None)
     if worker is None or worker.last_heartbeat_time is None:
         return False
     horizon = timedelta(seconds=(worker.heartbeat_interval_seconds or 30) * 3)
-    return worker.last_heartbeat_time > datetime.now(timezone.utc) - horizon
+    return worker.last_heartbeat_time > datetime.now(UTC) - horizon
 
 
 def unhandled_crashed(client, *, flow_name: str = "contract-review", hours: float = 24) -> list[str]:
     """Crashed runs of ``flow_name`` that ended in the last ``hours`` (for the backstop sweep)."""
-    from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
-        FlowRunFilter,
-        FlowRunFilterStartTime,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
-
-    since = datetime.now(timezone.utc) - timedelta(hours=hours)
+    since = datetime.now(UTC) - timedelta(hours=hours)
     runs = client.read_flow_runs(
         flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
         flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CRASHED])),
@@ -268,3 +258,32 @@ def alert_text(handled: Handled, run_url: str | None) -> str:
     link = f" <{run_url}|open in Prefect>" if run_url else ""
     return (f":rotating_light: *{CODE}* `{handled.flow_run_name}` ({handled.flow_run_id}) crashed twice and was "
             f"failed for good.{link}\n{handled.reason}")
+
+
+def handle_crashed_runs(flow_run_id: str | None = None, slack_block: str | None = None) -> list[dict]:
+    """The ``dead-letters`` flow: handle one crashed run (``flow_run_id``: a UUID or ``prefect.flow-run.<uuid>``)
+    or, without one, every crashed contract-review run of the last 24 h; alert each dead letter."""
+    logger = get_run_logger()
+    with get_client(sync_client=True) as client:
+        ids = [run_id_of(flow_run_id)] if flow_run_id else unhandled_crashed(client)
+        results = [handle(client, rid) for rid in ids]
+    for handled in results:
+        logger.info("%s %s: %s", handled.outcome, handled.flow_run_id, handled.reason)
+        if handled.outcome == "dead-lettered":
+            _alert(handled, slack_block, logger)
+    return [h.model_dump() for h in results]
+
+
+def _alert(handled: Handled, slack_block: str | None, logger) -> None:
+    """Post the dead letter to the alert channel; a missing channel or a Slack failure is logged, not raised."""
+    settings = load_slack_settings(slack_block)
+    ui = PREFECT_UI_URL.value()
+    text = alert_text(handled, f"{ui}/runs/flow-run/{handled.flow_run_id}" if ui else None)
+    try:
+        if settings is None or not post_alert(text, settings):
+            logger.warning("CG-ALERT-NO-CHANNEL: no SlackSettings block / alert channel; the dead letter %s is "
+                           "only in the logs and the audit log. Next step: set alert_channel (docs/slack.md)",
+                           handled.flow_run_id)
+    except SlackError as exc:
+        logger.error("%s posting the dead-letter alert for %s: %s. Next step: docs/runbook.md, Slack", exc.code,
+                     handled.flow_run_id, exc)

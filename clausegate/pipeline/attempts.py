@@ -34,7 +34,11 @@ from __future__ import annotations
 
 import logging
 from typing import NamedTuple
+from uuid import UUID
 
+from prefect import get_run_logger
+from prefect.client.orchestration import get_client
+from prefect.context import FlowRunContext
 from prefect.exceptions import Abort
 
 STALE = "CG-RUN-STALE-ATTEMPT"
@@ -57,8 +61,6 @@ class Attempt(NamedTuple):
 
 def this_attempt() -> Attempt | None:
     """The current flow run's attempt, or None outside a flow run (nothing to fence)."""
-    from prefect.context import FlowRunContext
-
     context = FlowRunContext.get()
     run = context.flow_run if context is not None else None
     if run is None or run.state is None or run.state.id is None:
@@ -84,11 +86,7 @@ def ensure_current(where: str, *, client=None) -> None:
     attempt = this_attempt()
     if attempt is None:
         return
-    from uuid import UUID
-
     if client is None:
-        from prefect.client.orchestration import get_client
-
         with get_client(sync_client=True) as own:
             server_run = own.read_flow_run(UUID(attempt.flow_run_id))
     else:
@@ -104,8 +102,6 @@ def ensure_current(where: str, *, client=None) -> None:
 
 def _log(message: str) -> None:
     try:
-        from prefect import get_run_logger
-
         get_run_logger().warning(message)
-    except Exception:  # noqa: BLE001 - no run logger here: the module logger still says it
+    except Exception:  # no run logger here: the module logger still says it
         log.warning(message)

@@ -1,6 +1,9 @@
-"""Model-backed steps as called from the flow: the offline-first cascade and the generation step.
+"""The model path of a review, as the flow body (``clausegate.pipeline.review``) calls it: the
+offline-first cascade, the generation step, the final status, the timeout check at load, and the
+merge of the model's findings with the offline ones.
 
-Each model call is one cached task (``clausegate.pipeline.model_tasks``); this module decides what to
+Each model call is one cached task (``ask_extraction_model`` / ``ask_generation_model`` in
+``clausegate.pipeline.tasks``), handed in already configured for the review; this module decides what to
 send, shrinks the prompt on a context-overflow answer (a new, smaller request, never a retry of
 the same one), and degrades to the offline result when a budget would be exceeded.
 
@@ -21,11 +24,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from prefect import Task, get_run_logger
 from pydantic import BaseModel, ConfigDict
 
+from clausegate.config import load_model_block
 from clausegate.errors import BudgetExceeded, ClauseGateError
-from clausegate.review.offline.extract import category_confidence, extract_thresholds
-from clausegate.review.llm.redlines import build_generation_prompt, clauses_needing_suggestions
+from clausegate.pipeline.model_calls import BudgetContext, model_result, provider_ref
+from clausegate.providers.errors import ContextTooLong, OutputTruncated
 from clausegate.review.llm.extract import (
     TRUNCATED_MARK,
     build_prompt,
@@ -34,9 +39,9 @@ from clausegate.review.llm.extract import (
     naive_prompt_tokens,
     truncate_prompt,
 )
-from clausegate.pipeline.model_tasks import BudgetContext, ask_extraction_model, ask_generation_model, load_model_block, provider_ref
+from clausegate.review.llm.redlines import build_generation_prompt, clauses_needing_suggestions
+from clausegate.review.offline.extract import category_confidence, extract_thresholds
 from clausegate.review.playbook import Playbook, check_step_timeouts
-from clausegate.providers.errors import ContextTooLong, OutputTruncated
 from clausegate.review.schemas import (
     CascadeSummary,
     Clause,
@@ -97,10 +102,8 @@ def _failure_notice(error: BaseException, step: str, timeout_seconds: float) -> 
 
 def _log_failure(error: BaseException, step: str) -> None:
     try:
-        from prefect import get_run_logger
-
         run_logger = get_run_logger()
-    except Exception:  # noqa: BLE001 (outside a run)
+    except Exception:  # outside a run
         run_logger = logger
     if isinstance(error, (ClauseGateError, TimeoutError)):
         run_logger.warning("the %s model step failed; the offline result is kept (degraded): %s", step, error)
@@ -159,38 +162,36 @@ def merge_findings(offline: list[Clause], found: list[Clause], sent: list[str], 
     return clauses, notices, gate
 
 
-def _with_options(task_obj, policy):
-    return task_obj.with_options(timeout_seconds=policy.timeout_seconds, retries=policy.retries,
-                                 retry_delay_seconds=policy.retry_delay_seconds)
-
-
-def _ask_adapting(ask: Callable, prompt, ref, max_tokens, budget, *, shrink: Callable | None = None):
+def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shrink: Callable | None = None):
     """Ask once (Prefect retries transient errors inside ``ask``). Permanent answers that a different
     request can fix are handled here with a new, different request, never the same one again:
     context overflow -> fewer passages (marked [TRUNCATED]); output cut at max_tokens -> once with
-    twice the output budget."""
+    twice the output budget.  A budget skip raises ``BudgetExceeded`` (``model_calls.model_result``)."""
     notices: list[Notice] = []
     raised_output = False
     while True:
         try:
-            return ask(prompt, ref, max_tokens, budget), prompt, notices
+            return model_result(step, ask(prompt, ref, max_tokens, budget)), prompt, notices
         except ContextTooLong as error:
             smaller = shrink(prompt) if shrink else None
             if smaller is None:
                 raise
-            notices.append(Notice(code=error.code, message=f"{TRUNCATED_MARK} prompt too long for {ref.model}; sent "
-                                                           f"{len(smaller.passages)} of {len(prompt.passages)} passages instead"))
+            notices.append(Notice(code=error.code, message=(
+                f"{TRUNCATED_MARK} prompt too long for {ref.model}; sent {len(smaller.passages)} of "
+                f"{len(prompt.passages)} passages instead")))
             prompt = smaller
         except OutputTruncated as error:
             if raised_output:
                 raise
             raised_output, max_tokens = True, max_tokens * 2
-            notices.append(Notice(code=error.code, message=f"answer cut at the output limit; asked again with max_tokens={max_tokens}"))
+            notices.append(Notice(code=error.code,
+                                  message=f"answer cut at the output limit; asked again with max_tokens={max_tokens}"))
 
 
 def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extraction, book: Playbook,
-            extractor: str) -> CascadeResult:
-    """Offline first; the model sees only high-risk categories and those the offline model is unsure of."""
+            extractor: str, ask_extraction_model: Task) -> CascadeResult:
+    """Offline first; the model sees only high-risk categories and those the offline model is unsure of.
+    ``ask_extraction_model``: the review's configured task (``ReviewTasks.ask_extraction_model``)."""
     categories = list(book.categories)
     settings = book.steps.extract
     send = cascade_categories(category_confidence(filtered, categories), extract_thresholds(categories),
@@ -202,17 +203,16 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
             categories_sent=[], model_calls=0, model_calls_saved=1, prompt_tokens_sent=0, **summary))
 
     budget = BudgetContext(budgets=book.budgets, run_cost=Cost())
-    ask = _with_options(ask_extraction_model, settings)
     try:
         ref = provider_ref(extractor)
-        result, prompt, notices = _ask_adapting(ask, build_prompt(filtered, send), ref, settings.max_output_tokens, budget,
-                                                    shrink=truncate_prompt)
+        result, prompt, notices = _ask_adapting(ask_extraction_model, "extract", build_prompt(filtered, send), ref,
+                                                settings.max_output_tokens, budget, shrink=truncate_prompt)
     except BudgetExceeded as error:
         degraded = offline.model_copy(update={"notices": [*offline.notices, _notice(error)],
                                               "extractor": f"offline (budget: {extractor} skipped)"})
         return CascadeResult(extraction=degraded, cost=Cost(), summary=CascadeSummary(
             categories_sent=[], model_calls=0, model_calls_saved=1, prompt_tokens_sent=0, **summary))
-    except Exception as error:  # noqa: BLE001 (whatever failed, the finished offline result stands)
+    except Exception as error:  # whatever failed, the finished offline result stands
         _log_failure(error, "extract")
         failure = _failure_notice(error, "extract", settings.timeout_seconds)
         kept = offline.model_copy(update={
@@ -220,8 +220,9 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
             "notices": [*offline.notices, failure, Notice(code=DEGRADED, message=(
                 f"the model step failed ({failure.code}); the offline result is kept. The model could not confirm: "
                 f"{', '.join(send)}."))]})
-        return CascadeResult(extraction=kept, cost=Cost(), degraded=True, unconfirmed=list(send), summary=CascadeSummary(
-            categories_sent=list(send), model_calls=0, model_calls_saved=0, prompt_tokens_sent=0, **summary))
+        return CascadeResult(extraction=kept, cost=Cost(), degraded=True, unconfirmed=list(send),
+                             summary=CascadeSummary(categories_sent=list(send), model_calls=0, model_calls_saved=0,
+                                                    prompt_tokens_sent=0, **summary))
     must_confirm = set(book.gated_categories) | set(book.high_risk)
     clauses, disputes, gate = merge_findings(offline.clauses, result.clauses, send, model=result.model,
                                              must_confirm=must_confirm)
@@ -233,25 +234,26 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
         prompt_tokens_sent=prompt.tokens, truncated=prompt.truncated, **summary))
 
 
-def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: Cost) -> GenerationResult:
-    """Redlines and counterparty questions for gated / high-risk clauses (skipped without a provider)."""
+def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: Cost,
+             ask_generation_model: Task) -> GenerationResult:
+    """Redlines and counterparty questions for gated / high-risk clauses (skipped without a provider).
+    ``ask_generation_model``: the review's configured task (``ReviewTasks.ask_generation_model``)."""
     settings = book.steps.generate
     targets = clauses_needing_suggestions(clauses, book)
     if not targets:
         return GenerationResult()
     if not settings.provider:
-        return GenerationResult(notices=[Notice(code="CG-GENERATE-SKIPPED",
-                                                message="no generation model configured (playbook steps.generate.provider); "
-                                                        "no redlines suggested")])
+        return GenerationResult(notices=[Notice(code="CG-GENERATE-SKIPPED", message=(
+            "no generation model configured (playbook steps.generate.provider); no redlines suggested"))])
     budget = BudgetContext(budgets=book.budgets, run_cost=run_cost)
     try:
         ref = provider_ref(settings.provider)
-        result, _, notices = _ask_adapting(_with_options(ask_generation_model, settings),
-                                            build_generation_prompt(contract_id, targets, book), ref,
-                                            settings.max_output_tokens, budget)
+        result, _, notices = _ask_adapting(ask_generation_model, "generate",
+                                           build_generation_prompt(contract_id, targets, book), ref,
+                                           settings.max_output_tokens, budget)
     except BudgetExceeded as error:
         return GenerationResult(notices=[_notice(error)])
-    except Exception as error:  # noqa: BLE001 (no redlines; the findings stand)
+    except Exception as error:  # no redlines; the findings stand
         _log_failure(error, "generate")
         failure = _failure_notice(error, "generate", settings.timeout_seconds)
         return GenerationResult(degraded=True, notices=[failure, Notice(code=DEGRADED, message=(

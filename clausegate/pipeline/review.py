@@ -1,11 +1,13 @@
-"""One contract through the review steps (cached Prefect tasks), inside whatever flow run calls it.
+"""The review flow body: one contract through the review's tasks (``clausegate.pipeline.tasks``, called
+by name on the review's configured :class:`~clausegate.pipeline.tasks.ReviewTasks`), the model path
+(``clausegate.pipeline.cascade``), the human gate and the report, inside whatever flow run calls it.
 
-``contract_review`` (the flow) is a thin wrapper around :func:`review_contract`.  The nightly batch's
-``chunks`` dispatch calls it directly inside its chunk runs, so a contract costs a few task runs
-(recorded through events) instead of a subflow run (several synchronous API writes, which a
-SQLite-backed server serialises).  There the human gate is not asked (it would suspend the whole
-chunk): a review that needs a person ends ``pending_decision`` and the batch sends that contract as
-its own contract-review deployment run, which asks — with every finished step from the cache.
+``flows/contract_review.py`` (the flow) and ``clausegate review`` make it a flow with :data:`REVIEW_FLOW_OPTIONS`.
+The nightly batch (:mod:`clausegate.pipeline.batch`) calls it directly inside its own runs
+(``ask_person=False``), so a contract costs a few task runs instead of a flow run of its own.  There the
+human gate is not asked (it would suspend the whole batch): a review that needs a person ends
+``pending_decision`` and the batch sends that contract as its own contract-review deployment run, which
+asks — with every finished step from the cache.
 
 A contract-review run (``ask_person=True``) never completes a gated review without a decision: if the
 gate cannot wait (``GateError``) the review records the failure at step ``gate``, the report says so
@@ -16,19 +18,35 @@ that hung while its run was crashed or requeued exits at the next check without 
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from prefect import get_run_logger
+from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
-from clausegate.pipeline import cascade as model_path
-from clausegate.review import assemble
-from clausegate.ops.budget import start_meter, stop_meter
-from clausegate.pipeline.attempts import ensure_current
 from clausegate.errors import ClauseGateError, GateError
 from clausegate.gates import run_gate
+from clausegate.ops.budget import start_meter, stop_meter
+from clausegate.pipeline.attempts import ensure_current
+from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
+from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
+from clausegate.review import assemble
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
 from clausegate.review.schemas import Cost, Notice, Review, StepFailure
-from clausegate.pipeline.tasks import configured, fingerprint_contract, offline_model_version
+from clausegate.security.at_rest import SEALED_JSON
+
+
+def review_run_name() -> str:
+    """``review-<file name>``: the run's name in the UI."""
+    return "review-" + PurePath(str(flow_run.parameters.get("source", "contract"))).name
+
+
+# The one definition of the contract-review flow's options (flows/contract_review.py, `clausegate review`).
+# The review is the run's persisted result (JSON, encrypted at rest: clausegate/security/at_rest.py), so the
+# inbox API can return it by task id.
+REVIEW_FLOW_OPTIONS = {"name": "contract-review", "flow_run_name": review_run_name, "validate_parameters": True,
+                       "persist_result": True, "result_serializer": SEALED_JSON}
 
 
 def review_contract(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports",
@@ -40,10 +58,10 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     logger = get_run_logger()
     checkpoint = ensure_current if ask_person else _unchecked
     book = load_playbook(playbook)
-    run = configured(book)
+    tasks = configure(book)  # every task with the playbook's step options, called by name below
     categories = tuple(book.categories)
     use = extractor or book.steps.extract.extractor
-    model_path.check_timeouts(book, use)  # a step timeout that cannot hold the HTTP calls fails here, at load
+    check_timeouts(book, use)  # a step timeout that cannot hold the HTTP calls fails here, at load
     version = offline_model_version()
 
     contract = fingerprint_contract(source, book.steps.parse.max_file_mb)
@@ -55,37 +73,41 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     try:
         p = book.steps.parse
         checkpoint("parse")
-        document = run["parse"](contract, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
+        document = tasks.parse_contract(contract, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
         stage = "prefilter"
         checkpoint("prefilter")
         logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
-        filtered = run["prefilter"](document, categories, version)
+        filtered = tasks.prefilter_passages(document, categories, version)
         stage = "extract"
         checkpoint("extract")
-        logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages), filtered.pages_kept)
-        extraction = run["extract"](filtered, categories, version)
+        logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages),
+                    filtered.pages_kept)
+        extraction = tasks.extract_clauses(filtered, categories, version)
         cascade_summary = None
         costs = {}
         if use != "offline":
-            outcome = model_path.cascade(document, filtered, extraction, book, use)
+            outcome = cascade(document, filtered, extraction, book, use, tasks.ask_extraction_model)
             extraction, cascade_summary, costs["extract"] = outcome.extraction, outcome.summary, outcome.cost
             model_gate, unconfirmed, degraded = outcome.gate, outcome.unconfirmed, outcome.degraded
         stage = "generate"
         checkpoint("generate")
         logger.info("4/5 suggestions for gated / high-risk clauses")
-        generated = model_path.generate(contract.contract_id, extraction.clauses, book, costs.get("extract", Cost()))
+        generated = generate(contract.contract_id, extraction.clauses, book, costs.get("extract", Cost()),
+                             tasks.ask_generation_model)
         costs["generate"] = generated.cost
         degraded = degraded or generated.degraded
         stage = "review"
         review = assemble.assemble_review(document, filtered, extraction, playbook=book.name,
-                                       gated=[*book.gated_categories, *model_gate],
-                                       min_confidence=book.steps.extract.min_confidence, cascade=cascade_summary,
-                                       suggestions=generated.suggestions, notices=generated.notices, cost_by_step=costs)
+                                          gated=[*book.gated_categories, *model_gate],
+                                          min_confidence=book.steps.extract.min_confidence, cascade=cascade_summary,
+                                          suggestions=generated.suggestions, notices=generated.notices,
+                                          cost_by_step=costs)
         review = review.model_copy(update={"model_unconfirmed": unconfirmed})
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
-        review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename, playbook=book.name,
-                                     step=stage, error=error, document=document, filtered=filtered)
+        review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename,
+                                        playbook=book.name, step=stage, error=error, document=document,
+                                        filtered=filtered)
     review = meter.settle(review)  # cost: this run's spend by step, and spend reused from cache
     stop_meter(meter)
 
@@ -93,15 +115,17 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
         try:
             decisions, status, notices = run_gate(review, book)  # human gate: suspends here when a person must decide
         except GateError as error:  # it could not wait for a person: the run fails, never completes undecided
-            review = review.model_copy(update={"failure": StepFailure(step="gate", code=error.code, message=str(error))})
+            failure = StepFailure(step="gate", code=error.code, message=str(error))
+            review = review.model_copy(update={"failure": failure})
             decisions, status, notices = [], "partial_failure", []
     else:
         decisions, status, notices = deferred_gate(review)
     if not review.failure:
-        status = model_path.final_status(status, degraded)  # complete on the offline result alone: degraded
-    review = review.model_copy(update={"decisions": decisions, "status": status, "warnings": [*review.warnings, *notices]})
+        status = final_status(status, degraded)  # complete on the offline result alone: degraded
+    review = review.model_copy(update={"decisions": decisions, "status": status,
+                                       "warnings": [*review.warnings, *notices]})
     checkpoint("report")
-    paths = run["report"](review, out_dir)
+    paths = tasks.publish_report(review, out_dir)
     logger.info("5/5 report: %s (cost %s, %d model calls; %s reused from cache)", ", ".join(paths),
                 eur_text(review.cost.eur), review.cost.calls, eur_text(review.cost.reused_eur))
     checkpoint("finishing the run")

@@ -1,10 +1,17 @@
-"""Prefect tasks: each wraps one plain step with caching, persistence, retries and timeouts.
+"""Every Prefect task of a review, and the one place their options are set (:func:`configure`).
+
+Each task wraps one plain step (``clausegate.review.assemble``, the PDF sandbox, the report) or one
+model call (``clausegate.pipeline.model_calls``) with caching, persistence, retries and timeouts.
+The flow body (``clausegate.pipeline.review``) calls them by name on the :class:`ReviewTasks` that
+``configure`` returns, so every task of a review gets its playbook's step options the same way.
 
 Cache keys come from the task's inputs + source code, never from the run id, so a rerun, a
 resumed run and a retried run all reuse finished work.  The document enters the cache key
 through its sha256 (``contract_id``), never through its path: an edited file gets a new key.
 Model-dependent steps take the offline model's version as an input, so retraining invalidates
-their cache.
+their cache.  A model call's key is the rendered prompt + the provider's configuration (block
+name, models, URLs, never the key) + the task's source; budget inputs are left out, so a rerun
+finds the finished call in the cache whatever has been spent since.
 
 Persisted results are encrypted (``clausegate.security.at_rest.SEALED_PICKLE``, Prefect serializer type
 ``clausegate-fernet``), and a sealed upload is read through its decrypted bytes, which are also what
@@ -16,26 +23,39 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
-from prefect import task
+from prefect import Task, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
 
-from clausegate.security import at_rest
-
-from clausegate.review.llm import extract
-
+from clausegate.errors import BudgetExceeded
+from clausegate.pipeline.model_calls import (
+    BudgetContext,
+    ModelExtraction,
+    ModelSuggestions,
+    ProviderRef,
+    call_model,
+    skipped,
+)
+from clausegate.providers.retry import MODEL_RETRY_POLICY, retry_condition
+from clausegate.review import assemble, schemas
 from clausegate.review.document import sandbox
-
-from clausegate.review import schemas
-
-from clausegate.review import assemble
-from clausegate.providers.retry import retry_condition
-from clausegate.review.playbook import Playbook
+from clausegate.review.document.codes import PARSER_VERSION
+from clausegate.review.llm import extract as llm_extract
+from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_answer
+from clausegate.review.llm.redlines import GenerationAnswer, GenerationPrompt, ground_suggestions
+from clausegate.review.offline.model import META_NAME, MODEL_DIR
+from clausegate.review.playbook import Playbook, StepPolicy
 from clausegate.review.report import render_markdown, write_report
 from clausegate.review.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
+from clausegate.security import at_rest
+
+# ---------------------------------------------------------------- cache keys
+
 
 class ResultSchema(CachePolicy):
     """Cache key part from the source of the modules that define what results hold (pydantic models).
@@ -48,22 +68,26 @@ class ResultSchema(CachePolicy):
         return result_schema_version()
 
 
+RESULT_MODULES = (schemas, llm_extract)  # clausegate/review/schemas.py, clausegate/review/llm/extract.py
+
+
 def result_schema_version() -> str:
     digest = hashlib.sha256()
-    for module in (schemas, model_extraction):
+    for module in RESULT_MODULES:
         digest.update(inspect.getsource(module).encode("utf-8"))
     return digest.hexdigest()[:16]
 
 
 RESULT_SCHEMA = ResultSchema()
 INPUT_KEYED = INPUTS + TASK_SOURCE + RESULT_SCHEMA
+MODEL_CALL_KEYED = (INPUTS - "budget") + TASK_SOURCE + RESULT_SCHEMA
 
 
 class ContractContent(CachePolicy):
     """Cache key from the contract's content hash and the parser's version: path and file name play no part."""
 
     def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
-        return f"{inputs['source'].contract_id}:{sandbox.PARSER_VERSION}"
+        return f"{inputs['source'].contract_id}:{PARSER_VERSION}"
 
 
 CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + RESULT_SCHEMA + ContractContent()
@@ -71,6 +95,10 @@ CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + RESULT_SCHEMA + ContractCont
 
 _COMMON: dict[str, Any] = dict(persist_result=True, result_serializer=at_rest.SEALED_PICKLE,
                                retry_condition_fn=retry_condition)
+_MODEL_CALL: dict[str, Any] = dict(cache_policy=MODEL_CALL_KEYED, persist_result=True,
+                                   result_serializer=at_rest.SEALED_PICKLE, **MODEL_RETRY_POLICY)
+
+# ---------------------------------------------------------------- the tasks, in the order a review runs them
 
 
 @task(name="fingerprint", cache_policy=NO_CACHE)
@@ -80,29 +108,25 @@ def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
     First step of every review, so it also checks the at-rest key against the result storage
     (``CG-AT-REST-KEY`` before any cached step is looked up; see clausegate/security/at_rest.py).
     """
-    from pathlib import Path
-
-    from clausegate.review.document.sandbox import fingerprint
-
     at_rest.check_result_key()
     max_bytes = int(max_file_mb * 1024 * 1024)
     with at_rest.plaintext_path(source, max_plain_bytes=max_bytes) as plain:
         if plain is None:  # a plain file (e.g. `clausegate review FILE`)
-            return fingerprint(source, max_bytes=max_bytes)
-        found = fingerprint(plain, max_bytes=max_bytes)
+            return sandbox.fingerprint(source, max_bytes=max_bytes)
+        found = sandbox.fingerprint(plain, max_bytes=max_bytes)
     original = Path(source).expanduser()
     return found.model_copy(update={"path": str(original.absolute()), "filename": original.name})
 
 
 @task(name="parse-pdf", cache_policy=CONTENT_KEYED, **_COMMON)
-def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: str, time_cap_seconds: float) -> ParsedDocument:
-    from clausegate.review.document.sandbox import parse_pdf
-
+def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: str,
+                   time_cap_seconds: float) -> ParsedDocument:
     # parse_pdf re-hashes the bytes it reads and stops with CG-PDF-CHANGED if they differ.  A sealed
     # upload is handed to it as an in-memory view of its decrypted bytes (never written to disk).
     with at_rest.plaintext_path(source.path, max_plain_bytes=source.size_bytes) as plain:
         view = source if plain is None else source.model_copy(update={"path": str(plain)})
-        return parse_pdf(view, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb, ocr=ocr)
+        return sandbox.parse_pdf(view, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb,
+                                 ocr=ocr)
 
 
 @task(name="prefilter", cache_policy=INPUT_KEYED, **_COMMON)
@@ -113,6 +137,30 @@ def prefilter_passages(document: ParsedDocument, categories: tuple[str, ...], mo
 @task(name="extract-clauses", cache_policy=INPUT_KEYED, **_COMMON)
 def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], model_version: str) -> Extraction:
     return assemble.extract_step(filtered, categories)
+
+
+@task(name="ask-extraction-model", **_MODEL_CALL)
+def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens: int,
+                         budget: BudgetContext) -> ModelExtraction:
+    try:
+        answer, cost, model, paid_by = call_model(ref, prompt.system, prompt.user, ModelAnswer, max_tokens,
+                                                  prompt.tokens, budget, step="extract")
+    except BudgetExceeded as skip:
+        return skipped(skip)
+    clauses, notices = ground_answer(answer, prompt, model=model)
+    return ModelExtraction(clauses=clauses, notices=notices, cost=cost, model=model, paid_by=paid_by)
+
+
+@task(name="ask-generation-model", **_MODEL_CALL)
+def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens: int,
+                         budget: BudgetContext) -> ModelSuggestions:
+    try:
+        answer, cost, model, paid_by = call_model(ref, prompt.system, prompt.user, GenerationAnswer, max_tokens,
+                                                  prompt.tokens, budget, step="generate")
+    except BudgetExceeded as skip:
+        return skipped(skip)
+    suggestions, notices = ground_suggestions(answer, prompt, model=model)
+    return ModelSuggestions(suggestions=suggestions, notices=notices, cost=cost, model=model, paid_by=paid_by)
 
 
 @task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)
@@ -128,33 +176,51 @@ def publish_report(review: Review, out_dir: str) -> list[str]:
 
 def offline_model_version() -> str:
     """Version of the packaged offline model (read from its metadata, without loading the weights)."""
-    from clausegate.review.offline.model import META_NAME, MODEL_DIR
-
     return str(json.loads((MODEL_DIR / META_NAME).read_text(encoding="utf-8"))["version"])
 
 
-def configured(book: Playbook) -> dict[str, Any]:
-    """The tasks with the playbook's per-step timeouts, retries and cache expiration applied.
+# ---------------------------------------------------------------- the one options applier
 
-    A playbook's ``retention.days`` caps the cache expiration: its cached results expire (and the
-    retention flow deletes them) no later than its reports."""
+
+@dataclass(frozen=True)
+class ReviewTasks:
+    """The review's tasks with its playbook's step options applied (see :func:`configure`); the
+    attributes carry the task functions' names.  ``fingerprint_contract`` is not here: it runs before
+    the playbook's steps, uncached, with its defaults."""
+
+    parse_contract: Task
+    prefilter_passages: Task
+    extract_clauses: Task
+    ask_extraction_model: Task
+    ask_generation_model: Task
+    publish_report: Task
+
+
+def cache_expiration(book: Playbook) -> timedelta:
+    """How long the playbook's cached results live: ``cache.expiration_days``, capped by
+    ``retention.days`` (its cached results expire, and the retention flow deletes them, no later than
+    its reports)."""
     days = book.cache.expiration_days
     if book.retention.days is not None:
         days = min(days, book.retention.days)
-    expiry = timedelta(days=days)
+    return timedelta(days=days)
 
-    def apply(task_obj, policy):
-        return task_obj.with_options(
-            timeout_seconds=policy.timeout_seconds,
-            retries=policy.retries,
-            retry_delay_seconds=policy.retry_delay_seconds,
-            cache_expiration=expiry,
-        )
 
-    s = book.steps
-    return {
-        "parse": apply(parse_contract, s.parse),
-        "prefilter": apply(prefilter_passages, s.prefilter),
-        "extract": apply(extract_clauses, s.extract),
-        "report": apply(publish_report, s.report),
-    }
+def with_step_options(task_obj: Task, policy: StepPolicy, expiry: timedelta) -> Task:
+    """``task_obj`` with a step's timeout and retries and the playbook's cache expiration."""
+    return task_obj.with_options(timeout_seconds=policy.timeout_seconds, retries=policy.retries,
+                                 retry_delay_seconds=policy.retry_delay_seconds, cache_expiration=expiry)
+
+
+def configure(book: Playbook) -> ReviewTasks:
+    """Every task of a review with the playbook's per-step options (``steps.*``: a model call runs
+    under its step's policy, extraction's or generation's) and :func:`cache_expiration`."""
+    expiry, steps = cache_expiration(book), book.steps
+    return ReviewTasks(
+        parse_contract=with_step_options(parse_contract, steps.parse, expiry),
+        prefilter_passages=with_step_options(prefilter_passages, steps.prefilter, expiry),
+        extract_clauses=with_step_options(extract_clauses, steps.extract, expiry),
+        ask_extraction_model=with_step_options(ask_extraction_model, steps.extract, expiry),
+        ask_generation_model=with_step_options(ask_generation_model, steps.generate, expiry),
+        publish_report=with_step_options(publish_report, steps.report, expiry),
+    )

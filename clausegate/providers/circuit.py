@@ -26,8 +26,11 @@ import hashlib
 import logging
 import threading
 import time
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.variables import Variable
 from pydantic import BaseModel
 
 from clausegate.providers.errors import ProviderCircuitOpen, ProviderTimeout, ProviderUnreachable, ServerError
@@ -115,8 +118,6 @@ class PrefectVariableStore:
     """One Prefect Variable per endpoint (shared by every process that talks to the same server)."""
 
     def read(self, endpoint: str) -> BreakerState | None:
-        from prefect.variables import Variable
-
         value = Variable.get(variable_name(endpoint), default=None, _sync=True)  # sync in async tasks too
         if not isinstance(value, dict):
             return None
@@ -126,16 +127,12 @@ class PrefectVariableStore:
             return None
 
     def write(self, state: BreakerState) -> None:
-        from prefect.variables import Variable
-
         Variable.set(variable_name(state.endpoint), state.model_dump(mode="json"), overwrite=True,
                      tags=["clausegate", "circuit-breaker"], _sync=True)
 
 
 def default_store() -> Store:
     """Prefect Variables inside a Prefect flow or task run (the API is there); else nothing."""
-    from prefect.context import FlowRunContext, TaskRunContext
-
     if TaskRunContext.get() is not None or FlowRunContext.get() is not None:
         return PrefectVariableStore()
     return NullStore()
@@ -211,7 +208,7 @@ class CircuitBreaker:
     def _read(self, endpoint: str) -> BreakerState | None:
         try:
             return self.store.read(endpoint)
-        except Exception as exc:  # noqa: BLE001 (a Prefect API problem must not stop the model call)
+        except Exception as exc:  # a Prefect API problem must not stop the model call
             logger.warning("circuit breaker state for %s unreadable (%s); the call goes through", endpoint,
                            type(exc).__name__)
             return None
@@ -219,5 +216,5 @@ class CircuitBreaker:
     def _write(self, state: BreakerState) -> None:
         try:
             self.store.write(state)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # likewise: a state not saved must not stop the model call
             logger.warning("circuit breaker state for %s not saved (%s)", state.endpoint, type(exc).__name__)

@@ -1,8 +1,9 @@
 """A process-wide cooldown per endpoint URL, so a Prefect retry honours ``retry-after`` precisely.
 
 Prefect's ``retry_delay_seconds`` is fixed when the task is defined. When a provider answers 429
-(or 503, 529, any transient status) with ``retry-after: 7``, the client records ``not_before = now + min(7, max_wait) + jitter`` for
-that endpoint; every call to the endpoint first sleeps until ``not_before``. The next Prefect
+(or 503, 529, any transient status) with ``retry-after: 7``, the client records
+``not_before = now + min(7, max_wait) + jitter`` for that endpoint; every call to the endpoint
+first sleeps until ``not_before``. The next Prefect
 attempt therefore starts no earlier than the provider asked, whatever the static delay was.
 Clients never retry themselves: this only delays the call a retry makes.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["COOLDOWNS", "CooldownRegistry"]
 

@@ -269,13 +269,15 @@ def _hint(cls: type[ProviderError], *, provider: str, block_name: str) -> str:
     block = f"block '{block_name}'"
     env = _ENV_VARS.get(provider, "the provider's API-key variable")
     hints = {
-        RateLimited: "wait and retry (the task retries honour retry-after); lower concurrency or raise the account's limits.",
+        RateLimited: "wait and retry (the task retries honour retry-after); "
+                     "lower concurrency or raise the account's limits.",
         QuotaExceeded: f"the account behind {block} is out of credit; top it up or switch the block's key.",
         Overloaded: f"the provider is overloaded; retries switch to the fallback model of {block}.",
         ServerError: "provider-side failure; the task retries it. If it persists check the provider's status page.",
-        ProviderTimeout: f"the task retries it; repeated timeouts open the circuit breaker of {block} (the review keeps "
-                         "its offline result). If answers are merely slow, lower max_output_tokens; raising "
-                         "read_timeout_seconds also needs a longer steps.<step>.timeout_seconds (checked at load).",
+        ProviderTimeout: f"the task retries it; repeated timeouts open the circuit breaker of {block} "
+                         "(the review keeps its offline result). If answers are merely slow, lower "
+                         "max_output_tokens; raising read_timeout_seconds also needs a longer "
+                         "steps.<step>.timeout_seconds (checked at load).",
         ProviderUnreachable: f"check base_url in {block} and that the model server is running and reachable.",
         ContextTooLong: "shorten the prompt: keep fewer passages in the pre-filter or split the contract.",
         AuthError: f"check the API key in {block} (field api_key, or env {env}); the key was not printed.",

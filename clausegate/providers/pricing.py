@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,7 +11,8 @@ from clausegate.review.schemas import Cost
 __all__ = ["Pricing", "cost_eur"]
 
 
-def cost_eur(input_tokens: int, output_tokens: int, *, eur_per_million_input: float, eur_per_million_output: float) -> float:
+def cost_eur(input_tokens: int, output_tokens: int, *, eur_per_million_input: float,
+             eur_per_million_output: float) -> float:
     """EUR for one call's tokens, rounded to 1/1000 cent (costs add up over a batch)."""
     total = input_tokens * eur_per_million_input + output_tokens * eur_per_million_output
     return round(total / 1_000_000, 5)

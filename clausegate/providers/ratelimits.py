@@ -8,9 +8,9 @@ Anthropic: ``retry-after`` and ``anthropic-ratelimit-{requests,tokens,...}-{rema
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Mapping
 
 __all__ = ["explicit_retry_after", "parse_duration", "retry_after_from_headers"]
 
@@ -22,7 +22,7 @@ def retry_after_from_headers(headers: Mapping[str, str], *, now: datetime | None
     the exhausted limits (``anthropic-ratelimit-*-reset`` RFC 3339 times, ``x-ratelimit-reset-*``
     durations such as ``6m0s``). With no exhausted limit known, the soonest reset is used.
     """
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     lower = {k.lower(): v for k, v in headers.items()}
     for parse in (_from_retry_after_ms, _from_retry_after):
         seconds = parse(lower, now)
@@ -34,7 +34,7 @@ def retry_after_from_headers(headers: Mapping[str, str], *, now: datetime | None
 def explicit_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
     """Seconds from ``retry-after-ms`` / ``retry-after`` only (for statuses other than 429, where the
     rate-limit reset headers that come with every answer do not ask for a wait)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     lower = {k.lower(): v for k, v in headers.items()}
     for parse in (_from_retry_after_ms, _from_retry_after):
         seconds = parse(lower, now)
@@ -96,7 +96,7 @@ def _seconds_until_rfc3339(value: str, now: datetime) -> float | None:
     except ValueError:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return (when - now).total_seconds()
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from prefect.runtime import task_run
 from prefect.tasks import exponential_backoff
 
 from clausegate.errors import ClauseGateError
@@ -71,8 +72,6 @@ def _exception_of(state: Any) -> BaseException | None:
 
 def use_fallback_now() -> bool:
     """True from a task's second attempt on (``prefect.runtime.task_run.run_count > 1``)."""
-    from prefect.runtime import task_run
-
     return (task_run.run_count or 1) > 1
 
 

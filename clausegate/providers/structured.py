@@ -28,7 +28,8 @@ class _Completes(Protocol):
     provider: str
     block_name: str
 
-    def complete(self, system: str, user: str, *, max_tokens: int | None = ..., use_fallback: bool = ...) -> ModelResponse: ...
+    def complete(self, system: str, user: str, *, max_tokens: int | None = ...,
+                 use_fallback: bool = ...) -> ModelResponse: ...
 
 
 class _Unusable(Exception):

@@ -1,4 +1,5 @@
-"""Plain review steps (no Prefect here): validate the input, call the domain module, return a model.
+"""The review's plain steps (no Prefect here; ``clausegate/pipeline/tasks.py`` wraps them in tasks):
+validate the input, call the domain module, return a model.
 
 Each step validates what it is given against the model it depends on.  A missing or malformed
 field stops the step with ``StepInputError`` naming the field, so nothing downstream runs on
@@ -17,10 +18,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from clausegate.review.categories import CATEGORIES
-from clausegate.ops.budget import add_costs
 from clausegate.errors import StepInputError
+from clausegate.review.categories import CATEGORIES
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.money import add_costs
+from clausegate.review.offline.extract import extract_offline
+from clausegate.review.offline.model import load_model
+from clausegate.review.prefilter import prefilter
 from clausegate.review.schemas import (
     CascadeSummary,
     Cost,
@@ -53,8 +57,6 @@ def require(model: type[ModelT], data: Any, *, step: str) -> ModelT:
 
 def prefilter_step(document: Any, categories: Iterable[str]) -> FilteredDocument:
     parsed = require(ParsedDocument, document, step="prefilter")
-    from clausegate.review.prefilter import prefilter
-
     return prefilter(parsed, list(categories))
 
 
@@ -62,9 +64,6 @@ def extract_step(filtered: Any, categories: Iterable[str]) -> Extraction:
     """The offline extractor (always runs first; the model cascade builds on its result)."""
     kept = require(FilteredDocument, filtered, step="extract")
     wanted = list(categories)
-    from clausegate.review.offline.extract import extract_offline
-    from clausegate.review.offline.model import load_model
-
     clauses = extract_offline(kept, wanted)
     return Extraction(
         contract_id=kept.contract_id,

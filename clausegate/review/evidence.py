@@ -105,7 +105,7 @@ def prepare(passages: list[Passage], indices, model: OfflineModel) -> Prepared:
     z = passage_logits(flat, model, headings=heads)
     out: Prepared = {}
     at = 0
-    for i, (sents, secs) in zip(keys, split):
+    for i, (sents, secs) in zip(keys, split, strict=True):
         out[i] = (sents, secs, z[at:at + len(sents)])
         at += len(sents)
     return out
@@ -123,7 +123,8 @@ def evidence_for(passages: list[Passage], i: int, category: str, model: OfflineM
     z = logits[:, model.category_index[category]]
     candidates = [j for j, s in enumerate(sents) if not _only_heading(s)] or list(range(len(sents)))
     best = max(candidates, key=lambda j: z[j])
-    floor = min(z[best] - KEEP_MARGIN, float(np.log(model.extract_threshold(category) / (1 - model.extract_threshold(category)))))
+    threshold = model.extract_threshold(category)
+    floor = min(z[best] - KEEP_MARGIN, float(np.log(threshold / (1 - threshold))))
     lo = hi = best
     while lo - 1 >= 0 and heading_of(sents[lo]) is None and z[lo - 1] >= floor and not _only_heading(sents[lo - 1]):
         lo -= 1

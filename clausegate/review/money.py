@@ -1,4 +1,4 @@
-"""Printing amounts of money so that small ones still mean something.
+"""Amounts of money: adding up what model calls cost, and printing amounts so that small ones still mean something.
 
 Costs are kept to 1/10000 cent (six decimals: ``clausegate.ops.budget``).  A fixed ``.2f`` turns a
 €0.001 budget into "€0.00" and ``.4f`` hides a €0.00004 call, so amounts print with every
@@ -9,7 +9,17 @@ significant decimal up to that precision, and at least two:
 
 from __future__ import annotations
 
+from clausegate.review.schemas import Cost
+
 DECIMALS = 6  # the ledger's precision
+
+
+def add_costs(*costs: Cost) -> Cost:
+    """The sum of ``costs`` (euros rounded to the ledger's precision)."""
+    return Cost(calls=sum(c.calls for c in costs), input_tokens=sum(c.input_tokens for c in costs),
+                output_tokens=sum(c.output_tokens for c in costs), eur=round(sum(c.eur for c in costs), DECIMALS),
+                reused_calls=sum(c.reused_calls for c in costs),
+                reused_eur=round(sum(c.reused_eur for c in costs), DECIMALS))
 
 
 def eur_digits(amount: float) -> str:

@@ -14,9 +14,9 @@ Algorithm (works on pypdf's text of one page):
    and split with Punkt; a "sentence" longer than ``MAX_CHARS`` is cut at ``;`` or spaces.
 4. Passages: consecutive sentences of a paragraph are packed into passages of at most
    ``MAX_CHARS`` characters (a short lead of at most ``LEAD_CHARS``, typically a numbered
-   heading, is never left alone: it may push its passage to ``MAX_CHARS + LEAD_CHARS``); a paragraph shorter than ``MIN_CHARS`` (a heading, a clause
-   number) is merged into the next one when the result still fits; the short end of a long
-   paragraph stays with that paragraph.
+   heading, is never left alone: it may push its passage to ``MAX_CHARS + LEAD_CHARS``); a
+   paragraph shorter than ``MIN_CHARS`` (a heading, a clause number) is merged into the next one
+   when the result still fits; the short end of a long paragraph stays with that paragraph.
 
 So a clause normally sits in one passage, and a passage never crosses a page.
 """
@@ -58,7 +58,7 @@ def count_tokens(text: str) -> int:
 
 @lru_cache(maxsize=1)
 def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer  # local import: nltk (~0.3 s) only when a text is split
 
     return PunktSentenceTokenizer()  # untrained: default parameters, no data files needed
 
@@ -140,7 +140,7 @@ def _cut_long(sentence: str, limit: int) -> list[str]:
 def _sentences(paragraph: str) -> list[str]:
     try:
         sents = _punkt().tokenize(paragraph)
-    except Exception:  # noqa: BLE001 - Punkt on pathological input: fall back to one "sentence"
+    except Exception:  # Punkt on pathological input: fall back to one "sentence"
         sents = [paragraph]
     out: list[str] = []
     for sent in sents:

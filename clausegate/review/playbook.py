@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from clausegate.review.categories import CATEGORIES, canonical
 from clausegate.errors import PlaybookError
+from clausegate.review.categories import CATEGORIES, canonical
 
 BUILTIN_DIR = Path(__file__).parent / "playbooks"
 
@@ -55,7 +55,8 @@ class ExtractSettings(StepPolicy):
     min_confidence: float = Field(0.0, ge=0, le=1, description="drop clauses below this confidence")
     cascade_margin: float = Field(
         1.0, ge=0, le=20,
-        description="send a category to the model when its best offline score is within this many log-odds of its threshold",
+        description="send a category to the model when its best offline score is within this many log-odds "
+                    "of its threshold",
     )
     max_output_tokens: int = Field(2048, gt=0)
 
@@ -134,7 +135,7 @@ class Playbook(_Strict):
         return list(dict.fromkeys(names))
 
     @model_validator(mode="after")
-    def _gates_and_risks_are_reviewed(self) -> "Playbook":
+    def _gates_and_risks_are_reviewed(self) -> Playbook:
         wanted = set(self.categories)
         for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates])):
             stray = [n for n in names if n not in wanted]
@@ -202,7 +203,8 @@ def parse_playbook(text: str, *, origin: str = "<string>") -> Playbook:
     except yaml.YAMLError as exc:
         raise PlaybookError(f"playbook {origin} is not valid YAML: {exc}", hint="fix the YAML syntax") from None
     if not isinstance(data, dict):
-        raise PlaybookError(f"playbook {origin} must be a YAML mapping", hint="start from clausegate/review/playbooks/default.yaml")
+        raise PlaybookError(f"playbook {origin} must be a YAML mapping",
+                            hint="start from clausegate/review/playbooks/default.yaml")
     try:
         return Playbook.model_validate(data)
     except ValidationError as exc:

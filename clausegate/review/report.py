@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from clausegate.errors import ReportWriteError
-from clausegate.review.money import eur_digits, eur_text
 from clausegate.review.document.codes import INTEGRITY_CODES
+from clausegate.review.money import eur_digits, eur_text
 from clausegate.review.schemas import Cost, Notice, Review
 
 CLAUSE_TEXT_LIMIT = 400
@@ -53,7 +53,8 @@ def _model_sections(review: Review) -> list[str]:
             theirs = (f"{d.model}: other text ({_pages(d.model_pages)}, {d.model_confidence:.2f}): "
                       f"{_md_cell(_cut(d.model_text or '', 200))}" if d.model_found == "other"
                       else f"{d.model}: no valid clause of this category")
-            lines.append(f"| {c.category} | {_pages(c.pages)}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))} | {theirs} |")
+            ours = f"{_pages(c.pages)}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))}"
+            lines.append(f"| {c.category} | {ours} | {theirs} |")
     if review.model_unconfirmed:
         lines += ["", "## Not confirmed by the model (its step failed; offline result kept)", "",
                   ", ".join(review.model_unconfirmed)]
@@ -88,8 +89,8 @@ def render_markdown(review: Review) -> str:
     lines += _model_sections(review)
     if review.decisions:
         lines += ["", "## Decisions", "", "| Gate | Decision | Reviewer | Comment | When |", "|---|---|---|---|---|"]
-        lines += [f"| {d.gate} | {d.decision} | {_md_cell(d.reviewer)} | {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
-                  for d in review.decisions]
+        lines += [f"| {d.gate} | {d.decision} | {_md_cell(d.reviewer)} | {_md_cell(d.comment)} "
+                  f"| {d.decided_at:%Y-%m-%d %H:%M} |" for d in review.decisions]
     by_category: dict[str, list] = defaultdict(list)
     found = [c for c in review.clauses if not c.possible]
     for clause in found:
@@ -100,7 +101,8 @@ def render_markdown(review: Review) -> str:
         for category, clauses in by_category.items():
             for clause in clauses:
                 mark = " **(disputed)**" if clause.dispute else ""
-                lines.append(f"| {category}{mark} | {_where(clause)} | {clause.confidence:.2f} | {_md_cell(_cut(clause.text))} |")
+                lines.append(f"| {category}{mark} | {_where(clause)} | {clause.confidence:.2f} "
+                             f"| {_md_cell(_cut(clause.text))} |")
     else:
         lines.append("No clauses of the playbook's categories were found.")
     possible = [c for c in review.clauses if c.possible]
@@ -142,7 +144,8 @@ def _warning_line(w: Notice) -> str:
 
 
 def _cost_line(cost: Cost) -> str:
-    line = f"{eur_text(cost.eur)} this run ({cost.calls} model calls, {cost.input_tokens + cost.output_tokens:,} tokens)"
+    tokens = cost.input_tokens + cost.output_tokens
+    line = f"{eur_text(cost.eur)} this run ({cost.calls} model calls, {tokens:,} tokens)"
     if cost.reused_calls or cost.reused_eur:
         line += f"; {eur_text(cost.reused_eur)} reused from cache ({cost.reused_calls} model calls, not paid again)"
     return line

@@ -65,7 +65,8 @@ class Passage(_Model):
     categories: dict[str, float] = Field(
         default_factory=dict, description="per-category relevance scores for the playbook's categories"
     )
-    section: str | None = Field(None, description="the numbered section the passage starts in, e.g. '11.3 Limitation of Liability'")
+    section: str | None = Field(
+        None, description="the numbered section the passage starts in, e.g. '11.3 Limitation of Liability'")
 
 
 class FilteredDocument(_Model):
@@ -97,9 +98,11 @@ class Clause(_Model):
     source: Literal["offline", "model"]
     model: str | None = Field(None, description="the model name when source='model'")
     dispute: Dispute | None = Field(None, description="set when a model disagreed with this offline finding")
-    section: str | None = Field(None, description="the numbered section the clause sits in, e.g. '11.3 Limitation of Liability'")
-    possible: bool = Field(False, description="scored near the category's threshold without reaching it: not a finding, "
-                                              "listed for a person to check (a gated category's gate asks about it)")
+    section: str | None = Field(
+        None, description="the numbered section the clause sits in, e.g. '11.3 Limitation of Liability'")
+    possible: bool = Field(False, description="scored near the category's threshold without reaching it: "
+                                              "not a finding, listed for a person to check "
+                                              "(a gated category's gate asks about it)")
 
     @field_validator("category")
     @classmethod

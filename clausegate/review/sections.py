@@ -1,4 +1,5 @@
-"""Section numbers and headings of contract text: "11.3. Limitation of Liability. EXCEPT ..." -> ("11.3", "Limitation of Liability").
+"""Section numbers and headings of contract text:
+"11.3. Limitation of Liability. EXCEPT ..." -> ("11.3", "Limitation of Liability").
 
 ``heading_of(text)`` reads a numbered heading at the start of a passage or sentence;
 ``SectionTracker`` follows a document's passages in reading order and says, for each, the

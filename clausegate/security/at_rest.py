@@ -33,22 +33,27 @@ import contextlib
 import hashlib
 import math
 import os
-import stat
 import tempfile
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator
+from cryptography.fernet import Fernet, InvalidToken
+from prefect._internal.schemas.validators import cast_type_names_to_serializers
+from prefect.filesystems import LocalFileSystem
+from prefect.results import get_result_store
 from prefect.serializers import JSONSerializer, PickleSerializer, Serializer
+from prefect.settings import get_current_settings
+from pydantic import Field, field_validator
 
 from clausegate.errors import ConfigurationError, DocumentError
+from clausegate.review.document import codes
+from clausegate.security.credentials import at_rest_key
 
 # Stable codes (runbook: "Contracts at rest")
 KEY_MISMATCH = "CG-AT-REST-KEY"
 CORRUPT = "CG-AT-REST-CORRUPT"
-_PDF_TOO_LARGE, _PDF_UNREADABLE = "CG-PDF-TOO-LARGE", "CG-PDF-UNREADABLE"  # clausegate/review/document/sandbox.py's stable codes
 
 HEADER = b"CLAUSEGATE-SEALED/1 "
 _KEY_ID_LEN = 16
@@ -89,15 +94,11 @@ def current_key_id() -> str | None:
 
 
 def _key(create: bool) -> str | None:
-    from clausegate.security.credentials import at_rest_key
-
     return at_rest_key(create=create)
 
 
 @lru_cache(maxsize=4)
 def _fernet(key: str):
-    from cryptography.fernet import Fernet
-
     try:
         return Fernet(key.encode("ascii"))
     except (ValueError, UnicodeEncodeError):
@@ -132,8 +133,6 @@ def sealed_key_id(blob: bytes) -> str | None:
 
 def unseal(blob: bytes, *, what: str) -> bytes:
     """Decrypt a sealed blob; a plain one is returned as it is.  ``what`` names it in errors."""
-    from cryptography.fernet import InvalidToken
-
     if not is_sealed(blob):
         return blob
     stored = sealed_key_id(blob)
@@ -169,8 +168,6 @@ class SealedSerializer(Serializer):
     @field_validator("serializer", mode="before")
     @classmethod
     def _cast(cls, value: Any) -> Any:
-        from prefect._internal.schemas.validators import cast_type_names_to_serializers
-
         return cast_type_names_to_serializers(value)
 
     def dumps(self, obj: Any) -> bytes:
@@ -193,13 +190,9 @@ SEALED_JSON = SealedSerializer(serializer=JSONSerializer())
 # ---------------------------------------------------------------------------------------------
 def result_storage_dir() -> Path | None:
     """The local folder Prefect persists results to in this context (None: not a local folder)."""
-    from prefect.filesystems import LocalFileSystem
-    from prefect.results import get_result_store
-    from prefect.settings import get_current_settings
-
     try:
         storage = get_result_store().result_storage
-    except Exception:  # noqa: BLE001 - outside a run context / no server default: the local setting
+    except Exception:  # outside a run context / no server default: the local setting
         storage = None
     if storage is None:
         return Path(get_current_settings().results.local_storage_path).expanduser()
@@ -304,12 +297,12 @@ def read_sealed_file(path: str | Path, *, max_plain_bytes: int) -> bytes:
         if size > sealed_size(max_plain_bytes):
             raise DocumentError(f"'{name}' is over the {max_plain_bytes / 1048576:.1f} MB limit for contract files.",
                                 hint="ask the sender for a smaller export or raise the playbook's "
-                                     "`steps.parse.max_file_mb`.", code=_PDF_TOO_LARGE)
+                                     "`steps.parse.max_file_mb`.", code=codes.TOO_LARGE)
         blob = p.read_bytes()
     except OSError as exc:
         raise DocumentError(f"contract file '{name}' cannot be read: {exc.strerror or exc}.",
                             hint="check the file's permissions and that the disk is available, then rerun.",
-                            code=_PDF_UNREADABLE) from exc
+                            code=codes.UNREADABLE) from exc
     return unseal(blob, what=f"the stored contract '{name}'")
 
 

@@ -18,6 +18,9 @@ import secrets
 import stat
 from pathlib import Path
 
+from cryptography.fernet import Fernet
+
+from clausegate.config import settings
 from clausegate.errors import ConfigurationError
 
 AUTH_FILE = "prefect-api-auth"
@@ -26,11 +29,8 @@ AUTH_USER = "clausegate"
 
 
 def secrets_dir() -> Path:
-    explicit = os.environ.get("CLAUSEGATE_SECRETS_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config_home) / "clausegate"
+    """``CLAUSEGATE_SECRETS_DIR``, default ``$XDG_CONFIG_HOME/clausegate`` (``clausegate.config.Settings``)."""
+    return settings().secrets_dir
 
 
 def _ensure_dir(folder: Path) -> None:
@@ -102,14 +102,12 @@ def rotate_api_auth_string() -> str:
 
 
 def new_at_rest_key() -> str:
-    from cryptography.fernet import Fernet
-
     return Fernet.generate_key().decode("ascii")
 
 
 def at_rest_key(*, create: bool = True) -> str | None:
     """The Fernet key for uploads and persisted results: the environment's, else the secret file's."""
-    explicit = os.environ.get("CLAUSEGATE_AT_REST_KEY")
+    explicit = settings().at_rest_key_value()
     if explicit:
         return explicit
     return _get_or_create(AT_REST_KEY_FILE, new_at_rest_key, create)

@@ -105,11 +105,9 @@ def _host_port(netloc: str) -> tuple[str, int | None]:
             if _NUMERIC_LABEL.match(labels[-1]):
                 raise Refused("FETCH-HOST", "numeric host in a non-canonical IP form") from None
             host = name
-    port = None
-    if port_text is not None:
-        port = int(port_text)
-        if not 1 <= port <= 65535:
-            raise Refused("FETCH-HOST", "port out of range")
+    port = int(port_text) if port_text is not None else None
+    if port is not None and not 1 <= port <= 65535:
+        raise Refused("FETCH-HOST", "port out of range")
     return host, port
 
 
@@ -213,7 +211,7 @@ class Policy:
     verify: Any = True  # TLS verification (an ssl.SSLContext for a private CA); the name is checked, not the IP
 
     @classmethod
-    def build(cls, allow_list: list[str], private_hosts: list[str] = (), **limits: Any) -> "Policy":
+    def build(cls, allow_list: list[str], private_hosts: list[str] = (), **limits: Any) -> Policy:
         return cls(tuple(parse_entry(entry) for entry in allow_list if entry.strip()),
                    frozenset(canonical_host(host) for host in private_hosts if host.strip()), **limits)
 
@@ -297,11 +295,13 @@ def _check(target: Target, policy: Policy) -> Target:
     raise Refused("FETCH-NOT-ALLOWED", f"{target.origin}{target.path[:200]} matches no allow-list entry")
 
 
-async def _send(client: httpx.AsyncClient, method: str, target: Target, addresses: list, **kwargs: Any) -> httpx.Response:
+async def _send(client: httpx.AsyncClient, method: str, target: Target, addresses: list,
+                **kwargs: Any) -> httpx.Response:
     """Send to the checked addresses in turn (connect errors only); the name stays in Host and SNI."""
     error: Exception | None = None
     for address in addresses:
-        url = f"{target.scheme}://{_bracket(str(address))}:{target.port}{target.path}" + (f"?{target.query}" if target.query else "")
+        url = f"{target.scheme}://{_bracket(str(address))}:{target.port}{target.path}"
+        url += f"?{target.query}" if target.query else ""
         extensions = {"sni_hostname": target.host} if target.scheme == "https" and _ip(target.host) is None else {}
         headers = {"Host": target.host_header, "Accept-Encoding": "identity", "User-Agent": "ClauseGate-fetch"}
         request = client.build_request(method, url, headers=headers, extensions=extensions, **kwargs)
@@ -369,8 +369,9 @@ async def _guarded(method: str, url: str, policy: Policy, **kwargs: Any) -> tupl
     except Refused as refusal:
         if refusal.code == "FETCH-TOO-LARGE":
             refused(refusal.code, refusal.detail, url)  # logged like every other refusal
-            raise TooLarge(f"the document at the URL is larger than the limit of {policy.max_bytes / 1024 / 1024:.1f} MB",
-                           hint="split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB") from None
+            raise TooLarge(
+                f"the document at the URL is larger than the limit of {policy.max_bytes / 1024 / 1024:.1f} MB",
+                hint="split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB") from None
         raise refused(refusal.code, refusal.detail, url) from None
     except TimeoutError:
         raise refused("FETCH-TIMEOUT", f"no complete answer within {policy.timeout:g} s", url) from None
@@ -379,15 +380,14 @@ async def _guarded(method: str, url: str, policy: Policy, **kwargs: Any) -> tupl
 
 
 async def fetch(url: str, policy: Policy) -> tuple[bytes, Target]:
-    """GET under ``policy``: (body, final URL); ``SourceUnavailable(GENERIC)`` for any refusal, ``TooLarge`` over the cap."""
+    """GET under ``policy``: (body, final URL); ``SourceUnavailable(GENERIC)`` if refused, ``TooLarge`` over the cap."""
     _, data, target = await _guarded("GET", url, policy)
     return data, target
 
 
 async def post_json(url: str, payload: Any, policy: Policy) -> int:
     """POST JSON to an outside URL under ``policy`` (redirects are never followed); the 2xx status."""
-    status, _, _ = await _guarded("POST", url, policy, json=payload)
-    return status
+    return (await _guarded("POST", url, policy, json=payload))[0]
 
 
 def post_json_sync(url: str, payload: Any, policy: Policy) -> int:

@@ -1,12 +1,13 @@
 """The Prefect API is closed to anyone without the stack's credential (issue 9, class 1).
 
 Real HTTP against a real Prefect server: the session server (started like `clausegate up` starts its
-own, with basic auth) and, in the slow test, a server that `stack.up` starts with a credential it
+own, with basic auth) and, in the slow test, a server that `clausegate.stack.lifecycle.up` starts with a credential it
 generates itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import secrets
@@ -16,11 +17,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prefect.client.orchestration import get_client
 
-from clausegate import stack
-
-from clausegate.security import credentials
+from clausegate.errors import ConfigurationError
 from clausegate.inbox import keys
+from clausegate.inbox.errors import Unauthorized
+from clausegate.security import credentials
+from clausegate.stack.lifecycle import down, up
+from clausegate.stack.state import StackOptions, StackPaths
 from tests.support.prefect_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,12 +61,6 @@ def test_without_the_credential_nothing_can_be_read_or_written(prefect_server):
     assert httpx.get(f"{api}/health").status_code == 200  # probes stay open, and reveal nothing
 
     # The forged key does not work: its variable was never written.
-    import asyncio
-
-    from prefect.client.orchestration import get_client
-
-    from clausegate.inbox.errors import Unauthorized
-
     async def check() -> None:
         async with get_client() as client:
             with pytest.raises(Unauthorized):
@@ -93,8 +91,6 @@ def test_secret_files_are_owner_only_and_refuse_loose_modes(tmp_path, monkeypatc
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert credentials.rotate_api_auth_string() != first
     os.chmod(path, 0o644)
-    from clausegate.errors import ConfigurationError
-
     with pytest.raises(ConfigurationError, match="chmod 600"):
         credentials.api_auth_string()
 
@@ -104,12 +100,12 @@ def test_clausegate_up_starts_an_authenticated_server(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUSEGATE_SECRETS_DIR", str(tmp_path / "secrets"))
     monkeypatch.delenv("PREFECT_API_AUTH_STRING", raising=False)
     port = free_port()
-    paths = stack.StackPaths.for_project(ROOT, home=tmp_path / "stack")
-    options = stack.StackOptions(port=port, start_worker=False, start_gateway=False, deploy=False, ui=False,
-                                 slack="off", warm_start=False)
+    paths = StackPaths.for_project(ROOT, home=tmp_path / "stack")
+    options = StackOptions(port=port, start_worker=False, start_gateway=False, deploy=False, ui=False,
+                           slack="off", warm_start=False)
     lines: list[str] = []
     try:
-        state = stack.up(options, paths, echo=lines.append)
+        state = up(options, paths, echo=lines.append)
         api = state["api_url"]
         auth = (tmp_path / "secrets" / credentials.AUTH_FILE).read_text().strip()
         assert stat.S_IMODE((tmp_path / "secrets" / credentials.AUTH_FILE).stat().st_mode) == 0o600
@@ -121,4 +117,4 @@ def test_clausegate_up_starts_an_authenticated_server(tmp_path, monkeypatch):
         assert httpx.post(f"{api}/variables/", json=variable, auth=_basic(auth)).status_code == 201
         assert state["configured"]["queues"]  # up itself configured the server with the credential
     finally:
-        stack.down(paths, echo=lambda m: None)
+        down(paths, echo=lambda m: None)

@@ -14,20 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from clausegate import stack
-
 from clausegate.ops import dead_letters
+from clausegate.stack import automations
+from clausegate.stack.state import StackError
+from tests.support.contracts import NO_GATES_PLAYBOOK
+from tests.support.deployments import SLACK_BLOCK, cancel_unfinished, deploy_once, start_worker, stop_worker
 from tests.support.inbox_support import poll
 from tests.support.pdf_factory import make_slow_pdf
-from tests.e2e.test_deployments import (  # noqa: F401  (fake_slack: fixture)
-    NO_GATES_PLAYBOOK,
-    SLACK_BLOCK,
-    cancel_unfinished,
-    deploy_once,
-    fake_slack,
-    start_worker,
-    stop_worker,
-)
+from tests.support.processes import flow_process
 
 pytestmark = [pytest.mark.usefixtures("prefect_server")]
 
@@ -45,7 +39,8 @@ def _scheduled_review(tmp_path: Path, name: str):
     book = tmp_path / "deploy-test.yaml"
     book.write_text(NO_GATES_PLAYBOOK)
     pdf = make_slow_pdf(tmp_path / name, operations=150_000)
-    return run_deployment("contract-review/contract-review", timeout=0, work_queue_name="low", tags=["dead-letter-test"],
+    return run_deployment("contract-review/contract-review", timeout=0, work_queue_name="low",
+                          tags=["dead-letter-test"],
                           parameters={"source": str(pdf), "playbook": str(book), "out_dir": str(tmp_path / "out")})
 
 
@@ -82,39 +77,27 @@ def test_handle_requeues_once_then_fails_for_good(tmp_path):
 
 
 def test_zombie_window_is_configurable_and_guarded(monkeypatch):
-    spec = next(s for s in stack.load_automations(Path(stack.__file__).resolve().parents[2] / "deployments" / "automations.yaml")
-                if s["name"] == stack.ZOMBIE_AUTOMATION)
-    assert stack.zombie_window(spec)["trigger"]["within"] == 150
+    path = Path(automations.__file__).resolve().parents[2] / "deployments" / "automations.yaml"
+    spec = next(s for s in automations.load_automations(path) if s["name"] == automations.ZOMBIE_AUTOMATION)
+    assert automations.zombie_window(spec)["trigger"]["within"] == 150
     monkeypatch.setenv("CLAUSEGATE_ZOMBIE_SECONDS", "90")
-    changed = stack.zombie_window(spec)
+    changed = automations.zombie_window(spec)
     assert changed["trigger"]["within"] == 90 and "90 s" in changed["actions"][0]["message"]
     assert "prefect.flow-run.Suspended" in changed["trigger"]["expect"]  # waiting gates stay alive
     monkeypatch.setenv("CLAUSEGATE_ZOMBIE_SECONDS", "20")
-    with pytest.raises(stack.StackError, match="too short"):
-        stack.zombie_window(spec)
-
-
-def _flow_process(run_id) -> int | None:
-    needle = f"PREFECT__FLOW_RUN_ID={run_id}".encode()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                if needle in fh.read().split(b"\0"):
-                    return int(pid)
-        except OSError:
-            continue
-    return None
+    with pytest.raises(StackError, match="too short"):
+        automations.zombie_window(spec)
 
 
 @pytest.mark.slow
-def test_a_run_killed_twice_is_requeued_once_then_dead_lettered_with_an_alert(tmp_path, fake_slack):  # noqa: F811
+def test_a_run_killed_twice_is_requeued_once_then_dead_lettered_with_an_alert(tmp_path, fake_slack):
     deploy_once(tmp_path)
     worker = start_worker(tmp_path / "worker.log", name="dead-letter-worker", limit=3,
                           extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
     run = _scheduled_review(tmp_path, "killed.pdf")
     try:
         for attempt in (1, 2):
-            pid = poll(lambda: _flow_process(run.id) if _read(run.id).state_name == "Running" else None, bool,
+            pid = poll(lambda: flow_process(run.id) if _read(run.id).state_name == "Running" else None, bool,
                        timeout=120, interval=0.3, what=f"attempt {attempt} of the run to be running")
             os.kill(pid, signal.SIGKILL)
             if attempt == 1:  # the worker reports Crashed; the trigger's dead-letters run requeues it

@@ -37,22 +37,13 @@ from pathlib import Path
 
 import pytest
 
-from clausegate import stack
-
 from clausegate.ops import dead_letters
+from clausegate.stack.automations import apply_automations
+from tests.support.contracts import GATED_PAGES
+from tests.support.deployments import ROOT, SLACK_BLOCK, cancel_unfinished, deploy_once, start_worker, stop_worker
 from tests.support.inbox_support import poll
 from tests.support.pdf_factory import make_slow_pdf, make_text_pdf
-from tests.e2e.test_dead_letters import _flow_process
-from tests.e2e.test_deployments import (  # noqa: F401  (fake_slack: fixture)
-    ROOT,
-    SLACK_BLOCK,
-    cancel_unfinished,
-    deploy_once,
-    fake_slack,
-    start_worker,
-    stop_worker,
-)
-from tests.integration.test_gates_flow import GATED_PAGES
+from tests.support.processes import alive, flow_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
 
@@ -62,7 +53,8 @@ ZOMBIE_SECONDS = 45
 PLAYBOOK = """\
 name: gate-skip-test
 description: payment-liability gates with long step time caps (tests/e2e/test_gate_not_skipped.py)
-categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability, Liquidated Damages]
+categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability,
+             Liquidated Damages]
 gates:
   - {category: Uncapped Liability, sla_hours: 8, reason: Liability without a cap needs legal sign-off.}
   - {category: Liquidated Damages, sla_hours: 8, reason: Fixed damages need legal sign-off.}
@@ -80,11 +72,11 @@ def stack_ready(tmp_path_factory):
     automations = ROOT / "deployments" / "automations.yaml"
     os.environ["CLAUSEGATE_ZOMBIE_SECONDS"] = str(ZOMBIE_SECONDS)
     try:
-        stack.apply_automations(automations, lambda msg: None)
+        apply_automations(automations, lambda msg: None)
     finally:
         os.environ.pop("CLAUSEGATE_ZOMBIE_SECONDS", None)
     yield
-    stack.apply_automations(automations, lambda msg: None)
+    apply_automations(automations, lambda msg: None)
 
 
 def _client():
@@ -130,19 +122,31 @@ def _submit(tmp_path: Path, label: str):
                           parameters={"source": str(pdf), "playbook": str(book), "out_dir": str(tmp_path / "out")})
 
 
-def _heartbeat_seen(run_id) -> bool:
+def _last_heartbeat(run_id) -> float | None:
+    """When the run's latest heartbeat event occurred (epoch seconds), None before its first."""
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
     with _client() as client:
         page = client.read_events(EventFilter(event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
                                               resource=EventResourceFilter(id=[f"prefect.flow-run.{run_id}"])), limit=1)
-    return bool(page.events)
+    return page.events[0].occurred.timestamp() if page.events else None
+
+
+def _heartbeat_seen(run_id) -> bool:
+    return _last_heartbeat(run_id) is not None
+
+
+def _zombie_window_end(run_id) -> float:
+    """``time.monotonic()`` after which the zombie automation can no longer fire for the run's latest heartbeat:
+    its window (ZOMBIE_SECONDS after that heartbeat) plus 20 s for the automation to be evaluated and act."""
+    last = _last_heartbeat(run_id) or time.time()
+    return time.monotonic() + (last + ZOMBIE_SECONDS + 20 - time.time())
 
 
 def _stop_when_hung(run_id) -> int:
     """SIGSTOP the run's process once it is Running and the server has its first heartbeat (the zombie
     automation only watches runs that sent one); it must still be before the gate (parsing)."""
-    pid = poll(lambda: _flow_process(run_id) if _read(run_id).state_name == "Running" else None, bool,
+    pid = poll(lambda: flow_process(run_id) if _read(run_id).state_name == "Running" else None, bool,
                timeout=120, interval=0.2, what="the flow-run process to be running")
     poll(lambda: _heartbeat_seen(run_id), bool, timeout=30, interval=0.2, what="the run's first heartbeat")
     os.kill(pid, signal.SIGSTOP)
@@ -151,21 +155,12 @@ def _stop_when_hung(run_id) -> int:
     return pid
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie (an exited child its parent has not reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 class InboxWatch:
     """What the inbox (its service, on the same Prefect server) says about the task, each time we look."""
 
     def __init__(self, tmp_path: Path):
+        from clausegate.config import InboxSettings
         from clausegate.inbox.service import Inbox
-        from clausegate.inbox.settings import InboxSettings
 
         self.inbox = Inbox(InboxSettings(data_dir=tmp_path / "inbox"), ui_url="http://127.0.0.1:4200")
         self.seen: list[tuple[str, str, str | None]] = []  # (inbox status, Prefect state, review status)
@@ -210,7 +205,7 @@ def _answer_and_finish(run_id, watch: InboxWatch) -> dict:
     return view.review.model_dump()
 
 
-def test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(stack_ready, fake_slack, tmp_path):  # noqa: F811
+def test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(stack_ready, fake_slack, tmp_path):
     worker = start_worker(tmp_path / "worker.log", name="gate-skip-worker", limit=3,
                           extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
     watch = InboxWatch(tmp_path)
@@ -225,11 +220,12 @@ def test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(stack
         _watch_until(watch, run.id, lambda v: v.state not in ("Crashed", "Cancelling", "Cancelled")
                      and dead_letters.REQUEUED in _read(run.id).tags, 150, "the requeue")
         requeued_after = time.monotonic() - stopped_at
-        stale_alive = _alive(pid)
+        stale_alive = alive(pid)
         if stale_alive:  # (before the fix it was still there, holding its worker slot)
             os.kill(pid, signal.SIGCONT)
-        view = _watch_until(watch, run.id, lambda v: v.state in ("Suspended", "Completed", "Failed", "Cancelled",
-                                                                 "Crashed") and v.attempts >= 2 or v.state == "Completed",
+        view = _watch_until(watch, run.id,
+                            lambda v: v.state in ("Suspended", "Completed", "Failed", "Cancelled", "Crashed")
+                            and v.attempts >= 2 or v.state == "Completed",
                             180, "the requeued attempt to reach the gate")
         gate_after = time.monotonic() - stopped_at
         print(f"\nhung run: crashed {crashed_after:.0f} s after SIGSTOP, requeued at {requeued_after:.0f} s, "
@@ -238,12 +234,12 @@ def test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(stack
         _assert_never_done_without_decision(run.id, watch)
         assert view.state == "Suspended" and view.status == "waiting_for_human" and view.attempts == 2, watch.seen
         assert "cancelled" not in [status for status, _, _ in watch.seen], watch.seen  # the requeue is not a cancel
-        assert not stale_alive and not _alive(pid), "the hung process was not stopped before the requeue"
+        assert not stale_alive and not alive(pid), "the hung process was not stopped before the requeue"
         review = _answer_and_finish(run.id, watch)
         assert review["decisions"][0]["gate"].startswith("gate-r2-")
         assert "done" not in [s for s, _, _ in watch.seen[:-1]], watch.seen
     finally:
-        if pid is not None and _alive(pid):
+        if pid is not None and alive(pid):
             os.kill(pid, signal.SIGKILL)
             os.kill(pid, signal.SIGCONT)
         stop_worker(worker)
@@ -256,7 +252,7 @@ def _gate_posts(fake, run_id) -> list:
             if c.args.get("channel") == "C0GATES" and str(run_id) in json.dumps(c.args)]
 
 
-def test_a_stale_process_that_wakes_up_later_changes_nothing(stack_ready, fake_slack, tmp_path):  # noqa: F811
+def test_a_stale_process_that_wakes_up_later_changes_nothing(stack_ready, fake_slack, tmp_path):
     """The whole machine freezes (worker and flow-run process stopped), another worker takes over; the machine
     wakes up while the requeued attempt runs: the stale process must leave the run to that attempt."""
     # The first worker reports its heartbeat every 5 s, so the server sees it offline ~15 s after it freezes.
@@ -276,23 +272,28 @@ def test_a_stale_process_that_wakes_up_later_changes_nothing(stack_ready, fake_s
         # The requeued attempt runs (and parses, ~10 s) on the second worker: now the machine wakes up.
         _watch_until(watch, run.id, lambda v: v.attempts >= 2 and v.state in ("Running", "Suspended", "Completed"),
                      300, "the requeued attempt to run")
-        assert _alive(pid), "the stale process should still exist (its worker froze with it)"
+        assert alive(pid), "the stale process should still exist (its worker froze with it)"
         os.killpg(first.pid, signal.SIGCONT)
         frozen = False
         os.kill(pid, signal.SIGCONT)
         woke = time.monotonic()
-        poll(lambda: not _alive(pid), bool, timeout=120, interval=0.5, what="the stale process to exit")
+        poll(lambda: not alive(pid), bool, timeout=120, interval=0.5, what="the stale process to exit")
         exited_after = time.monotonic() - woke
         view = _watch_until(watch, run.id, lambda v: v.state in ("Suspended", "Completed", "Failed", "Crashed",
                                                                  "Cancelled"), 180, "the current attempt's gate")
         before = _read(run.id)
-        # Past the zombie window: a late heartbeat of the stale process must not end the waiting gate either.
-        end = time.monotonic() + ZOMBIE_SECONDS + 20
+        # Past the zombie window: a late heartbeat of the stale process must not end the waiting gate either. The
+        # automation fires only within ZOMBIE_SECONDS of a heartbeat: watch until that has passed for the latest one
+        # (a heartbeat arriving meanwhile extends the watch).
+        end = max(time.monotonic() + 5, _zombie_window_end(run.id))
         while time.monotonic() < end:
             watch.look(run.id)
             time.sleep(2)
+            end = max(end, _zombie_window_end(run.id))
+        watched = time.monotonic() - woke
         after = _read(run.id)
-        print(f"\nstale process exited {exited_after:.1f} s after SIGCONT; states {[n for n, _ in _history(run.id)]}; "
+        print(f"\nstale process exited {exited_after:.1f} s after SIGCONT, gate watched until {watched:.0f} s; "
+              f"states {[n for n, _ in _history(run.id)]}; "
               f"inbox {watch.seen}; gate messages {len(_gate_posts(fake_slack, run.id))}")
         _assert_never_done_without_decision(run.id, watch)
         assert view.state == "Suspended" and before.run_count == 2, _history(run.id)
@@ -306,7 +307,7 @@ def test_a_stale_process_that_wakes_up_later_changes_nothing(stack_ready, fake_s
     finally:
         if frozen:
             os.killpg(first.pid, signal.SIGCONT)
-        if pid is not None and _alive(pid):
+        if pid is not None and alive(pid):
             os.kill(pid, signal.SIGKILL)
             os.kill(pid, signal.SIGCONT)
         stop_worker(first)

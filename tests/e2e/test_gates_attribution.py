@@ -15,9 +15,6 @@ import hashlib
 import hmac
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -25,14 +22,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from clausegate.ops import audit
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate
 from clausegate.gates.model import RECEIPT_FIELD, UNVERIFIED_MARK, receipt_key
+from clausegate.ops import audit
 from tests.support.gates import slack_settings, state_of, wait_for_state
-from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
+from tests.support.processes import start_served, stop_process_group
 
-ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENT = "attribution"
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")]
 
@@ -44,7 +40,8 @@ class Probe:
         self.label = f"{label}-{uuid.uuid4().hex[:6]}"
         self.filename = f"{self.label}.pdf"
         self.out = folder / f"{self.label}.json"
-        run = run_deployment(f"gate-probe/{DEPLOYMENT}", timeout=0, parameters={"label": self.label, "out": str(self.out)})
+        run = run_deployment(f"gate-probe/{DEPLOYMENT}", timeout=0,
+                             parameters={"label": self.label, "out": str(self.out)})
         self.id = str(run.id)
 
     def result(self) -> dict:
@@ -60,19 +57,6 @@ class Probe:
             return store.gate_key_of(client.read_flow_run(uuid.UUID(self.id)))
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 @pytest.fixture(scope="module")
 def fake():
     with FakeSlack(token="xoxb-attribution") as server:
@@ -82,32 +66,19 @@ def fake():
 @pytest.fixture(scope="module")
 def probes(prefect_server, fake, tmp_path_factory):
     """The served probe deployment and one suspended run per test, started together."""
-    from prefect.client.orchestration import get_client
-
     folder = tmp_path_factory.mktemp("attribution")
     block = f"attribution-{uuid.uuid4().hex[:8]}"
     slack_settings(fake).save(block, overwrite=True)
     log = folder / "serve.log"
-    env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": block, "PREFECT_RUNNER_POLL_FREQUENCY": "1", "PYTHONPATH": str(ROOT)}
-    serve = subprocess.Popen([sys.executable, "-m", "tests.support.gate_probe", "serve", DEPLOYMENT], cwd=ROOT, env=env,
-                             stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": block}
+    serve = start_served(["tests.support.gate_probe", "serve", DEPLOYMENT], f"gate-probe/{DEPLOYMENT}", log, env)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with get_client(sync_client=True) as client:
-                    client.read_deployment_by_name(f"gate-probe/{DEPLOYMENT}")
-                break
-            except Exception:
-                if serve.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"serve did not register the deployment:\n{log.read_text()[-3000:]}")
-                time.sleep(0.3)
         runs = {name: Probe(name, folder) for name in ("forged-via", "forged-receipt", "slack-escalate", "ui-escalate")}
         for probe in runs.values():
             wait_for_state(probe.id, {"Suspended"}, timeout=180)
         yield runs
     finally:
-        _stop(serve)
+        stop_process_group(serve)
         print(f"\nserve log: {log}")
 
 

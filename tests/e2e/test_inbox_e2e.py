@@ -9,6 +9,7 @@ links, and the decision is audited.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -17,14 +18,24 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
+from clausegate.gates import resolve_gate
 from clausegate.ops import audit
-from tests.support.inbox_support import GOVERNING_LAW_PAGES, auth, cancel_open_inbox_runs, inbox_settings, make_key, poll
+from tests.support.contracts import GATED_PAGES
+from tests.support.deployments import ROOT, deploy_once, start_worker, stop_worker
+from tests.support.inbox_support import (
+    GOVERNING_LAW_PAGES,
+    auth,
+    cancel_open_inbox_runs,
+    inbox_settings,
+    make_key,
+    poll,
+)
 from tests.support.pdf_factory import make_text_pdf
-from tests.e2e.test_deployments import ROOT, deploy_once, start_worker, stop_worker
-from tests.e2e.test_gates_e2e import _stop, _wait_http
-from tests.integration.test_gates_flow import GATED_PAGES
-from tests.support.gates import free_port
+from tests.support.prefect_server import free_port
+from tests.support.processes import stop_process_group, wait_http
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
 FINAL = {"done", "escalated", "failed", "cancelled"}
@@ -40,19 +51,19 @@ class Gateway:
                     "CLAUSEGATE_INBOX_SOURCE_DIR": str(settings.source_dir),
                     "CLAUSEGATE_SLACK_BLOCK": "no-such-block", "PREFECT_UI_URL": "http://ui.example"}
 
-    def start(self) -> "Gateway":
+    def start(self) -> Gateway:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         log = self.root / f"gateway-{self.port}.log"
         self.proc = subprocess.Popen([sys.executable, "-m", "clausegate.cli", "gateway", "--port", str(self.port)],
                                      env=self.env, cwd=str(ROOT), stdout=open(log, "wb"), stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        _wait_http(f"{self.url}/healthz", self.proc, log)
+        wait_http(f"{self.url}/healthz", self.proc, log)
         return self
 
     def stop(self) -> None:
         if self.proc is not None:
-            _stop(self.proc)
+            stop_process_group(self.proc)
 
     def submit(self, key: str, pdf: Path, **form) -> dict:
         with open(pdf, "rb") as fh:
@@ -120,7 +131,8 @@ def test_submit_poll_done_and_a_gateway_restart_loses_nothing(setup, gateway, tm
 
 def test_priorities_decide_the_start_order(setup, gateway, tmp_path):
     key, root = setup["key"], setup["root"]
-    order = [("p-low-1", "low"), ("p-normal-1", "normal"), ("p-high-1", "high"), ("p-low-2", "low"), ("p-high-2", "high")]
+    order = [("p-low-1", "low"), ("p-normal-1", "normal"), ("p-high-1", "high"), ("p-low-2", "low"),
+             ("p-high-2", "high")]
     ids = {gateway.submit(key, contract(root, f"{name}.pdf"), playbook="deploy-test", priority=queue)["task_id"]: queue
            for name, queue in order}  # all queued before any worker runs
     worker = start_worker(tmp_path / "worker.log", name="inbox-priority-worker", limit=1, warm=True)
@@ -134,9 +146,6 @@ def test_priorities_decide_the_start_order(setup, gateway, tmp_path):
 
 
 def test_failed_task_is_listed_with_its_code_and_retried_without_repaying(setup, gateway, tmp_path):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
     key, root, settings = setup["key"], setup["root"], setup["settings"]
     reports = settings.reports_dir
     backup = None
@@ -171,12 +180,6 @@ def test_failed_task_is_listed_with_its_code_and_retried_without_repaying(setup,
 
 
 def test_a_task_at_a_human_gate_shows_its_links_and_the_decision_is_audited(setup, gateway, tmp_path):
-    import asyncio
-
-    from prefect.client.orchestration import get_client
-
-    from clausegate.gates import resolve_gate
-
     key, root = setup["key"], setup["root"]
     worker = start_worker(tmp_path / "worker.log", name="inbox-gate-worker", limit=2, warm=True)
     try:
@@ -197,7 +200,8 @@ def test_a_task_at_a_human_gate_shows_its_links_and_the_decision_is_audited(setu
 
     async def decided():
         async with get_client() as client:
-            return [e for e in await audit.read(client, flow_run_id=task_id) if e.event == audit.PREFIX + "gate.decided"]
+            entries = await audit.read(client, flow_run_id=task_id)
+            return [e for e in entries if e.event == audit.PREFIX + "gate.decided"]
 
     events = poll(lambda: asyncio.run(decided()), bool, timeout=30, what="the gate decision in the audit log")
     assert events[0].payload["actor"] == "pat (legal)" and events[0].payload["decision"] == "approve"

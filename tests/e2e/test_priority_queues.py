@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from tests.support.contracts import NO_GATES_PLAYBOOK
+from tests.support.deployments import deploy_once, start_worker, stop_worker, wait_for
 from tests.support.pdf_factory import make_slow_pdf, make_text_pdf
-from tests.e2e.test_deployments import NO_GATES_PLAYBOOK, deploy_once, start_worker, stop_worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
 
@@ -28,7 +29,8 @@ def test_high_priority_runs_start_first_under_a_busy_worker(tmp_path):
             pdf = make_slow_pdf(tmp_path / "inbox" / "blocker.pdf", operations=180_000)
         else:
             pdf = make_text_pdf(tmp_path / "inbox" / f"{name}.pdf", [f"Agreement {name}. Governing law: New York."])
-        return run_deployment("contract-review/contract-review", timeout=0, work_queue_name=queue, tags=["priority-test"],
+        return run_deployment("contract-review/contract-review", timeout=0, work_queue_name=queue,
+                              tags=["priority-test"],
                               parameters={"source": str(pdf), "playbook": str(book), "out_dir": str(out)})
 
     # Warm start (runs forked from a preloaded process) only to keep this test short; the plain process

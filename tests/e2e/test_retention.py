@@ -11,36 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.contracts import GATED_PAGES, SUPPLY_PAGES
+from tests.support.gates import wait_for_state
+from tests.support.pdf_factory import make_text_pdf
+from tests.support.processes import start_served, stop_process_group
+
 DEPLOYMENT = "retention-e2e"
 DAY = 86400
-
-
-def serve_main() -> None:
-    from prefect import serve
-
-    from flows.contract_review import contract_review
-
-    serve(contract_review.to_deployment(name=DEPLOYMENT), limit=4, pause_on_shutdown=False)
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["serve"]:
-    serve_main()
-    raise SystemExit(0)
-
-from tests.support.pdf_factory import make_text_pdf  # noqa: E402
-from tests.integration.test_flow import PAGES  # noqa: E402
-from tests.integration.test_gates_flow import GATED_PAGES  # noqa: E402
-from tests.support.gates import drained_prefect_workers, wait_for_state  # noqa: E402,F401
 
 
 def age(path: Path, days: float) -> None:
@@ -64,8 +47,9 @@ def test_retention_days_setting(monkeypatch):
 
 
 def test_sweeps_delete_expired_files_and_keep_fresh_and_in_use_ones(tmp_path):
+    from clausegate.ops.retention_in_use import InUse
+    from clausegate.ops.retention_sweeps import TOMBSTONE_KEY, sweep_reports, sweep_results, sweep_uploads
     from clausegate.security.at_rest import KEY_CHECK_FILE
-    from clausegate.ops.retention import TOMBSTONE_KEY, InUse, sweep_reports, sweep_results, sweep_uploads
 
     uploads, results, reports = tmp_path / "uploads", tmp_path / "storage", tmp_path / "reports"
     files = {}
@@ -118,7 +102,7 @@ def test_sweeps_delete_expired_files_and_keep_fresh_and_in_use_ones(tmp_path):
     assert (reports / "new-cccc-short.md").exists() and not files["batch_csv"].exists()
     assert (rep.tombstoned, rep.deleted) == (1, 2)
 
-    from clausegate.batch import reviewed_index
+    from clausegate.batch.plan import reviewed_index
 
     assert reviewed_index(reports, "short") == {"a" * 64: "complete"}  # the nightly batch does not redo it
     again = sweep_reports(reports, days=30, playbook_days={"short": 7.0}.get, now=time.time() + 400 * DAY)
@@ -127,7 +111,8 @@ def test_sweeps_delete_expired_files_and_keep_fresh_and_in_use_ones(tmp_path):
 
 
 def test_dry_run_deletes_nothing(tmp_path):
-    from clausegate.ops.retention import InUse, sweep_uploads
+    from clausegate.ops.retention_in_use import InUse
+    from clausegate.ops.retention_sweeps import sweep_uploads
 
     old = tmp_path / "uploads" / "dddd" / "old.pdf"
     old.parent.mkdir(parents=True)
@@ -142,7 +127,8 @@ def test_review_artifacts_older_than_the_period_are_deleted_unless_their_run_wai
     from prefect import flow
     from prefect.artifacts import Artifact, create_markdown_artifact
 
-    from clausegate.ops.retention import InUse, sweep_review_artifacts
+    from clausegate.ops.retention_in_use import InUse
+    from clausegate.ops.retention_sweeps import sweep_review_artifacts
 
     prefix = f"review-retentiontest{uuid.uuid4().hex[:8]}"
 
@@ -163,43 +149,16 @@ def test_review_artifacts_older_than_the_period_are_deleted_unless_their_run_wai
 
 
 # ------------------------------------------------------------------------------------ end to end
-def _stop(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 @pytest.fixture(scope="module")
 def served(prefect_server, tmp_path_factory):
     """``serve`` of the contract-review deployment (runner poll 1 s), no Slack block: gates wait in the UI."""
-    from prefect.client.orchestration import get_client
-
     log = tmp_path_factory.mktemp("retention-serve") / "serve.log"
-    env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": "retention-e2e-no-slack", "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-           "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.e2e.test_retention", "serve"], cwd=ROOT, env=env,
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": "retention-e2e-no-slack"}
+    proc = start_served(["tests.support.serve_review", DEPLOYMENT, "4"], f"contract-review/{DEPLOYMENT}", log, env)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with get_client(sync_client=True) as client:
-                    client.read_deployment_by_name(f"contract-review/{DEPLOYMENT}")
-                break
-            except Exception:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"serve did not register the deployment:\n{log.read_text()[-3000:]}")
-                time.sleep(0.3)
         yield log
     finally:
-        _stop(proc)
+        stop_process_group(proc)
 
 
 def _task_runs(run_id) -> list:
@@ -217,10 +176,10 @@ def test_retention_flow_keeps_what_a_suspended_review_needs_and_deletes_the_expi
     from prefect.deployments import run_deployment
     from prefect.flow_runs import resume_flow_run
 
-    from clausegate.security.at_rest import seal
+    from clausegate.config import InboxSettings
     from clausegate.inbox.intake import store
-    from clausegate.inbox.settings import InboxSettings
-    from clausegate.ops.retention import _storage_key
+    from clausegate.ops.retention_in_use import storage_key
+    from clausegate.security.at_rest import seal
     from flows.retention import retention
 
     settings = InboxSettings(data_dir=tmp_path / "inbox")
@@ -238,16 +197,17 @@ def test_retention_flow_keeps_what_a_suspended_review_needs_and_deletes_the_expi
     # What the waiting run needs: its upload and the result records of its finished steps.
     first_runs = _task_runs(run.id)
     # (Steps without persistence, e.g. the fingerprint, name a record in their state that is never written.)
-    records = {t.name.rsplit("-", 1)[0]: Path(_storage_key(t.state.data) or "/nonexistent") for t in first_runs
+    records = {t.name.rsplit("-", 1)[0]: Path(storage_key(t.state.data) or "/nonexistent") for t in first_runs
                if t.state}
     needed = {path for path in records.values() if path.is_file()}
-    assert {"parse-pdf", "prefilter", "extract-clauses"} <= {step for step, p in records.items() if p in needed}, records
+    kept_steps = {step for step, p in records.items() if p in needed}
+    assert {"parse-pdf", "prefilter", "extract-clauses"} <= kept_steps, records
 
     # Decoys: an expired and a fresh upload, result record and report.
-    old_upload = store(make_text_pdf(tmp_path / "src" / "old.pdf", PAGES[:1]).read_bytes(), "old.pdf", "upload",
-                       settings)
-    fresh_upload = store(make_text_pdf(tmp_path / "src" / "new.pdf", PAGES[1:2]).read_bytes(), "new.pdf", "upload",
-                         settings)
+    old_upload = store(make_text_pdf(tmp_path / "src" / "old.pdf", SUPPLY_PAGES[:1]).read_bytes(), "old.pdf",
+                       "upload", settings)
+    fresh_upload = store(make_text_pdf(tmp_path / "src" / "new.pdf", SUPPLY_PAGES[1:2]).read_bytes(), "new.pdf",
+                         "upload", settings)
     storage = prefect_server.home / "storage"
     old_result, fresh_result = storage / uuid.uuid4().hex, storage / uuid.uuid4().hex
     for path in (old_result, fresh_result):

@@ -1,7 +1,7 @@
 """Scale-out on PostgreSQL: tools/scaleout_postgres.py end to end (its own throwaway PostgreSQL and
 Prefect server on loopback, two workers with separate PREFECT_HOMEs, a nightly batch of 20 contracts).
 
-Takes about 3–4 minutes on 2 shared cores (most of it: one Python process per flow run).  As root
+Takes about 2–3 minutes on 2 shared cores (the batch reviews as tasks of its run and its chunk runs).  As root
 it creates the system user ``clausegate-pg`` to run PostgreSQL.
 """
 
@@ -39,9 +39,9 @@ def test_twenty_contracts_split_across_two_workers_on_postgres(tmp_path):
     result = json.loads(out.read_text())
     assert proc.returncode == 0 and result["ok"], json.dumps(result, indent=2) + proc.stderr[-3000:]
     assert result["database"] == "postgresql"
-    assert result["review_runs"] == result["distinct_contracts"] == result["reports"] == 20
-    assert result["max_runs_per_contract"] == 1 and result["runs_executed_by_two_workers"] == 0
-    workers = result["runs_per_worker"]
+    assert result["reviews"] == result["distinct_contracts"] == result["reports"] == 20
+    assert result["max_reviews_per_contract"] == 1 and result["runs_executed_by_two_workers"] == 0
+    workers = result["reviews_per_worker"]
     assert set(workers) == {"scaleout-worker-a", "scaleout-worker-b"} and min(workers.values()) >= 1
     assert sum(workers.values()) == 20
     assert result["batch_totals"]["reviewed"] == 20 and result["batch_totals"]["failed"] == 0

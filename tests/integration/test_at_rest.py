@@ -15,16 +15,39 @@ import hashlib
 import io
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.serializers import Serializer
+from pypdf import PdfReader
 
-from tests.support.flow_runs import task_states
+from clausegate.config import InboxSettings
+from clausegate.inbox.intake import store
+from clausegate.pipeline.tasks import configure
+from clausegate.review.playbook import parse_playbook
+from clausegate.review.schemas import Page, ParsedDocument
+from clausegate.security.at_rest import (
+    KEY_CHECK_FILE,
+    SEALED_JSON,
+    SEALED_PICKLE,
+    AtRestCorrupt,
+    AtRestKeyError,
+    check_result_key,
+    file_is_sealed,
+    read_sealed_file,
+    result_storage_dir,
+)
+from clausegate.security.credentials import new_at_rest_key
+from flows.contract_review import contract_review
+from tests.support.contracts import SUPPLY_PAGES
+from tests.support.flow_runs import MODEL_STEPS, steps_by_state, task_states
 from tests.support.pdf_factory import make_text_pdf
-from tests.integration.test_flow import MODEL_STEPS, PAGES, steps_by_state
 
 PHRASE = "Quokkaville Annex 7731"
-SECRET_PAGES = [PAGES[0], PAGES[1].replace("State of New York", f"State of New York ({PHRASE})"), PAGES[2]]
+SECRET_PAGES = [SUPPLY_PAGES[0], SUPPLY_PAGES[1].replace("State of New York", f"State of New York ({PHRASE})"),
+                SUPPLY_PAGES[2]]
 
 
 def _decoded_views(blob: bytes) -> list[bytes]:
@@ -43,11 +66,9 @@ def _decoded_views(blob: bytes) -> list[bytes]:
             except (binascii.Error, ValueError):
                 pass
     if blob.startswith(b"%PDF"):
-        from pypdf import PdfReader
-
         try:
             views.append("\n".join(p.extract_text() or "" for p in PdfReader(io.BytesIO(blob)).pages).encode())
-        except Exception:  # noqa: BLE001 - not a readable PDF: the raw bytes are what there is
+        except Exception:  # not a readable PDF: the raw bytes are what there is
             pass
     return views
 
@@ -71,12 +92,6 @@ def fresh_key(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------------ no server
 def test_sealed_serializer_round_trips_and_names_a_wrong_key(fresh_key, monkeypatch):
-    from prefect.serializers import Serializer
-
-    from clausegate.security.at_rest import SEALED_JSON, SEALED_PICKLE, AtRestCorrupt, AtRestKeyError
-    from clausegate.security.credentials import new_at_rest_key
-    from clausegate.review.schemas import Page, ParsedDocument
-
     doc = ParsedDocument(contract_id="a" * 64, filename="x.pdf", pages=[Page(number=1, text=f"text with {PHRASE}")])
     for serializer in (SEALED_PICKLE, SEALED_JSON):
         blob = serializer.dumps(doc)
@@ -102,9 +117,6 @@ def test_sealed_serializer_round_trips_and_names_a_wrong_key(fresh_key, monkeypa
 
 
 def test_key_check_stops_with_a_coded_error_when_the_key_changed(fresh_key, tmp_path, monkeypatch):
-    from clausegate.security.at_rest import KEY_CHECK_FILE, AtRestKeyError, check_result_key
-    from clausegate.security.credentials import new_at_rest_key
-
     storage = tmp_path / "storage"
     check_result_key(storage)  # first use: writes the check file
     check_result_key(storage)  # same key: fine
@@ -124,22 +136,14 @@ def test_key_check_stops_with_a_coded_error_when_the_key_changed(fresh_key, tmp_
 
 
 def test_first_key_checks_racing_on_a_fresh_storage_all_pass(fresh_key, tmp_path):
-    from concurrent.futures import ThreadPoolExecutor
-
-    from clausegate.security.at_rest import check_result_key
-
     for attempt in range(5):
         storage = tmp_path / f"storage-{attempt}"
         with ThreadPoolExecutor(8) as pool:
-            assert list(pool.map(lambda _: check_result_key(storage), range(16))) == [None] * 16
+            assert list(pool.map(lambda _, storage=storage: check_result_key(storage), range(16))) == [None] * 16
         assert [p.name for p in storage.iterdir()] == [".clausegate-at-rest-check"]  # no temp files left
 
 
 def test_inbox_store_writes_the_upload_encrypted(fresh_key, tmp_path, monkeypatch):
-    from clausegate.security.at_rest import file_is_sealed, read_sealed_file
-    from clausegate.inbox.intake import store
-    from clausegate.inbox.settings import InboxSettings
-
     settings = InboxSettings(data_dir=tmp_path / "inbox")
     pdf = make_text_pdf(tmp_path / "secret.pdf", SECRET_PAGES).read_bytes()
     stored = store(pdf, "secret.pdf", "upload", settings)
@@ -164,26 +168,16 @@ def test_inbox_store_writes_the_upload_encrypted(fresh_key, tmp_path, monkeypatc
 
 
 def test_playbook_retention_caps_the_cache_expiration():
-    from clausegate.review.playbook import parse_playbook
-    from clausegate.pipeline.tasks import configured
-
     base = "name: short\ncategories: [Governing Law]\ncache: {expiration_days: 30}\n"
-    assert configured(parse_playbook(base))["parse"].cache_expiration.days == 30
-    short = configured(parse_playbook(base + "retention: {days: 7}\n"))
-    assert {t.cache_expiration.days for t in short.values()} == {7}
-    assert {t.result_serializer.type for t in short.values()} == {"clausegate-fernet"}
+    assert configure(parse_playbook(base)).parse_contract.cache_expiration.days == 30
+    short = configure(parse_playbook(base + "retention: {days: 7}\n"))
+    assert {t.cache_expiration.days for t in vars(short).values()} == {7}
+    assert {t.result_serializer.type for t in vars(short).values()} == {"clausegate-fernet"}
 
 
 # ------------------------------------------------------------------------------------ real reviews
 @pytest.mark.usefixtures("prefect_server")
 def test_review_of_an_upload_leaves_no_contract_text_on_disk_and_still_caches(prefect_server, tmp_path):
-    from prefect.client.orchestration import get_client
-
-    from clausegate.security.at_rest import result_storage_dir
-    from clausegate.inbox.intake import store
-    from clausegate.inbox.settings import InboxSettings
-    from flows.contract_review import contract_review
-
     storage = result_storage_dir()
     assert storage == prefect_server.home / "storage"
     settings = InboxSettings(data_dir=tmp_path / "inbox")
@@ -220,14 +214,6 @@ def test_review_of_an_upload_leaves_no_contract_text_on_disk_and_still_caches(pr
 
 @pytest.mark.usefixtures("prefect_server")
 def test_a_changed_key_is_a_coded_error_not_garbage_or_a_silent_recompute(prefect_server, tmp_path, monkeypatch):
-    from prefect.client.orchestration import get_client
-
-    from clausegate.security.at_rest import AtRestKeyError
-    from clausegate.inbox.intake import store
-    from clausegate.inbox.settings import InboxSettings
-    from clausegate.security.credentials import new_at_rest_key
-    from flows.contract_review import contract_review
-
     pdf = make_text_pdf(tmp_path / "keyed.pdf", SECRET_PAGES[:2])
     stored = store(pdf.read_bytes(), "keyed.pdf", "upload", InboxSettings(data_dir=tmp_path / "inbox"))
     first = contract_review(str(pdf), playbook="default", out_dir=str(tmp_path / "out"), return_state=True)

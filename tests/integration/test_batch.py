@@ -1,7 +1,7 @@
-"""Batch logic (clausegate/batch/__init__.py) and `clausegate batch` in local mode.
+"""Batch logic (clausegate/batch/) and `clausegate batch` (the batch job, clausegate/pipeline/batch.py).
 
-The planning/fan-out loop is tested with a scripted dispatcher (no Prefect); the local mode runs
-the real contract-review flow in-process against the session's Prefect server.
+The planning/fan-out loop is tested with a scripted dispatcher (no Prefect); the CLI runs the real batch
+job in-process against the session's Prefect server: reviews as tasks of one nightly-batch run.
 """
 
 from __future__ import annotations
@@ -9,11 +9,20 @@ from __future__ import annotations
 import csv
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from clausegate import batch
+from clausegate.batch.dispatch import BATCH_TIMEOUT, SUBMIT_FAILED, TaskDispatcher, outcome_from_state, run_batch
+from clausegate.batch.plan import Candidate, ContractOutcome, plan_batch
+from clausegate.batch.sources import SOURCE_ERROR, BatchError, load_source, write_manifest
+from clausegate.batch.summary import BatchSummary, summary_markdown, table_rows, write_summary
+from clausegate.cli import app
+from clausegate.pipeline.batch import run_count
+from clausegate.pipeline.runs import RUN_CRASHED, RUN_FAILED
+from clausegate.review.document.sandbox import fingerprint
 from tests.support.pdf_factory import make_encrypted_pdf, make_text_pdf
 
 PAGES = [
@@ -42,8 +51,6 @@ def contracts(folder: Path, n: int) -> list[Path]:
 
 
 def fake_report(out: Path, pdf: Path, playbook: str, status: str) -> None:
-    from clausegate.review.document.sandbox import fingerprint
-
     src = fingerprint(pdf)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{pdf.stem}-{src.contract_id[:12]}-{playbook}.json").write_text(json.dumps({
@@ -57,15 +64,15 @@ def test_folder_source_finds_pdfs_recursively_and_skips_hidden(tmp_path):
     make_text_pdf(tmp_path / "sub" / "b.PDF", ["B"])
     make_text_pdf(tmp_path / ".hidden" / "c.pdf", ["C"])
     (tmp_path / "notes.txt").write_text("not a contract")
-    found = batch.load_source(str(tmp_path)).discover()
+    found = load_source(str(tmp_path)).discover()
     assert [p.name for p in found] == ["a.pdf", "b.PDF"]
-    assert batch.load_source(f"folder:{tmp_path}").discover() == found
+    assert load_source(f"folder:{tmp_path}").discover() == found
 
 
 def test_missing_folder_is_a_clear_error(tmp_path):
-    with pytest.raises(batch.BatchError) as info:
-        batch.load_source(tmp_path / "nope").discover()
-    assert info.value.code == batch.SOURCE_ERROR and "does not exist" in str(info.value)
+    with pytest.raises(BatchError) as info:
+        load_source(tmp_path / "nope").discover()
+    assert info.value.code == SOURCE_ERROR and "does not exist" in str(info.value)
 
 
 def test_pluggable_python_source(tmp_path, monkeypatch):
@@ -73,21 +80,22 @@ def test_pluggable_python_source(tmp_path, monkeypatch):
     module = tmp_path / "my_source.py"
     module.write_text(
         "from pathlib import Path\n"
-        f"class Inbox:\n    name = 'custom'\n    def discover(self):\n        return [Path({str(tmp_path / 'x.pdf')!r})]\n")
+        "class Inbox:\n    name = 'custom'\n    def discover(self):\n"
+        f"        return [Path({str(tmp_path / 'x.pdf')!r})]\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    source = batch.load_source("python:my_source:Inbox")
+    source = load_source("python:my_source:Inbox")
     assert source.name == "custom" and [p.name for p in source.discover()] == ["x.pdf"]
-    with pytest.raises(batch.BatchError):
-        batch.load_source("python:my_source:Missing")
+    with pytest.raises(BatchError):
+        load_source("python:my_source:Missing")
 
 
 def test_list_source_reads_a_manifest(tmp_path):
     files = contracts(tmp_path / "in", 2)
-    todo, _ = batch.plan_batch(files, playbook="p", out_dir=tmp_path / "out")
-    manifest = batch.write_manifest(tmp_path / "m", "chunk-0", todo)
-    assert batch.load_source(f"list:{manifest}").discover() == [Path(c.path) for c in todo]
-    with pytest.raises(batch.BatchError):
-        batch.load_source(f"list:{tmp_path / 'missing.txt'}").discover()
+    todo, _ = plan_batch(files, playbook="p", out_dir=tmp_path / "out")
+    manifest = write_manifest(tmp_path / "m", "chunk-0", [c.path for c in todo])
+    assert load_source(f"list:{manifest}").discover() == [Path(c.path) for c in todo]
+    with pytest.raises(BatchError):
+        load_source(f"list:{tmp_path / 'missing.txt'}").discover()
 
 
 # ------------------------------------------------------------------------------ planning
@@ -99,25 +107,23 @@ def test_plan_skips_reviewed_duplicates_in_flight_and_retries_failed(tmp_path):
     fake_report(out, b, "p", "failed")            # failed last time -> reviewed again
     fake_report(out, c, "other", "complete")      # another playbook -> still to review
     fake_report(out, e, "p", "pending_decision")  # its gate could not ask (no deployment) -> ask now
-    from clausegate.review.document.sandbox import fingerprint
-
     in_flight = {fingerprint(d).contract_id[:16]: "Suspended"}
-    files = batch.load_source(inbox).discover()
-    todo, rows = batch.plan_batch(files, playbook="p", out_dir=out, in_flight=in_flight)
+    files = load_source(inbox).discover()
+    todo, rows = plan_batch(files, playbook="p", out_dir=out, in_flight=in_flight)
     assert sorted(c_.filename for c_ in todo) == ["contract-01.pdf", "contract-02.pdf", "contract-04.pdf"]
     by_file = {r.file: r for r in rows}
     assert by_file["contract-00.pdf"].status == "skipped"
     assert by_file["copy-of-a.pdf"].status == "duplicate" or by_file["contract-00.pdf"].status == "duplicate"
     assert by_file["contract-03.pdf"].status == "in-flight" and by_file["contract-03.pdf"].gates_waiting == 1
 
-    todo, rows = batch.plan_batch(files, playbook="p", out_dir=out, retry_failed=False, limit=2)
+    todo, rows = plan_batch(files, playbook="p", out_dir=out, retry_failed=False, limit=2)
     assert [c_.filename for c_ in todo] == ["contract-02.pdf", "contract-03.pdf"]  # b: failed, no retry; limit 2
     assert any(r.file == "contract-01.pdf" and r.status == "skipped" for r in rows)
 
 
 def test_plan_reports_unreadable_files_without_submitting_them(tmp_path):
     big = make_text_pdf(tmp_path / "big.pdf", ["x " * 5000])
-    todo, rows = batch.plan_batch([big], playbook="p", out_dir=tmp_path / "out", max_file_mb=0.0001)
+    todo, rows = plan_batch([big], playbook="p", out_dir=tmp_path / "out", max_file_mb=0.0001)
     assert todo == [] and rows[0].status == "not-submitted" and rows[0].error_code == "CG-PDF-TOO-LARGE"
 
 
@@ -125,12 +131,11 @@ def test_plan_reports_unreadable_files_without_submitting_them(tmp_path):
 class ScriptedDispatcher:
     """Finishes each contract after ``delay`` s; scripted failures per file name."""
 
-    mode = "test"
-
     def __init__(self, delay=0.05, fail_start=(), fail_run=(), wait_gate=(), poll_errors=0):
-        self.delay, self.fail_start, self.fail_run, self.wait_gate = delay, set(fail_start), set(fail_run), set(wait_gate)
+        self.delay, self.fail_start, self.fail_run = delay, set(fail_start), set(fail_run)
+        self.wait_gate = set(wait_gate)
         self.poll_errors = poll_errors
-        self.started: dict[int, tuple[batch.Candidate, float]] = {}
+        self.started: dict[int, tuple[Candidate, float]] = {}
         self.max_open = 0
         self.closed = False
         self._n = 0
@@ -159,8 +164,9 @@ class ScriptedDispatcher:
                 elif name in self.wait_gate:
                     state, msg, review = "PAUSED", "", None
                 else:
-                    state, msg, review = "COMPLETED", "", {"status": "complete", "clauses": [{}, {}], "cost": {"eur": 0.01}}
-                done[token] = batch.outcome_from_state(candidate, state_type=state, state_name=state.title(),
+                    state, msg = "COMPLETED", ""
+                    review = {"status": "complete", "clauses": [{}, {}], "cost": {"eur": 0.01}}
+                done[token] = outcome_from_state(candidate, state_type=state, state_name=state.title(),
                                                        message=msg, review=review)
         return done
 
@@ -168,25 +174,25 @@ class ScriptedDispatcher:
         self.closed = True
 
 
-def candidates(n: int) -> list[batch.Candidate]:
-    return [batch.Candidate(path=f"/x/c{i}.pdf", filename=f"c{i}.pdf", contract_id=f"{i:064x}") for i in range(n)]
+def candidates(n: int) -> list[Candidate]:
+    return [Candidate(path=f"/x/c{i}.pdf", filename=f"c{i}.pdf", contract_id=f"{i:064x}") for i in range(n)]
 
 
 def test_run_batch_limits_in_flight_and_survives_failures():
     dispatcher = ScriptedDispatcher(fail_start={"c1.pdf"}, fail_run={"c2.pdf"}, wait_gate={"c3.pdf"}, poll_errors=2)
     events = []
-    rows = batch.run_batch(candidates(12), dispatcher, max_in_flight=3, poll_seconds=0.01,
+    rows = run_batch(candidates(12), dispatcher, max_in_flight=3, poll_seconds=0.01,
                            on_progress=lambda event, c, r: events.append(event))
     assert dispatcher.max_open <= 3 and dispatcher.closed
     by_file = {r.file: r for r in rows}
     assert len(rows) == 12
-    assert by_file["c1.pdf"].status == "not-submitted" and by_file["c1.pdf"].error_code == batch.SUBMIT_FAILED
+    assert by_file["c1.pdf"].status == "not-submitted" and by_file["c1.pdf"].error_code == SUBMIT_FAILED
     assert by_file["c2.pdf"].status == "failed" and by_file["c2.pdf"].error_code == "CG-PDF-ENCRYPTED"
     assert by_file["c3.pdf"].status == "waiting" and by_file["c3.pdf"].gates_waiting == 1
     assert sum(r.status == "reviewed" for r in rows) == 9
     assert events.count("poll-error") == 2
 
-    summary = batch.BatchSummary(source="x", playbook="p", mode="local", started_at=batch.datetime.now(batch.timezone.utc),
+    summary = BatchSummary(source="x", playbook="p", started_at=datetime.now(UTC),
                                  rows=rows)
     t = summary.totals
     assert (t.reviewed, t.failed, t.waiting, t.clauses, t.gates_waiting) == (9, 2, 1, 18, 1)
@@ -195,57 +201,91 @@ def test_run_batch_limits_in_flight_and_survives_failures():
 
 def test_run_batch_timeout_marks_the_rest_unfinished():
     dispatcher = ScriptedDispatcher(delay=60)
-    rows = batch.run_batch(candidates(5), dispatcher, max_in_flight=2, poll_seconds=0.05, timeout_seconds=0.2)
+    rows = run_batch(candidates(5), dispatcher, max_in_flight=2, poll_seconds=0.05, timeout_seconds=0.2)
     assert [r.status for r in rows] == ["unfinished"] * 5
-    assert {r.error_code for r in rows} == {batch.BATCH_TIMEOUT}
+    assert {r.error_code for r in rows} == {BATCH_TIMEOUT}
 
 
 def test_outcome_mapping_uses_run_state_and_report():
     c = candidates(1)[0]
-    crashed = batch.outcome_from_state(c, state_type="CRASHED", state_name="Crashed", message="process killed", review=None)
-    assert crashed.status == "failed" and crashed.error_code == batch.RUN_CRASHED
-    failed = batch.outcome_from_state(c, state_type="FAILED", state_name="Failed", message="boom", review=None)
-    assert failed.error_code == batch.RUN_FAILED
-    from_report = batch.outcome_from_state(c, state_type="FAILED", state_name="Failed", message="",
+    crashed = outcome_from_state(c, state_type="CRASHED", state_name="Crashed", message="process killed", review=None)
+    assert crashed.status == "failed" and crashed.error_code == RUN_CRASHED
+    failed = outcome_from_state(c, state_type="FAILED", state_name="Failed", message="boom", review=None)
+    assert failed.error_code == RUN_FAILED
+    from_report = outcome_from_state(c, state_type="FAILED", state_name="Failed", message="",
                                            review={"status": "failed", "failure": {"code": "CG-PDF-NO-TEXT"}})
     assert from_report.error_code == "CG-PDF-NO-TEXT"
-    pending = batch.outcome_from_state(c, state_type="COMPLETED", state_name="Completed", message="",
-                                       review={"status": "pending_decision", "gated_categories": ["A", "B"], "clauses": []})
+    pending = outcome_from_state(c, state_type="COMPLETED", state_name="Completed", message="",
+                                 review={"status": "pending_decision", "gated_categories": ["A", "B"], "clauses": []})
     assert pending.status == "reviewed" and pending.gates_waiting == 2
 
 
 def test_summary_files(tmp_path):
-    rows = [batch.ContractOutcome(file="a.pdf", status="reviewed", review_status="complete", clauses=3, cost_eur=0.5),
-            batch.ContractOutcome(file="b.pdf", status="failed", error_code="CG-PDF-ENCRYPTED"),
-            batch.ContractOutcome(file="c.pdf", status="waiting", gates_waiting=1, clauses=2)]
-    summary = batch.BatchSummary(source="inbox", playbook="p", mode="deployments",
-                                 started_at=batch.datetime(2026, 1, 1, tzinfo=batch.timezone.utc),
-                                 finished_at=batch.datetime(2026, 1, 1, 0, 1, tzinfo=batch.timezone.utc), rows=rows)
-    csv_path, json_path = batch.write_summary(summary, tmp_path)
+    rows = [ContractOutcome(file="a.pdf", status="reviewed", review_status="complete", clauses=3, cost_eur=0.5),
+            ContractOutcome(file="b.pdf", status="failed", error_code="CG-PDF-ENCRYPTED"),
+            ContractOutcome(file="c.pdf", status="waiting", gates_waiting=1, clauses=2)]
+    summary = BatchSummary(source="inbox", playbook="p",
+                                 started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                                 finished_at=datetime(2026, 1, 1, 0, 1, tzinfo=UTC), rows=rows)
+    csv_path, json_path = write_summary(summary, tmp_path)
     table = list(csv.DictReader(csv_path.open()))
     assert [r["file"] for r in table] == ["a.pdf", "b.pdf", "c.pdf", "TOTAL"]
     assert table[1]["error_code"] == "CG-PDF-ENCRYPTED" and table[3]["clauses"] == "5"
     data = json.loads(json_path.read_text())
     assert data["totals"]["reviewed"] == 1 and data["totals"]["failed"] == 1 and data["totals"]["gates_waiting"] == 1
     assert data["totals"]["contracts_per_minute"] == 3.0
-    md = batch.summary_markdown(summary)
+    md = summary_markdown(summary)
     assert "CG-PDF-ENCRYPTED" in md and "1 waiting at a gate" in md
-    assert batch.table_rows(summary)[2]["gates waiting"] == 1
+    assert table_rows(summary)[2]["gates waiting"] == 1
 
 
-# ------------------------------------------------------------------------------ local mode, real flow
+# ------------------------------------------------------------------------------ reviews as tasks
+def test_task_dispatcher_rows_from_reviews_states_and_errors():
+    """The default path's dispatcher: whatever ``review(path)`` returns (a review, a Failed state, an
+    exception) becomes one row; threads run several at once."""
+    from prefect.states import Failed
+
+    from clausegate.review.schemas import Cost, Review
+
+    def review(path: str):
+        name = Path(path).name
+        if name == "c1.pdf":
+            return Failed(message="CG-PDF-ENCRYPTED at step 'parse': report x")
+        if name == "c2.pdf":
+            raise RuntimeError("worker lost")
+        status = "pending_decision" if name == "c3.pdf" else "complete"
+        return Review.model_construct(status=status, clauses=[], gated_categories=["Cap on Liability"],
+                                      cost=Cost())
+
+    for threads in (1, 3):
+        rows = run_batch(candidates(5), TaskDispatcher(review=review, threads=threads), max_in_flight=threads,
+                         poll_seconds=0.01)
+        by_file = {r.file: r for r in rows}
+        assert len(rows) == 5 and all(r.worker == "in-process" or r.status == "failed" for r in rows)
+        assert by_file["c1.pdf"].status == "failed" and by_file["c1.pdf"].error_code == "CG-PDF-ENCRYPTED"
+        assert by_file["c2.pdf"].status == "failed" and by_file["c2.pdf"].error_code == RUN_FAILED
+        assert by_file["c3.pdf"].review_status == "pending_decision" and by_file["c3.pdf"].gates_waiting == 1
+        assert {by_file[f"c{i}.pdf"].status for i in (0, 4)} == {"reviewed"}
+
+
+def test_run_count_splits_only_what_one_run_cannot_take_at_once():
+    assert run_count(4, max_in_flight=4, max_parallel_runs=2) == 1   # one run takes them all at once
+    assert run_count(5, max_in_flight=4, max_parallel_runs=2) == 2
+    assert run_count(400, max_in_flight=4, max_parallel_runs=3) == 3
+    assert run_count(9, max_in_flight=4, max_parallel_runs=8) == 3   # at least max_in_flight per run
+    assert run_count(400, max_in_flight=4, max_parallel_runs=1) == 1
+
+
+# ------------------------------------------------------------------------------ the CLI, real batch job
 @pytest.mark.usefixtures("prefect_server")
-def test_local_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
-    from typer.testing import CliRunner
-
-    from clausegate.cli import app
-
+def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     inbox, out = tmp_path / "inbox", tmp_path / "reports"
     contracts(inbox, 2)
     make_encrypted_pdf(inbox / "locked.pdf", PAGES)
     book = playbook_file(tmp_path)
     runner = CliRunner()
-    result = runner.invoke(app, ["batch", str(inbox), "--playbook", book, "--out", str(out), "--local", "--workers", "2"])
+    result = runner.invoke(app, ["batch", str(inbox), "--playbook", book, "--out", str(out), "--local",
+                                 "--max-in-flight", "2"])
     assert result.exit_code == 1, result.output  # one contract failed: non-zero, but the batch finished
     data = json.loads(next((out / "batches").glob("*.json")).read_text())
     by_file = {r["file"]: r for r in data["rows"]}
@@ -253,6 +293,8 @@ def test_local_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     for name in ("contract-00.pdf", "contract-01.pdf"):
         assert by_file[name]["status"] == "reviewed" and by_file[name]["clauses"] >= 1
     assert data["totals"]["reviewed"] == 2 and data["totals"]["failed"] == 1
+    assert data["mode"] == "tasks of this run"
+    assert len({r["flow_run_id"] for r in data["rows"]}) == 1  # every review is a task of the one batch run
 
     # Second night: the two reviewed contracts are skipped by content hash; the failed one is tried again.
     for old in (out / "batches").iterdir():
@@ -261,3 +303,22 @@ def test_local_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     data = json.loads(next((out / "batches").glob("*.json")).read_text())
     statuses = {r["file"]: r["status"] for r in data["rows"]}
     assert statuses == {"contract-00.pdf": "skipped", "contract-01.pdf": "skipped", "locked.pdf": "failed"}
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_cli_batch_without_a_deployment_leaves_gated_contracts_pending(tmp_path):
+    """A contract that needs a person and no contract-review deployment to ask in: pending_decision with
+    the deferral notice (the next batch sends it again)."""
+    inbox, out = tmp_path / "inbox", tmp_path / "reports"
+    contracts(inbox, 1)
+    book = tmp_path / "batch-gated.yaml"
+    book.write_text("name: batch-gated\ndescription: a gate on governing law\ncategories: [Governing Law]\n"
+                    "gates:\n  - category: Governing Law\n    sla_hours: 24\n    reason: test gate\n")
+    result = CliRunner().invoke(app, ["batch", str(inbox), "--playbook", str(book), "--out", str(out), "--local"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(next((out / "batches").glob("*.json")).read_text())["rows"][0]
+    assert row["status"] == "reviewed" and row["review_status"] == "pending_decision" and row["gates_waiting"] >= 1
+    report = json.loads(next(out.glob("*.json")).read_text())
+    assert any(w["code"] == "CG-GATE-DEFERRED" for w in report["warnings"])
+    todo, _ = plan_batch(load_source(inbox).discover(), playbook=report["playbook"], out_dir=out)
+    assert [c.filename for c in todo] == ["contract-00.pdf"]  # pending_decision is not "already reviewed"

@@ -5,10 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+from prefect.exceptions import ObjectNotFound
+from prefect.variables import Variable
 
+from clausegate.errors import ConfigurationError
+from clausegate.ops import budget
 from clausegate.ops.budget import (
     LEDGER_LOCK,
     LEDGER_VARIABLE,
@@ -23,7 +29,7 @@ from clausegate.review.money import eur_text
 from clausegate.review.playbook import Budgets
 from clausegate.review.schemas import Cost, Review
 
-NOW = datetime(2026, 5, 7, 15, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 5, 7, 15, 0, tzinfo=UTC)
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
@@ -45,7 +51,7 @@ def test_an_old_per_period_ledger_counts_where_it_belongs():
 def test_earlier_days_and_months_fold_so_the_variable_stays_small():
     ledger: dict[str, float] = {}
     for day in range(1, 366):  # a year of daily spend, then some
-        when = datetime.fromordinal(datetime(2025, 1, 1).toordinal() + day - 1).replace(tzinfo=timezone.utc)
+        when = datetime.fromordinal(datetime(2025, 1, 1).toordinal() + day - 1).replace(tzinfo=UTC)
         ledger = add_to_ledger(ledger, 0.5, when)
     ledger = add_to_ledger(ledger, 0.5, NOW)
     assert set(ledger) == {"2025", "2026-05-07"}
@@ -94,7 +100,8 @@ def test_meter_splits_own_spend_from_spend_reused_from_cache():
     review = meter.settle(_review(generate=Cost()))
     assert review.cost_by_step["extract"] == Cost(calls=2, input_tokens=220, output_tokens=22, eur=0.0011)
     assert review.cost_by_step["generate"] == Cost(reused_calls=1, reused_eur=0.002)
-    assert review.cost == Cost(calls=2, input_tokens=220, output_tokens=22, eur=0.0011, reused_calls=1, reused_eur=0.002)
+    assert review.cost == Cost(calls=2, input_tokens=220, output_tokens=22, eur=0.0011,
+                               reused_calls=1, reused_eur=0.002)
     assert meter.own().eur == 0.0011
 
 
@@ -107,9 +114,6 @@ def test_meter_counts_a_result_this_review_paid_before_a_resume_as_its_own():
 # ------------------------------------------------------------------ the ledger on a real Prefect server
 
 def _delete_lock() -> None:
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
     with get_client(sync_client=True) as client:
         try:
             client.delete_global_concurrency_limit_by_name(LEDGER_LOCK)
@@ -118,9 +122,6 @@ def _delete_lock() -> None:
 
 
 def _lock_limit() -> int | None:
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
     with get_client(sync_client=True) as client:
         try:
             return client.read_global_concurrency_limit_by_name(LEDGER_LOCK).limit
@@ -133,7 +134,8 @@ def test_record_spend_creates_the_lock_and_every_period_sees_it(prefect_server):
     before = {p: spent_this_period(p) for p in ("day", "month", "year")}
     record_spend(0.001)
     assert _lock_limit() == 1
-    assert {p: round(spent_this_period(p) - before[p], 6) for p in before} == {"day": 0.001, "month": 0.001, "year": 0.001}
+    spent = {p: round(spent_this_period(p) - before[p], 6) for p in before}
+    assert spent == {"day": 0.001, "month": 0.001, "year": 0.001}
 
 
 WRITER = textwrap.dedent("""
@@ -146,8 +148,6 @@ WRITER = textwrap.dedent("""
 
 
 def test_concurrent_processes_lose_no_ledger_update(prefect_server, tmp_path):
-    from prefect.variables import Variable
-
     _delete_lock()  # no `clausegate up`: the writers must create the lock themselves, and use it
     before = spent_this_period("year")
     script = tmp_path / "writer.py"
@@ -160,12 +160,6 @@ def test_concurrent_processes_lose_no_ledger_update(prefect_server, tmp_path):
 
 
 def test_a_lock_with_more_than_one_slot_is_refused_before_anything_is_paid(prefect_server):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
-
-    from clausegate.ops import budget
-    from clausegate.errors import ConfigurationError
-
     budget.prepare_ledger()  # creates it if missing
     with get_client(sync_client=True) as client:
         client.update_global_concurrency_limit(LEDGER_LOCK, GlobalConcurrencyLimitUpdate(limit=2))

@@ -8,22 +8,19 @@ from __future__ import annotations
 import time
 
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.variables import Variable
 
 from clausegate.demo.model_server import FakeModelServer
 from clausegate.demo.responders import contract_responder
 from clausegate.providers import CircuitBreaker, PrefectVariableStore, ProviderCircuitOpen
 from clausegate.providers.circuit import variable_name
-from clausegate.providers.cooldown import COOLDOWNS
+from tests.support.contracts import LIABILITY_PAGES
+from tests.support.model_flow import KEY, playbook, review, save_block
 from tests.support.pdf_factory import make_text_pdf
-from tests.integration.test_model_flow import KEY, LIABILITY_PAGES, playbook, review, save_block
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
-
-
-@pytest.fixture(autouse=True)
-def _clear_cooldowns():
-    COOLDOWNS.clear()
-    yield
 
 
 @pytest.fixture
@@ -35,16 +32,11 @@ def hung():
 
 
 def breaker_state(server: FakeModelServer) -> dict | None:
-    from prefect.variables import Variable
-
     return Variable.get(variable_name(server.url + "/v1/messages"), default=None)
 
 
 def model_step_seconds(flow_run_id, timeout: float = 20.0) -> float:
     """Seconds the flow run spent in its ask-extraction-model task run (first attempt to final state)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
     deadline = time.monotonic() + timeout
     while True:
         with get_client(sync_client=True) as client:

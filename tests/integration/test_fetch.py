@@ -9,10 +9,12 @@ inbox calls for ``source_url``); the Slack ``response_url`` post goes through th
 from __future__ import annotations
 
 import asyncio
+import datetime
 import gzip
 import http.server
 import logging
 import socket
+import ssl
 import threading
 import time
 import tracemalloc
@@ -20,10 +22,22 @@ import uuid
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from fastapi.testclient import TestClient
 
+from clausegate.config import InboxSettings
+from clausegate.demo.slack_server import FakeSlack
+from clausegate.gateway import GatewayConfig, create_app
+from clausegate.gateway.slack import Answer, _post_back
 from clausegate.inbox import intake
 from clausegate.inbox.errors import SourceUnavailable, TooLarge
-from clausegate.inbox.settings import InboxSettings
+from clausegate.inbox.service import Inbox
+from clausegate.security import fetch as checked
+from tests.support.gates import slack_settings
+from tests.support.inbox_support import auth, inbox_settings, make_key
 
 PDF = b"%PDF-1.4\n% test document\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n"
 MB = 1024 * 1024
@@ -58,7 +72,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass  # the client hung up: what the cap and the timeout should make it do
         self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         self.server.requests.append((parts.path, self.headers.get("Host")))
@@ -82,7 +96,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._send(404, b"not found")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.server.requests.append((self.path, self.rfile.read(length)))
         self._send(200, b"ok")
@@ -267,17 +281,9 @@ def test_names_are_checked_on_every_address_and_the_checked_one_is_used(tmp_path
 
 def _tls_server(tmp_path, name: str):
     """An HTTPS server on 127.0.0.1 whose self-signed certificate names ``name``; (server, client SSL context)."""
-    import datetime
-    import ssl
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(hours=1))
@@ -293,8 +299,6 @@ def _tls_server(tmp_path, name: str):
 
 
 def test_tls_to_the_pinned_address_still_checks_the_certificate_against_the_name(tmp_path, fake_dns, caplog):
-    from clausegate.security import fetch as checked
-
     table, _ = fake_dns
     table["docs.tls.test"] = table["other.tls.test"] = ["127.0.0.1"]
     server, trust = _tls_server(tmp_path, "docs.tls.test")
@@ -384,7 +388,7 @@ def test_closed_port_open_port_and_disallowed_urls_answer_the_same(tmp_path, a, 
             try:
                 stored = intake.store(*fetch(url, config), origin=f"url:{url}", settings=config)
                 answers[name] = ("stored", stored.size_bytes)
-            except Exception as error:  # noqa: BLE001 - compared below
+            except Exception as error:  # any failure: compared below
                 answers[name] = (type(error).__name__, error.http_status, error.code, error.message, error.hint)
     assert len(set(answers.values())) == 1, answers
     kind, status, code, message, hint = answers["closed"]
@@ -396,12 +400,6 @@ def test_closed_port_open_port_and_disallowed_urls_answer_the_same(tmp_path, a, 
 
 def test_the_gateway_no_longer_reaches_other_ports_through_an_allowed_url(tmp_path, a, prefect_server):
     """The issue's example, over the real inbox route: userinfo to the Prefect API's port vs a closed port."""
-    from fastapi.testclient import TestClient
-
-    from clausegate.gateway import GatewayConfig, create_app
-    from clausegate.inbox.service import Inbox
-    from tests.support.inbox_support import auth, inbox_settings, make_key
-
     config = inbox_settings(tmp_path, url_allow_list=[a.origin], url_allow_private_hosts=["127.0.0.1"])
     key, _ = make_key(f"fetch-{uuid.uuid4().hex[:8]}")
     app = create_app(GatewayConfig(inbox=Inbox(config, ui_url="http://ui.example")))
@@ -409,7 +407,8 @@ def test_the_gateway_no_longer_reaches_other_ports_through_an_allowed_url(tmp_pa
     with TestClient(app) as client:
         for port in (prefect_server.port, closed_port()):
             url = f"http://127.0.0.1:{a.port}@127.0.0.1:{port}/api/health"
-            response = client.post("/inbox/tasks", headers=auth(key), data={"source_url": url, "playbook": "deploy-test"})
+            response = client.post("/inbox/tasks", headers=auth(key),
+                                   data={"source_url": url, "playbook": "deploy-test"})
             answers.append((response.status_code, response.json()))
     assert answers[0] == answers[1] and answers[0][0] == 422, answers
     assert str(prefect_server.port) not in str(answers[0])
@@ -418,11 +417,6 @@ def test_the_gateway_no_longer_reaches_other_ports_through_an_allowed_url(tmp_pa
 # -- Slack's response_url goes through the same rules -------------------------------------------------
 
 def test_slack_response_url_posts_only_to_slack_or_the_configured_api_origin(a, b):
-    from clausegate.demo.slack_server import FakeSlack
-    from clausegate.gateway.config import GatewayConfig
-    from clausegate.gateway.slack import Answer, _post_back
-    from tests.support.gates import slack_settings
-
     with FakeSlack(token="xoxb-fetch-tests") as fake:
         config = GatewayConfig(slack=slack_settings(fake))
         answer = dict(run_id="r", decision="approve", user_id="U1", reviewer="dana", comment="", channel_id=None)
@@ -434,7 +428,6 @@ def test_slack_response_url_posts_only_to_slack_or_the_configured_api_origin(a, 
         assert not b.requests and not a.requests
         assert len(fake.responses) == 1
 
-    from clausegate.security import fetch as checked
 
     policy = checked.slack_policy(config.slack)
     assert policy.allows_url("https://hooks.slack.com/actions/T1/2/abc")

@@ -8,40 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.flow_runs import task_states
+from flows.contract_review import contract_review
+from tests.support.contracts import SUPPLY_PAGES
+from tests.support.flow_runs import MODEL_STEPS, steps_by_state, task_states
 from tests.support.pdf_factory import make_text_pdf
-
-PAGES = [
-    "MASTER SUPPLY AGREEMENT\nThis Master Supply Agreement is entered into as of January 5, 2024 by and between "
-    "Acme Corp., a Delaware corporation, and Widget Ltd.",
-    "1. Term. This Agreement shall commence on the Effective Date and continue for three years.\n"
-    "2. Governing Law. This Agreement shall be governed by and construed in accordance with the laws of the "
-    "State of New York, without regard to its conflict of laws principles.",
-    "3. Limitation of Liability. In no event shall either party's aggregate liability arising out of or related "
-    "to this Agreement exceed the total fees paid by Customer in the twelve months preceding the claim.\n"
-    "4. Insurance. Supplier shall maintain commercial general liability insurance with limits of not less than "
-    "$1,000,000 per occurrence and shall name Customer as an additional insured.",
-]
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
 def run_review(pdf: Path, out: Path, playbook: str = "default"):
-    from flows.contract_review import contract_review
-
     state = contract_review(str(pdf), playbook=playbook, out_dir=str(out), return_state=True)
     return state, task_states(state.state_details.flow_run_id, expected=5)
 
 
-def steps_by_state(states: dict[str, str], name: str) -> set[str]:
-    return {task for task, state in states.items() if state == name}
-
-
-MODEL_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
-
-
 def test_review_caches_on_content_and_repeats_no_finished_task(tmp_path):
-    pdf = make_text_pdf(tmp_path / "supply.pdf", PAGES)
+    pdf = make_text_pdf(tmp_path / "supply.pdf", SUPPLY_PAGES)
     out = tmp_path / "reports"
 
     first, states = run_review(pdf, out)
@@ -75,7 +56,7 @@ def test_review_caches_on_content_and_repeats_no_finished_task(tmp_path):
     assert MODEL_STEPS <= steps_by_state(states, "Cached")
 
     # Same path, edited content: a new contract id, so parsing runs again (no stale review).
-    make_text_pdf(pdf, PAGES[:2])
+    make_text_pdf(pdf, SUPPLY_PAGES[:2])
     edited, states = run_review(pdf, out)
     assert "parse-pdf" in steps_by_state(states, "Completed")
     assert edited.result().contract_id != review.contract_id
@@ -83,7 +64,7 @@ def test_review_caches_on_content_and_repeats_no_finished_task(tmp_path):
 
 
 def test_failed_run_rerun_repays_nothing_finished(tmp_path):
-    pdf = make_text_pdf(tmp_path / "supply-b.pdf", PAGES + ["5. Notices. All notices shall be in writing."])
+    pdf = make_text_pdf(tmp_path / "supply-b.pdf", SUPPLY_PAGES + ["5. Notices. All notices shall be in writing."])
     blocked = tmp_path / "out"
     blocked.write_text("a file where the report folder should be")
 

@@ -17,14 +17,18 @@ The SIGSTOP/SIGCONT end-to-end tests are in tests/e2e/test_gate_not_skipped.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
+from datetime import UTC
 
 import pytest
 
+from clausegate.config import InboxSettings
+from clausegate.inbox.service import Inbox
+from tests.support.contracts import GATED_PAGES
+from tests.support.gates import open_synthetic_gate
 from tests.support.pdf_factory import make_text_pdf
-from tests.integration.test_gates_flow import GATED_PAGES
-from tests.support.gates import drained_prefect_workers, open_synthetic_gate  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -185,8 +189,8 @@ def test_a_gate_marked_crashed_while_it_waited_is_put_back():
     """A Suspended run has no process: a zombie verdict on it comes from a stray heartbeat of a stale process."""
     from prefect.states import Crashed
 
-    from clausegate.ops import dead_letters
     from clausegate.gates import waiting_gates
+    from clausegate.ops import dead_letters
 
     gate = open_synthetic_gate(None, filename="restored.pdf")
     before = _state(gate.flow_run_id)
@@ -241,17 +245,17 @@ def _fencing_pool(client) -> str:
 
 def _post_executed(client, run_id) -> None:
     """What a worker emits once a flow-run process it started has ended."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from prefect.events import Event
 
-    event = Event(occurred=datetime.now(timezone.utc), event="prefect.worker.executed-flow-run",
+    event = Event(occurred=datetime.now(UTC), event="prefect.worker.executed-flow-run",
                   resource={"prefect.resource.id": "prefect.worker.process.fencing-worker"},
                   related=[{"prefect.resource.id": f"prefect.flow-run.{run_id}", "prefect.resource.role": "flow-run"}])
     client.request("POST", "/events", json=[event.model_dump(mode="json")]).raise_for_status()
 
 
-def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue():
+def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tmp_path):
     """The worker is online and has not reported the process ended: Cancelling, then wait for *this* run's
     executed event (another run's does not count), then requeue."""
     import threading
@@ -285,6 +289,9 @@ def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue():
         time.sleep(3)
         assert handler.is_alive() and client.read_flow_run(run.id).state_type.value == "CANCELLING"
         client.set_flow_run_state(run.id, Cancelled(message="Flow run was cancelled successfully."), force=True)
+        # The worker's Cancelled replaced dead-letters' Cancelling for a moment: to a client it is still a requeue.
+        inbox = Inbox(InboxSettings(data_dir=tmp_path / "inbox"), ui_url="http://127.0.0.1:4200")
+        assert asyncio.run(inbox.view(client.read_flow_run(run.id))).status == "pending"
         _post_executed(client, run.id)  # as the worker does after killing the process
         handler.join(30)
         assert not handler.is_alive()

@@ -13,18 +13,17 @@ import getpass
 import os
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 from typer.testing import CliRunner
 
-from clausegate.ops import audit
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate
 from clausegate.gates.model import RECEIPT_FIELD, UNVERIFIED_MARK, receipt_key
+from clausegate.ops import audit
 from tests.support.gates import open_synthetic_gate, slack_settings, state_of
-from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -219,7 +218,7 @@ def test_sweeper_fails_visibly_when_the_escalation_notice_cannot_be_delivered(fa
     settings = slack_settings(fake)
     settings.save(name, overwrite=True)
     overdue = open_synthetic_gate(settings, filename=f"undelivered-{tag}.pdf", sla_hours=0.5,
-                                  opened_at=datetime.now(timezone.utc) - timedelta(hours=1))
+                                  opened_at=datetime.now(UTC) - timedelta(hours=1))
     fake.fail("chat.postMessage", "500", times=20, match=f"undelivered-{tag}.pdf")  # Slack answers 500 to the notice
 
     os.environ["CLAUSEGATE_SLACK_BLOCK"] = name

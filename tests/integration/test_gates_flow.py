@@ -8,21 +8,8 @@ import pytest
 
 from clausegate.gates import GateInput, gate_key, normalise_decision
 from clausegate.gates.model import STATUS_BY_DECISION, response_key, suspend_timeout_seconds
+from tests.support.contracts import GATED_PAGES
 from tests.support.pdf_factory import make_text_pdf
-from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
-
-GATED_PAGES = [
-    "MASTER SERVICES AGREEMENT\nThis Master Services Agreement is entered into as of March 1, 2024 by and between "
-    "Acme Corp., a Delaware corporation, and Widget Ltd., a New York corporation.",
-    "7. Liquidated Damages. If Supplier fails to deliver the Services by the Delivery Date, Supplier shall pay Customer "
-    "liquidated damages equal to two percent (2%) of the fees for each week of delay, up to a maximum of twenty percent "
-    "(20%) of the total fees. The parties agree that such liquidated damages are a reasonable estimate of Customer's "
-    "loss and not a penalty.",
-    "8. Limitation of Liability. Notwithstanding anything to the contrary, the limitations of liability in this "
-    "Agreement shall not apply to Supplier's indemnification obligations, breach of confidentiality, gross negligence "
-    "or willful misconduct, for which Supplier's liability shall be unlimited.\n"
-    "9. Payment. Customer shall pay all undisputed invoices within thirty (30) days of receipt.",
-]
 
 
 @pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")

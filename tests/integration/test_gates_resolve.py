@@ -6,7 +6,7 @@ import getpass
 import threading
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from typer.testing import CliRunner
@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate, waiting_gates
 from tests.support.gates import open_synthetic_gate, slack_settings, state_of
-from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -107,7 +106,7 @@ def test_prefect_suspend_timeout_means_it_can_no_longer_be_answered():
 
 def test_waiting_gates_and_the_cli(settings, monkeypatch):
     old = open_synthetic_gate(settings, filename="overdue.pdf", sla_hours=1,
-                              opened_at=datetime.now(timezone.utc) - timedelta(hours=2))
+                              opened_at=datetime.now(UTC) - timedelta(hours=2))
     fresh = open_synthetic_gate(settings, filename="fresh.pdf", sla_hours=8)
     listed = {g.flow_run_id: g for g in waiting_gates()}
     assert old.flow_run_id in listed and fresh.flow_run_id in listed
@@ -122,7 +121,8 @@ def test_waiting_gates_and_the_cli(settings, monkeypatch):
     table = runner.invoke(app, ["gates"], env={"COLUMNS": "250"})
     assert table.exit_code == 0, table.output
     assert fresh.flow_run_id in table.output and "fresh.pdf" in table.output and "overdue" in table.output
-    done = runner.invoke(app, ["resolve", fresh.flow_run_id, "changes", "--comment", "cap it", "--reviewer", "cli-user"])
+    done = runner.invoke(app, ["resolve", fresh.flow_run_id, "changes", "--comment", "cap it",
+                               "--reviewer", "cli-user"])
     assert done.exit_code == 0, done.output
     assert "resumed" in done.output
     again = runner.invoke(app, ["resolve", fresh.flow_run_id, "approve"])
@@ -136,7 +136,7 @@ def test_sla_sweeper_escalates_only_overdue_gates(fake_slack):
     settings = slack_settings(fake_slack)
     settings.save(name, overwrite=True)
     overdue = open_synthetic_gate(settings, filename="late.pdf", sla_hours=0.5,
-                                  opened_at=datetime.now(timezone.utc) - timedelta(hours=1))
+                                  opened_at=datetime.now(UTC) - timedelta(hours=1))
     fresh = open_synthetic_gate(settings, filename="on-time.pdf", sla_hours=8)
 
     import os

@@ -17,9 +17,8 @@ import pytest
 
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gateway import GatewayConfig, create_app
-from tests.support.slack_client import SlackTestClient, find_button, sign
 from tests.support.gates import SIGNING_SECRET, GatewayThread, open_synthetic_gate, slack_settings, state_of
-from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
+from tests.support.slack_client import SlackTestClient, find_button, sign
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -199,10 +198,10 @@ def test_other_interactions_are_acknowledged_and_ignored(slack):
 
 def test_signature_matches_slack_documentation_example():
     # The example from Slack's "Verifying requests from Slack" page.
-    body = ("token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&"
-            "channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&"
-            "response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
-            "trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c").encode()
+    body = (b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&"
+            b"channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&"
+            b"response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
+            b"trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c")
     assert sign("8f742231b10e8888abcd99yyyzzz85a5", "1531420618", body) == \
         "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
 

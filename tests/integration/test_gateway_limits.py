@@ -75,7 +75,8 @@ def stream(port: int, path: str, headers: dict[str, str], total: int, *, chunked
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 256 * 1024)
     lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items())]
-    lines.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {total if declared is None else declared}")
+    length = total if declared is None else declared
+    lines.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {length}")
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
     filler = b"x" * (256 * 1024)
     sent, pending, finished, raw = 0, b"", False, b""
@@ -113,7 +114,7 @@ def stream(port: int, path: str, headers: dict[str, str], total: int, *, chunked
         while _parse(raw) is None:
             try:
                 data = sock.recv(65536)
-            except (ConnectionResetError, socket.timeout):
+            except (TimeoutError, ConnectionResetError):
                 break
             if not data:
                 break
@@ -209,8 +210,9 @@ def assert_error(response: RawResponse, status: int, code: str) -> dict:
 # ----------------------------------------------------------------------------------------- tests
 def test_a_chunked_slack_body_is_refused_at_the_cap_before_anything_is_verified(gateway):
     before = gateway.peak_rss
+    # unauthenticated: the signature cannot be checked before the body
     headers = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": str(int(time.time())),
-               "X-Slack-Signature": "v0=" + "0" * 64}  # unauthenticated: the signature cannot be checked before the body
+               "X-Slack-Signature": "v0=" + "0" * 64}
     response = stream(gateway.port, "/slack/interactions", headers, 256 * MB)
     grown = gateway.peak_rss - before
     print(f"slack chunked 256 MB: {response}; gateway peak RSS +{grown / MB:.1f} MB")

@@ -7,7 +7,9 @@ cancel/retry, the audit log (Prefect events), and a schemathesis run that finds 
 
 from __future__ import annotations
 
+import asyncio
 import http.server
+import socket
 import threading
 from functools import partial
 
@@ -15,10 +17,14 @@ import hypothesis
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
+from prefect.client.orchestration import get_client
 
 from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox import keys
 from clausegate.inbox.service import Inbox
+from clausegate.ops import audit
+from clausegate.security.at_rest import file_is_sealed, read_sealed_file
+from tests.support.deployments import deploy_once
 from tests.support.inbox_support import (
     GOVERNING_LAW_PAGES,
     auth,
@@ -28,7 +34,6 @@ from tests.support.inbox_support import (
     poll,
 )
 from tests.support.pdf_factory import make_text_pdf
-from tests.e2e.test_deployments import deploy_once
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -73,8 +78,6 @@ def submit(env, key: str, data: bytes | None = None, name: str = "contract.pdf",
 
 
 def read_run(task_id: str):
-    from prefect.client.orchestration import get_client
-
     with get_client(sync_client=True) as client:
         return client.read_flow_run(task_id)
 
@@ -92,7 +95,6 @@ def test_submit_answers_at_once_with_a_task_on_the_priority_queue(env, tmp_path)
     assert {"inbox", "inbox-sender:acme", "inbox-priority:high", "inbox-topic:renewals"} <= set(run.tags)
     stored = run.parameters["source"]
     assert stored.startswith(str(env["settings"].uploads_dir)) and stored.endswith("supply_deal.pdf")
-    from clausegate.security.at_rest import file_is_sealed, read_sealed_file
 
     assert file_is_sealed(stored) and read_sealed_file(stored, max_plain_bytes=len(data)) == data  # encrypted at rest
 
@@ -113,7 +115,8 @@ def test_requests_without_a_valid_key_get_401(env, header, why):
     response = env["client"].get("/inbox/tasks", headers=header or {})
     assert response.status_code == 401
     detail = response.json()["detail"]
-    assert detail["code"] == "CG-INBOX-AUTH" and why in detail["message"] and "clausegate inbox keys create" in detail["hint"]
+    assert detail["code"] == "CG-INBOX-AUTH" and why in detail["message"]
+    assert "clausegate inbox keys create" in detail["hint"]
 
 
 def test_a_revoked_key_stops_working_and_only_the_hash_is_stored(env):
@@ -174,7 +177,8 @@ def test_bad_requests_get_4xx_with_the_field_and_the_next_step(env, tmp_path):
     pdf = pdf_bytes(tmp_path, "Errors test.")
     key = env["acme"]
     cases = [
-        (submit(env, key, b"Dear team, please review the attached.\n", name="contract.pdf"), 415, "CG-INBOX-NOT-PDF", "not a PDF"),
+        (submit(env, key, b"Dear team, please review the attached.\n", name="contract.pdf"), 415, "CG-INBOX-NOT-PDF",
+         "not a PDF"),
         (submit(env, key, b"\x89PNG\r\n\x1a\n" + b"\0" * 64, name="scan.pdf"), 415, "CG-INBOX-NOT-PDF", "PNG"),
         (submit(env, key, b"%PDF-1.4\n" + b"0" * (1024 * 1024 + 10)), 413, "CG-INBOX-TOO-LARGE", "1.0 MB"),
         (submit(env, key, pdf, playbook="nope"), 422, "CG-INBOX-BAD-REQUEST", "'playbook'"),
@@ -187,7 +191,8 @@ def test_bad_requests_get_4xx_with_the_field_and_the_next_step(env, tmp_path):
         (submit(env, key, None, source_url="http://example.com/c.pdf"), 422, "CG-INBOX-SOURCE", "allow-list"),
         (submit(env, key, None, source_url="file:///etc/passwd"), 422, "CG-INBOX-SOURCE", "allow-list"),
         (env["client"].get("/inbox/tasks/not-a-uuid", headers=auth(key)), 404, "CG-INBOX-NOT-FOUND", "no task"),
-        (env["client"].get("/inbox/tasks", params={"cursor": "garbage"}, headers=auth(key)), 422, "CG-INBOX-BAD-REQUEST", "cursor"),
+        (env["client"].get("/inbox/tasks", params={"cursor": "garbage"}, headers=auth(key)), 422,
+         "CG-INBOX-BAD-REQUEST", "cursor"),
     ]
     for response, status, code, words in cases:
         assert response.status_code == status, (code, words, response.text)
@@ -212,7 +217,6 @@ def test_path_and_allow_listed_url_references_are_copied_into_the_inbox(env):
         source = read_run(response.json()["task_id"]).parameters["source"]
         assert source.startswith(str(env["settings"].uploads_dir)) and source.endswith(name)
     missing = submit(env, env["acme"], None, source_url=f"http://{env['server']}/nope.pdf")
-    import socket
 
     with socket.socket() as sock:  # a port nothing listens on, allowed like the file server's
         sock.bind(("127.0.0.1", 0))
@@ -255,8 +259,6 @@ def test_list_is_newest_first_paginated_and_filtered(env, tmp_path):
 
 
 def test_cancel_and_retry_follow_the_task_state_and_are_audited(env, tmp_path):
-    from clausegate.ops import audit
-
     client, key = env["client"], env["acme"]
     task_id = submit(env, key, pdf_bytes(tmp_path, "Cancel test.")).json()["task_id"]
     cancelled = client.post(f"/inbox/tasks/{task_id}/cancel", headers=auth(key))
@@ -268,9 +270,7 @@ def test_cancel_and_retry_follow_the_task_state_and_are_audited(env, tmp_path):
     not_failed = client.post(f"/inbox/tasks/{task_id}/retry", headers=auth(key))
     assert not_failed.status_code == 409
 
-    import asyncio
 
-    from prefect.client.orchestration import get_client
 
     async def events():
         async with get_client() as c:

@@ -17,14 +17,16 @@ import uuid
 
 import httpx
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.states import Failed
 
-from clausegate.batch import contract_tag
 from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox.service import Inbox
+from clausegate.pipeline.tags import contract_tag
+from tests.support.deployments import deploy_once
+from tests.support.gates import GatewayThread
 from tests.support.inbox_support import GOVERNING_LAW_PAGES, auth, cancel_open_inbox_runs, inbox_settings, make_key
 from tests.support.pdf_factory import make_text_pdf
-from tests.e2e.test_deployments import deploy_once
-from tests.support.gates import GatewayThread
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -60,8 +62,9 @@ def env(tmp_path_factory):
 
 
 def pdfs(root, count: int, label: str) -> list[bytes]:
-    return [make_text_pdf(root / f"{label}-{i}.pdf", [f"{label} contract number {i}.", *GOVERNING_LAW_PAGES]).read_bytes()
-            for i in range(count)]
+    paths = [make_text_pdf(root / f"{label}-{i}.pdf", [f"{label} contract number {i}.", *GOVERNING_LAW_PAGES])
+             for i in range(count)]
+    return [path.read_bytes() for path in paths]
 
 
 async def submit_all(env, bodies: list[bytes], **fields) -> list[httpx.Response]:
@@ -78,8 +81,6 @@ async def submit_all(env, bodies: list[bytes], **fields) -> list[httpx.Response]
 
 
 def read_run(task_id: str):
-    from prefect.client.orchestration import get_client
-
     with get_client(sync_client=True) as client:
         return client.read_flow_run(task_id)
 
@@ -180,8 +181,9 @@ def test_a_malformed_field_is_a_4xx_that_names_no_server_path(env, field, value)
         fields["source_path"] = "deals/ok.pdf"
     # multipart/form-data written by hand: the values go over the wire byte for byte (NUL, surrogates...)
     boundary = "cg" + uuid.uuid4().hex
-    body = b"".join(b"--" + boundary.encode() + b"\r\nContent-Disposition: form-data; name=\"" + name.encode()
-                    + b"\"\r\n\r\n" + encode(v) + b"\r\n" for name, v in fields.items()) + b"--" + boundary.encode() + b"--\r\n"
+    parts = b"".join(b"--" + boundary.encode() + b"\r\nContent-Disposition: form-data; name=\"" + name.encode()
+                     + b"\"\r\n\r\n" + encode(v) + b"\r\n" for name, v in fields.items())
+    body = parts + b"--" + boundary.encode() + b"--\r\n"
     response = httpx.post(env["url"] + "/inbox/tasks", content=body, timeout=60,
                           headers={**auth(env["admin"]), "Content-Type": f"multipart/form-data; boundary={boundary}"})
     detail = check_answer(env, response, value)
@@ -192,13 +194,15 @@ def test_a_malformed_field_is_a_4xx_that_names_no_server_path(env, field, value)
             assert f"'{field}'" in detail["message"] or "Part exceeded" in detail["message"], detail
 
 
-@pytest.mark.parametrize("name", ["a\x00b.pdf", "x" * 3000 + ".pdf", "../../../../etc/passwd", "\u202egpj.pdf", "\udcff.pdf"])
+@pytest.mark.parametrize(
+    "name", ["a\x00b.pdf", "x" * 3000 + ".pdf", "../../../../etc/passwd", "\u202egpj.pdf", "\udcff.pdf"])
 def test_odd_upload_file_names_are_stored_under_a_safe_name(env, tmp_path, name):
     data = pdfs(tmp_path, 1, f"name-{uuid.uuid4().hex[:6]}")[0]
     boundary = "cg" + uuid.uuid4().hex
     body = (b"--" + boundary.encode() + b"\r\nContent-Disposition: form-data; name=\"playbook\"\r\n\r\ndeploy-test\r\n"
             + b"--" + boundary.encode() + b"\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
-            + encode(name) + b"\"\r\nContent-Type: application/pdf\r\n\r\n" + data + b"\r\n--" + boundary.encode() + b"--\r\n")
+            + encode(name) + b"\"\r\nContent-Type: application/pdf\r\n\r\n" + data
+            + b"\r\n--" + boundary.encode() + b"--\r\n")
     response = httpx.post(env["url"] + "/inbox/tasks", content=body, timeout=60,
                           headers={**auth(env["key"]), "Content-Type": f"multipart/form-data; boundary={boundary}"})
     assert response.status_code == 201, response.text[:500]
@@ -210,7 +214,8 @@ def test_odd_upload_file_names_are_stored_under_a_safe_name(env, tmp_path, name)
 def test_a_part_header_over_the_parser_limit_is_a_422_not_a_400(env, tmp_path):
     boundary = "cg" + uuid.uuid4().hex
     body = (b"--" + boundary.encode() + b"\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
-            + b"x" * 20000 + b".pdf\"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\r\n--" + boundary.encode() + b"--\r\n")
+            + b"x" * 20000 + b".pdf\"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\r\n--"
+            + boundary.encode() + b"--\r\n")
     response = httpx.post(env["url"] + "/inbox/tasks", content=body, timeout=60,
                           headers={**auth(env["key"]), "Content-Type": f"multipart/form-data; boundary={boundary}"})
     detail = check_answer(env, response, "x" * 20000)
@@ -228,7 +233,8 @@ def test_errors_about_references_name_only_what_the_client_sent(env):
     ]
     with httpx.Client(base_url=env["url"], timeout=60) as client:
         for field, value in cases:
-            response = client.post("/inbox/tasks", headers=auth(env["key"]), data={"playbook": "deploy-test", field: value})
+            response = client.post("/inbox/tasks", headers=auth(env["key"]),
+                                   data={"playbook": "deploy-test", field: value})
             detail = check_answer(env, response, value)
             assert response.status_code == 422 and detail["code"] == "CG-INBOX-SOURCE", detail
             assert str(src) not in detail["message"] + detail["hint"], detail
@@ -248,9 +254,6 @@ def test_list_filters_with_control_characters_are_rejected_not_500(env):
 
 
 def test_a_failed_task_shows_its_error_without_the_servers_folders(env, tmp_path):
-    from prefect.client.orchestration import get_client
-    from prefect.states import Failed
-
     data = pdfs(tmp_path, 1, "failing")[0]
     with httpx.Client(base_url=env["url"], timeout=60) as client:
         created = client.post("/inbox/tasks", headers=auth(env["key"]), data={"playbook": "deploy-test"},

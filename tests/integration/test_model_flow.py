@@ -8,33 +8,23 @@ step timeout that cannot hold the HTTP calls is rejected at load; a 503's Retry-
 from __future__ import annotations
 
 import json
-import uuid
-from pathlib import Path
+import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.results import ResultRecordMetadata
 from pydantic import SecretStr
 
 from clausegate.demo.model_server import FakeModelServer, prompts_of
 from clausegate.demo.responders import contract_responder
-from clausegate.providers.cooldown import COOLDOWNS
-from tests.support.flow_runs import task_states
+from flows.contract_review import contract_review
+from tests.support.contracts import LIABILITY_PAGES
+from tests.support.model_flow import KEY, playbook, review, save_block
 from tests.support.pdf_factory import make_text_pdf
-from tests.integration.test_flow import PAGES
 
-KEY = "sk-ant-test-SECRET-abcdef0123456789"
 pytestmark = pytest.mark.usefixtures("prefect_server")
-
-LIABILITY_PAGES = PAGES + [
-    "6. Liquidated Damages. If Supplier fails to deliver on time, Supplier shall pay Customer as liquidated "
-    "damages an amount equal to two percent of the order value for each week of delay.\n"
-    "7. Indemnification. Supplier's liability for breach of its confidentiality obligations shall be unlimited."
-]
-
-
-@pytest.fixture(autouse=True)
-def _clear_cooldowns():
-    COOLDOWNS.clear()
-    yield
 
 
 @pytest.fixture
@@ -49,43 +39,6 @@ def openai():
     server = FakeModelServer("openai", api_key=KEY, responder=contract_responder).start()
     yield server
     server.stop()
-
-
-def save_block(kind: str, server: FakeModelServer, **fields) -> str:
-    from blocks.models import AnthropicModel, OpenAICompatibleModel
-
-    cls = AnthropicModel if kind == "anthropic" else OpenAICompatibleModel
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    options = dict(base_url=server.url, model=f"{kind}-primary", fallback_model=f"{kind}-fallback",
-                   api_key=SecretStr(KEY), read_timeout_seconds=1.5, eur_per_million_input_tokens=3.0,
-                   eur_per_million_output_tokens=15.0)
-    options.update(fields)
-    cls(**options).save(name, overwrite=True)
-    return f"{cls.get_block_type_slug()}/{name}"
-
-
-def playbook(tmp_path: Path, extractor: str, *, generate: str | None = None, budgets: str = "", extract: str = "",
-             high_risk: str = "[Uncapped Liability, Liquidated Damages]", gates: str = "[]") -> str:
-    text = f"""
-name: test-model
-categories: [Governing Law, Cap on Liability, Uncapped Liability, Liquidated Damages, Insurance, Audit Rights]
-high_risk: {high_risk}
-gates: {gates}
-steps:
-  extract: {{extractor: "{extractor}", retries: 3, retry_delay_seconds: [0.1, 0.1, 0.1], max_output_tokens: 800 {extract}}}
-  generate: {{provider: {json.dumps(generate)}, retries: 2, retry_delay_seconds: [0.1, 0.1]}}
-{budgets}
-"""
-    path = tmp_path / f"playbook-{uuid.uuid4().hex[:6]}.yaml"
-    path.write_text(text)
-    return str(path)
-
-
-def review(tmp_path, pdf, book, out="reports"):
-    from flows.contract_review import contract_review
-
-    state = contract_review(str(pdf), playbook=book, out_dir=str(tmp_path / out), return_state=True)
-    return state, task_states(state.state_details.flow_run_id, expected=5)
 
 
 def test_cascade_with_claude_and_repeat_nothing(tmp_path, anthropic, openai):
@@ -120,6 +73,32 @@ def test_cascade_with_claude_and_repeat_nothing(tmp_path, anthropic, openai):
     assert again.is_completed()
     assert (anthropic.calls, openai.calls) == calls, "a rerun of a finished flow must make 0 model calls"
     assert states["ask-extraction-model"] == "Cached" and states["ask-generation-model"] == "Cached"
+
+
+def result_expirations(flow_run_id) -> dict[str, datetime]:
+    """Task name -> when its persisted result expires (the result record's metadata, as the server has it)."""
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    return {run.name.rsplit("-", 1)[0]: ResultRecordMetadata.model_validate(run.state.data).expiration
+            for run in runs if run.state is not None and run.state.is_completed() and run.state.data}
+
+
+def test_every_task_of_a_review_expires_with_the_playbook_cache_model_calls_included(tmp_path, anthropic, openai):
+    """One options applier: the model calls get the playbook's cache expiration (capped by its retention) like
+    every other cached step; they used to be cached without an expiry."""
+    pdf = make_text_pdf(tmp_path / "expiry.pdf", LIABILITY_PAGES)
+    book = playbook(tmp_path, save_block("anthropic", anthropic), generate=save_block("openai", openai),
+                    budgets="cache: {expiration_days: 30}\nretention: {days: 2}")
+    started = datetime.now(UTC)
+    state, states = review(tmp_path, pdf, book)
+    assert state.is_completed(), state.message
+    assert states["ask-extraction-model"] == "Completed" and states["ask-generation-model"] == "Completed"
+    expiries = result_expirations(state.state_details.flow_run_id)
+    cached_steps = ("parse-pdf", "prefilter", "extract-clauses", "ask-extraction-model", "ask-generation-model",
+                    "write-report")
+    for name in cached_steps:
+        assert expiries.get(name) is not None, f"{name}: its result never expires"
+        assert started + timedelta(days=2) <= expiries[name] <= datetime.now(UTC) + timedelta(days=2), name
 
 
 def test_overloaded_then_ok_switches_to_fallback(tmp_path, anthropic):
@@ -256,13 +235,15 @@ def test_an_empty_answer_on_gated_categories_keeps_the_findings_disputed_and_ask
     assert offline_result.status == "pending_decision" and offline_result.gated_categories
 
     anthropic.responder = lambda request: '{"clauses": []}'  # the contract told the model to find nothing
-    state, _ = review(tmp_path, pdf, playbook(tmp_path, save_block("anthropic", anthropic), high_risk=GATED, gates=GATES))
+    state, _ = review(tmp_path, pdf,
+                      playbook(tmp_path, save_block("anthropic", anthropic), high_risk=GATED, gates=GATES))
     assert state.is_completed(), state.message
     result = state.result()
     assert anthropic.calls == 1
     assert result.status == "pending_decision", "only a person may clear a gated finding"
     assert set(result.gated_categories) >= set(offline_result.gated_categories)
-    offline_found = {(c.category, c.text) for c in offline_result.clauses if c.category in offline_result.gated_categories}
+    offline_found = {(c.category, c.text) for c in offline_result.clauses
+                     if c.category in offline_result.gated_categories}
     kept = {(c.category, c.text): c for c in result.clauses}
     for key in offline_found:
         assert key in kept, f"{key[0]} was dropped"
@@ -278,8 +259,6 @@ def test_an_empty_answer_on_gated_categories_keeps_the_findings_disputed_and_ask
 
 def quoting(*picks):
     """A responder answering one clause per pick: (category, passage predicate, quote from the passage text)."""
-    import re
-
     pattern = re.compile(r'<contract_passage id="(?P<id>[^"]+)" page="\d+">\n(?P<text>.*?)\n</contract_passage>', re.S)
 
     def responder(request):
@@ -337,8 +316,6 @@ def test_provider_failure_keeps_the_offline_clauses_degraded(tmp_path, anthropic
 
 
 def test_step_timeout_shorter_than_the_http_calls_is_rejected_at_load(tmp_path, anthropic):
-    from flows.contract_review import contract_review
-
     pdf = make_text_pdf(tmp_path / "t.pdf", LIABILITY_PAGES)
     block = save_block("anthropic", anthropic, read_timeout_seconds=4.0, connect_timeout_seconds=1.0)
     book = playbook(tmp_path, block, extract=", timeout_seconds: 3")

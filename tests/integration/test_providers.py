@@ -6,7 +6,7 @@ import asyncio
 import logging
 import pickle
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 import pytest
 import requests
@@ -43,15 +43,7 @@ from clausegate.providers import (
 )
 from clausegate.providers.ratelimits import parse_duration
 from clausegate.providers.retry import MODEL_RETRY_POLICY, RETRY_DELAYS, retry_condition, use_fallback_now
-from tests.support.fake_model import (  # noqa: F401 (fixtures)
-    KEY,
-    anthropic_server,
-    client_for,
-    fake_model_server,
-    fresh_cooldowns,
-    model_server,
-    openai_server,
-)
+from tests.support.fake_model import KEY, client_for, fake_model_server
 
 TRANSIENT = {RateLimited, Overloaded, ServerError, ProviderTimeout, ProviderUnreachable}
 
@@ -189,7 +181,7 @@ def test_session_has_no_urllib3_retries(model_server):
 
 # ------------------------------------------------------------------ headers and cooldowns
 
-NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +191,8 @@ NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
         ({"Retry-After": "7"}, 7.0),
         ({"retry-after": "Wed, 01 Jan 2025 12:00:30 GMT"}, 30.0),
         ({"anthropic-ratelimit-requests-reset": "2025-01-01T12:00:20Z", "anthropic-ratelimit-requests-remaining": "0",
-          "anthropic-ratelimit-tokens-reset": "2025-01-01T12:00:05Z", "anthropic-ratelimit-tokens-remaining": "900"}, 20.0),
+          "anthropic-ratelimit-tokens-reset": "2025-01-01T12:00:05Z", "anthropic-ratelimit-tokens-remaining": "900"},
+         20.0),
         ({"anthropic-ratelimit-tokens-reset": "2025-01-01T12:00:05+00:00"}, 5.0),
         ({"x-ratelimit-reset-requests": "12ms", "x-ratelimit-remaining-requests": "0",
           "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "5"}, 0.012),
@@ -221,7 +214,8 @@ def test_parse_duration(text, seconds):
 
 def test_cooldown_registry_caps_and_isolates_endpoints():
     now = [100.0]
-    registry = CooldownRegistry(max_wait=60, jitter=0.1, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    registry = CooldownRegistry(max_wait=60, jitter=0.1, clock=lambda: now[0],
+                                sleep=lambda s: now.__setitem__(0, now[0] + s))
     assert 60 <= registry.note_rate_limit("http://a/v1/messages", 500) <= 66
     assert registry.remaining("http://a/v1/messages") == 60  # a wait is never longer than max_wait
     assert registry.remaining("http://b/v1/messages") == 0
@@ -237,7 +231,8 @@ def test_key_never_in_exceptions_reprs_or_logs(model_server, caplog):
     client = client_for(model_server)  # sends KEY: wrong
     error = failure_of(lambda: client.complete("s", "u"))
     assert isinstance(error, AuthError) and "check the API key" in error.hint
-    for text in (str(error), repr(error), error.hint, repr(client), caplog.text, str(pickle.loads(pickle.dumps(error)))):
+    for text in (str(error), repr(error), error.hint, repr(client), caplog.text,
+                 str(pickle.loads(pickle.dumps(error)))):
         assert KEY not in text and "SECRET" not in text
     assert "HTTP 401" in caplog.text  # the failure itself is logged
 
@@ -296,7 +291,8 @@ def test_anthropic_block_without_any_key_fails_fast(monkeypatch):
 
 def test_cost():
     assert cost_eur(1_000_000, 500_000, eur_per_million_input=3.0, eur_per_million_output=15.0) == 10.5
-    assert cost_eur(1234, 567, eur_per_million_input=2.8, eur_per_million_output=14.0) == pytest.approx(0.011393, abs=1e-5)
+    assert cost_eur(1234, 567, eur_per_million_input=2.8, eur_per_million_output=14.0) == pytest.approx(
+        0.011393, abs=1e-5)
     responses = [ModelResponse(text="", model="m", input_tokens=1000, output_tokens=200)] * 2
     cost = Pricing(eur_per_million_input_tokens=3, eur_per_million_output_tokens=15).cost(responses)
     assert (cost.calls, cost.input_tokens, cost.output_tokens, cost.eur) == (2, 2000, 400, 0.012)

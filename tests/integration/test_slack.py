@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -16,7 +16,7 @@ from slack_sdk.errors import SlackApiError
 from blocks.slack import SlackSettings
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates.model import DecisionInfo, Finding, GateRecord
-from clausegate.gates.notify import SlackError, call_slack, notify_gate
+from clausegate.gates.slack_tasks import notify_gate
 from clausegate.gates.slack_view import (
     decided_message,
     escalation_message,
@@ -24,8 +24,9 @@ from clausegate.gates.slack_view import (
     gate_message,
     person_escalation_message,
 )
-from tests.support.gates import FINDINGS, free_port, slack_settings
-from tests.support.gates import drained_prefect_workers  # noqa: F401  (fixture)
+from clausegate.slack import SlackError, call_slack
+from tests.support.gates import FINDINGS, slack_settings
+from tests.support.prefect_server import free_port
 
 TOKEN = "xoxb-slack-tests"
 
@@ -45,7 +46,7 @@ def record(findings=FINDINGS, **kw) -> GateRecord:
     values = dict(key="gate-r1-0123456789ab", flow_run_id="5b6f3f5e-7d1c-4b8a-9a57-0d6f1c2e3a4b", contract_id="c" * 64,
                   filename="master-services.pdf", playbook="payment-liability",
                   categories=sorted({f.category for f in findings}), findings=findings, cost_eur=0.0421,
-                  opened_at=datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc), sla_hours=8,
+                  opened_at=datetime(2025, 3, 1, 9, 0, tzinfo=UTC), sla_hours=8,
                   suspend_timeout_seconds=633600)
     values.update(kw)
     return GateRecord(**values)
@@ -136,7 +137,7 @@ def test_gate_message_has_findings_buttons_link_and_run_id(fake, client):
     assert client.chat_postMessage(channel="C1", text=text, blocks=blocks)["ok"]  # Slack's limits hold
 
     decision = DecisionInfo(decision="changes", reviewer="dana (U0DANA)", comment="cap it at 12 months",
-                            via="slack", decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=timezone.utc))
+                            via="slack", decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=UTC))
     text, blocks = decided_message(rec, decision, "http://prefect.example")
     assert not any(b["type"] == "actions" for b in blocks)
     assert "dana (U0DANA)" in json.dumps(blocks) and "cap it at 12 months" in json.dumps(blocks)
@@ -149,13 +150,13 @@ def test_gate_message_has_findings_buttons_link_and_run_id(fake, client):
 def test_person_escalation_notice_names_who_and_how(client):
     rec = record()
     verified = DecisionInfo(decision="escalate", reviewer="dana (U0DANA)", comment="<uncapped> & unusual " * 60,
-                            via="slack", reviewer_verified=True, decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=timezone.utc))
+                            via="slack", reviewer_verified=True, decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=UTC))
     text, blocks = person_escalation_message(rec, verified, "http://prefect.example/runs/flow-run/x")
     assert "Escalated to legal" in text and "master-services.pdf" in text and "dana (U0DANA) via slack" in text
     assert "<uncapped>" not in text and "&lt;uncapped&gt;" in text  # the comment is escaped, not markup
     assert client.chat_postMessage(channel="C1", text=text, blocks=blocks)["ok"]  # within Slack's limits
     stated = DecisionInfo(decision="escalate", reviewer="uma (as stated in the Prefect UI form, unverified)",
-                          via="ui", decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=timezone.utc))
+                          via="ui", decided_at=datetime(2025, 3, 1, 10, 30, tzinfo=UTC))
     text, _ = person_escalation_message(rec, stated, "http://x")
     assert "unverified) via ui" in text
 

@@ -1,8 +1,8 @@
-"""Pytest helpers for the fake model servers (``clausegate.demo.model_server``).
+"""Helpers for the fake model servers (``clausegate.demo.model_server``); the fixtures that start them
+(``anthropic_server``, ``openai_server``, ``model_server``: one run per protocol, and the autouse
+``fresh_cooldowns``) are in tests/conftest.py::
 
-Import the fixtures you need into a test module (pytest then finds them there)::
-
-    from tests.support.fake_model import KEY, anthropic_server, client_for, fresh_cooldowns, replies
+    from tests.support.fake_model import client_for, replies
 
     def test_x(anthropic_server):
         anthropic_server.script(["429", "ok"])
@@ -13,23 +13,20 @@ What a fake charged, like a provider's invoice: ``server.billed`` (delivered 200
 not), ``server.billed_tokens()``, ``server.billed_eur(eur_in_per_million, eur_out_per_million)``;
 ``server.abandoned``: answers computed after the client had hung up (not charged).
 
-Servers are function-scoped (starting one takes milliseconds), bind 127.0.0.1 on a free port and
-expect the key ``KEY``. ``fresh_cooldowns`` (autouse where imported) empties the process-wide
-rate-limit cooldowns so one test's 429 never delays the next test.
+Servers bind 127.0.0.1 on a free port and expect the key ``KEY``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
-
-import pytest
+from typing import Any
 
 from clausegate.demo.model_server import FakeModelServer
 from clausegate.providers.anthropic import AnthropicClient
 from clausegate.providers.base import ModelClient
-from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry
+from clausegate.providers.cooldown import CooldownRegistry
 from clausegate.providers.openai_compat import OpenAICompatClient
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -69,29 +66,3 @@ def replies(*answers: str | dict):
         return queue.pop(0) if len(queue) > 1 else queue[0]
 
     return responder
-
-
-@pytest.fixture
-def anthropic_server() -> Iterator[FakeModelServer]:
-    with fake_model_server("anthropic") as server:
-        yield server
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeModelServer]:
-    with fake_model_server("openai") as server:
-        yield server
-
-
-@pytest.fixture(params=["anthropic", "openai"])
-def model_server(request: pytest.FixtureRequest) -> Iterator[FakeModelServer]:
-    """Runs the test once per protocol."""
-    with fake_model_server(request.param) as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def fresh_cooldowns() -> Iterator[CooldownRegistry]:
-    COOLDOWNS.clear()
-    yield COOLDOWNS
-    COOLDOWNS.clear()

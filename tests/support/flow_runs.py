@@ -26,3 +26,12 @@ def task_states(flow_run_id, expected: int, timeout: float = 20.0) -> dict[str, 
 
 def executed(states: dict[str, str]) -> Counter:
     return Counter(state for state in states.values())
+
+
+# The content-keyed steps of a review: executed once per contract content, then read from the cache.
+MODEL_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
+
+
+def steps_by_state(states: dict[str, str], name: str) -> set[str]:
+    """The tasks of ``task_states(...)`` that ended in state ``name``."""
+    return {task for task, state in states.items() if state == name}

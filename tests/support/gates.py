@@ -5,18 +5,18 @@
   worker serves: fast, for resolve / gateway / security tests. The real suspend-by-the-flow path
   is covered by the end-to-end tests (test_gates_e2e.py).
 * ``GatewayThread``: the gateway app on a real uvicorn server in a thread.
-* ``wait_for_state``, ``state_names``: read a run's state from the session Prefect server.
+* ``wait_for_state``, ``state_of``, ``state_history``: read a run's state from the session Prefect server.
+
+The ``drained_prefect_workers`` fixture these tests use is in tests/conftest.py.
 """
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-import pytest
 import uvicorn
 from prefect.client.orchestration import get_client
 from prefect.input.run_input import keyset_from_paused_state
@@ -25,7 +25,8 @@ from prefect.states import Running, Suspended
 from blocks.slack import SlackSettings
 from clausegate.gates import store
 from clausegate.gates.model import Finding, GateInput, GateRecord, SlackRef, gate_key, slack_key
-from clausegate.gates.notify import notify_gate
+from clausegate.gates.slack_tasks import notify_gate
+from tests.support.prefect_server import free_port
 
 SIGNING_SECRET = "test-signing-secret-8f2c"
 FIXTURE_FLOW = "clausegate-gate-fixture"
@@ -35,14 +36,9 @@ FINDINGS = [
             text="8. Limitation of Liability. The limitations shall not apply to indemnification obligations, "
                  "for which Supplier's liability shall be unlimited."),
     Finding(category="Liquidated Damages", pages=[2], confidence=0.89,
-            text="7. Liquidated Damages. Supplier shall pay liquidated damages equal to 2% of the fees per week of delay."),
+            text="7. Liquidated Damages. Supplier shall pay liquidated damages equal to 2% of the fees per week "
+                 "of delay."),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def slack_settings(fake, **overrides) -> SlackSettings:
@@ -72,9 +68,10 @@ def open_synthetic_gate(settings: SlackSettings | None = None, *, filename: str 
             key=key, flow_run_id=str(run.id), flow_run_name=run.name, contract_id=contract_id, filename=filename,
             playbook="payment-liability", categories=categories, findings=FINDINGS,
             reasons={"Uncapped Liability": "Liability without a cap needs legal sign-off."},
-            clauses_total=4, cost_eur=0.0123, opened_at=opened_at or datetime.now(timezone.utc), sla_hours=sla_hours,
+            clauses_total=4, cost_eur=0.0123, opened_at=opened_at or datetime.now(UTC), sla_hours=sla_hours,
             suspend_timeout_seconds=timeout_seconds or int(sla_hours * 3600 + 7 * 86400),
-            allowed_reviewers=allowed if allowed is not None else (settings.reviewers_for(categories) if settings else []),
+            allowed_reviewers=(allowed if allowed is not None
+                               else settings.reviewers_for(categories) if settings else []),
         )
         store.write_once(client, run.id, record.record_key, record)
         if settings is not None and post:
@@ -124,7 +121,7 @@ class GatewayThread:
                                                     lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, name="gateway", daemon=True)
 
-    def __enter__(self) -> "GatewayThread":
+    def __enter__(self) -> GatewayThread:
         self.thread.start()
         deadline = time.monotonic() + 15
         while not self.server.started:
@@ -136,18 +133,3 @@ class GatewayThread:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(10)
-
-
-@pytest.fixture(scope="module", autouse=False)
-def drained_prefect_workers():
-    """Flush Prefect's log and event workers after a module's in-process flows, while the server is still up.
-
-    Otherwise they flush at interpreter exit, after the session server has stopped, and retry for
-    over a minute ("Error logging to API ... All connection attempts failed").
-    """
-    yield
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    APILogWorker.drain_all(timeout=10, at_exit=False)
-    EventsWorker.drain_all(timeout=10, at_exit=False)

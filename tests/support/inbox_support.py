@@ -5,9 +5,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType, FlowRunFilterTags
+from prefect.client.schemas.objects import StateType
+from prefect.states import Cancelled
+
+from clausegate.config import InboxSettings
 from clausegate.inbox import keys
-from clausegate.inbox.settings import InboxSettings
-from tests.e2e.test_deployments import NO_GATES_PLAYBOOK
+from tests.support.contracts import NO_GATES_PLAYBOOK
 
 GOVERNING_LAW_PAGES = [
     "MASTER SERVICES AGREEMENT between Acme Corp. and Widget Ltd.",
@@ -40,11 +45,6 @@ def auth(key: str) -> dict[str, str]:
 
 def cancel_open_inbox_runs() -> None:
     """Leave no Scheduled inbox run behind for the workers of later test modules."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType, FlowRunFilterTags
-    from prefect.client.schemas.objects import StateType
-    from prefect.states import Cancelled
-
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
             tags=FlowRunFilterTags(all_=["inbox"]),

@@ -99,7 +99,9 @@ def _add_image_page(pdf: FPDF, text: str) -> None:
     pdf.image(io.BytesIO(_text_image_png(text)), x=10, y=10, w=190)
 
 
-def make_image_pdf(path: str | Path, pages: int = 1, text: str = "GOVERNING LAW\nThis Agreement is governed by\nthe laws of Delaware.") -> Path:
+def make_image_pdf(
+    path: str | Path, pages: int = 1, text: str = "GOVERNING LAW\nThis Agreement is governed by\nthe laws of Delaware."
+) -> Path:
     """A scanned-style PDF: every page holds only an image (of ``text``), no text layer."""
     pdf = _new_pdf()
     for _ in range(pages):
@@ -190,7 +192,8 @@ def minimal_pdf(objects: list[str | bytes], root: int = 1) -> bytes:
     offsets = []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + (body if isinstance(body, bytes) else body.encode("latin-1")) + b"\nendobj\n"
+        data = body if isinstance(body, bytes) else body.encode("latin-1")
+        out += f"{number} 0 obj\n".encode() + data + b"\nendobj\n"
     xref = len(out)
     out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
     for offset in offsets:
@@ -256,7 +259,8 @@ def _lines(text: str, width: int = 95) -> list[str]:
     return [line for paragraph in text.split("\n") for line in (textwrap.wrap(paragraph, width) or [""])]
 
 
-def _page_pdf(content: bytes, *, resources: str = "", extra: list[str | bytes] = (), font: list[str] | None = None) -> bytes:
+def _page_pdf(content: bytes, *, resources: str = "", extra: list[str | bytes] = (),
+              font: list[str] | None = None) -> bytes:
     """One Letter page drawing ``content`` with /F1 (Helvetica, WinAnsi unless ``font`` gives objects 5.. )."""
     compressed = zlib.compress(content, 9)
     stream = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(compressed) + compressed + b"\nendstream"
@@ -318,7 +322,8 @@ def make_hidden_text_pdf(path: str | Path, visible: str, hidden: str, how: str =
         resources += " /XObject << /Fm1 6 0 R >>"
         parts.insert(1, b"q 1 0 0 1 72 %d cm /Fm1 Do Q" % hidden_y)
     elif not spec.get("same_line"):
-        before = spec.get("before", b"").replace(b"%(y)d", b"%d" % hidden_y).replace(b"%(box_y)d", b"%d" % (hidden_y - 5))
+        before = (spec.get("before", b"").replace(b"%(y)d", b"%d" % hidden_y)
+                  .replace(b"%(box_y)d", b"%d" % (hidden_y - 5)))
         x, hy = spec.get("x", 72), spec.get("y", hidden_y)
         size = spec.get("size", 11)
         parts.insert(1, b"q %s BT %s /F1 %s Tf %d %d Td %s Tj ET Q" % (

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import secrets
 
 import httpx
 

@@ -43,7 +43,8 @@ class SlackTestClient:
         self.last: tuple[bytes, dict[str, str], str] | None = None
 
     # -- signing and sending -------------------------------------------------------------------
-    def headers(self, body: bytes, *, secret: str | None = None, timestamp: float | str | None = None) -> dict[str, str]:
+    def headers(self, body: bytes, *, secret: str | None = None,
+                timestamp: float | str | None = None) -> dict[str, str]:
         ts = str(int(time.time() if timestamp is None else float(timestamp)))
         return {"Content-Type": FORM, "X-Slack-Request-Timestamp": ts,
                 "X-Slack-Signature": sign(secret or self.secret, ts, body)}

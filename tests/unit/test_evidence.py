@@ -11,23 +11,28 @@ from pathlib import Path
 
 import pytest
 
+from clausegate.gates import run_gate
+from clausegate.gates.model import findings_of
+from clausegate.review.assemble import assemble_review, extract_step
 from clausegate.review.evidence import evidence_for, sentences
 from clausegate.review.offline.extract import extract_offline
 from clausegate.review.offline.model import load_model
 from clausegate.review.passages import split_passages
+from clausegate.review.playbook import load_playbook
 from clausegate.review.prefilter import prefilter
+from clausegate.review.report import render_markdown
 from clausegate.review.schemas import Passage
 from clausegate.review.sections import SectionTracker, from_label, heading_of
-from tests.unit.test_prefilter import make_doc
+from tests.support.contracts import make_doc
+from tools import cuad
 
 CUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "cuad"
-needs_cuad = pytest.mark.skipif(not (CUAD / "manifest.json").is_file(), reason="CUAD data (../shared/data/cuad) not present")
+needs_cuad = pytest.mark.skipif(not (CUAD / "manifest.json").is_file(),
+                                reason="CUAD data (../shared/data/cuad) not present")
 LEADERS = "LeadersonlineInc_20000427_S-1A_EX-10.8_4991089_EX-10.8_Co-Branding Agreement.pdf"
 
 
 def _pages(filename: str) -> list[str]:
-    from tools import cuad
-
     entry = next(e for e in cuad.load_manifest() if e["filename"] == filename)
     return cuad.load_pages(entry)
 
@@ -106,12 +111,6 @@ def test_cuad_possible_gated_clause_reaches_the_gate():
     """Minimum Commitment (gated in the default playbook) scores just under its threshold in this
     contract, which CUAD labels as having one: the review lists it as possible, not missing, and
     the gate asks about it."""
-    from clausegate.gates import run_gate
-    from clausegate.gates.model import findings_of
-    from clausegate.review.playbook import load_playbook
-    from clausegate.review.report import render_markdown
-    from clausegate.review.assemble import assemble_review, extract_step
-
     book = load_playbook("default")
     doc = make_doc(*_pages(NEON))
     fd = prefilter(doc, book.categories)

@@ -8,9 +8,11 @@ import pytest
 
 from clausegate.review.categories import CATEGORIES
 from clausegate.review.offline.extract import category_confidence, extract_offline, extract_thresholds
+from clausegate.review.offline.model import load_model, score_passages
 from clausegate.review.prefilter import prefilter
 from clausegate.review.schemas import Clause, FilteredDocument, Passage
-from tests.unit.test_prefilter import BOILERPLATE, CAP, CONTRACT, GOVERNING_LAW, PREAMBLE, make_doc
+from tests.support.contracts import BOILERPLATE, CAP, CONTRACT, GOVERNING_LAW, PREAMBLE, make_doc
+from tools import cuad
 
 CUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "cuad"
 
@@ -70,8 +72,6 @@ def test_rescores_passages_without_scores_and_handles_empty():
 
 @pytest.mark.skipif(not (CUAD / "manifest.json").is_file(), reason="CUAD data (../shared/data/cuad) not present")
 def test_cuad_holdout_contract_smoke():
-    from tools import cuad
-
     entry = next(e for e in sorted(cuad.load_manifest(), key=lambda e: e["filename"])
                  if cuad.is_holdout(e["filename"]))
     rows = cuad.load_annotations()[entry["filename"]]
@@ -86,8 +86,6 @@ def test_cuad_holdout_contract_smoke():
 
 
 def test_confidence_is_calibrated_and_monotone():
-    from clausegate.review.offline.model import load_model
-
     model = load_model()
     cal = model.metadata["calibration"]
     assert cal["a"] > 0  # a higher score never shows a lower confidence
@@ -98,8 +96,6 @@ def test_confidence_is_calibrated_and_monotone():
 
 
 def test_thresholds_have_a_floor_and_no_clause_has_near_zero_confidence():
-    from clausegate.review.offline.model import load_model
-
     model = load_model()
     thresholds = extract_thresholds(list(CATEGORIES))
     assert min(thresholds.values()) >= 0.05
@@ -110,8 +106,6 @@ def test_thresholds_have_a_floor_and_no_clause_has_near_zero_confidence():
 
 
 def test_keyword_priors_are_valid_and_applied():
-    from clausegate.review.offline.model import load_model, score_passages
-
     model = load_model()
     assert model.version >= "cuad-tfidf-lr-1.1"
     priors = model.metadata.get("keyword_priors", {})

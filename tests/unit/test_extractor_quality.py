@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -18,11 +19,13 @@ import numpy as np
 import pytest
 
 from clausegate.review.offline.model import MODEL_DIR
+from tools import cuad
 
 REPO = Path(__file__).resolve().parents[2]
 CUAD = REPO.parent / "shared" / "data" / "cuad"
 FLOOR = json.loads((Path(__file__).parent / "extractor_floor.json").read_text())
-pytestmark = pytest.mark.skipif(not (CUAD / "manifest.json").is_file(), reason="CUAD data (../shared/data/cuad) not present")
+pytestmark = pytest.mark.skipif(not (CUAD / "manifest.json").is_file(),
+                                reason="CUAD data (../shared/data/cuad) not present")
 
 
 def _train(out: Path) -> None:
@@ -44,13 +47,9 @@ def test_training_is_deterministic(tmp_path):
 
 
 def test_shipped_model_is_trained_on_train_only():
-    from tools import cuad
-
     meta = json.loads((MODEL_DIR / "offline_model.json").read_text())
     train = sorted(e["filename"] for e in cuad.load_manifest() if not cuad.is_holdout(e["filename"]))
     assert meta["split"] == cuad.SPLIT_NAME and meta["n_train_contracts"] == len(train)
-    import hashlib
-
     assert meta["train_contracts_sha256"] == hashlib.sha256("\n".join(train).encode()).hexdigest()
     assert not any(cuad.is_holdout(f) for f in train)
     assert all(cuad.is_holdout(f) for f in FLOOR["contracts"])
@@ -58,8 +57,8 @@ def test_shipped_model_is_trained_on_train_only():
 
 def test_holdout_sample_micro_f1_does_not_regress():
     sys.path.insert(0, str(REPO / "bench"))
-    from extractor import evaluate  # bench/extractor.py
-    from prefilter import load_holdout  # bench/prefilter.py
+    from extractor import evaluate  # local import: bench/extractor.py, importable once bench/ is on sys.path
+    from prefilter import load_holdout  # local import: bench/prefilter.py, likewise
 
     docs = [d for d in load_holdout(0) if d[0]["filename"] in set(FLOOR["contracts"])]
     assert len(docs) == len(FLOOR["contracts"])

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from clausegate.demo.model_server import FakeModelServer, prompts_of
-from tests.support.fake_model import KEY, anthropic_server, fake_model_server, openai_server, replies  # noqa: F401
+from tests.support.fake_model import KEY, fake_model_server, replies
 
 ANTHROPIC_HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "content-type": "application/json"}
 OPENAI_HEADERS = {"authorization": f"Bearer {KEY}"}

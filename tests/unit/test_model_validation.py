@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from clausegate.errors import PlaybookError
+from clausegate.pipeline.cascade import final_status, merge_findings
+from clausegate.providers.structured import parse_json_object
 from clausegate.review.llm.extract import (
     ModelAnswer,
     PromptPassage,
@@ -13,9 +17,7 @@ from clausegate.review.llm.extract import (
     min_quote_words,
     render_extraction_prompt,
 )
-from clausegate.pipeline.cascade import final_status, merge_findings
 from clausegate.review.playbook import REQUESTS_PER_ATTEMPT, check_step_timeouts, parse_playbook
-from clausegate.providers.structured import parse_json_object
 from clausegate.review.schemas import Clause
 
 CAP = ("Supplier's aggregate liability under this Agreement shall not exceed the <Cap Amount> "
@@ -26,7 +28,8 @@ GOV = "This Agreement shall be governed by the laws of the State of New York."
 
 
 def prompt():
-    passages = [PromptPassage(id="p0", page=2, text=GOV, score=0.5), PromptPassage(id="p1", page=3, text=CAP, score=0.9),
+    passages = [PromptPassage(id="p0", page=2, text=GOV, score=0.5),
+                PromptPassage(id="p1", page=3, text=CAP, score=0.9),
                 PromptPassage(id="p2", page=4, text=LD, score=0.8)]
     return render_extraction_prompt("c" * 64, ["Cap on Liability", "Liquidated Damages", "Governing Law"], passages)
 
@@ -37,8 +40,6 @@ def ground(*clauses):
 
 
 def _json(value) -> str:
-    import json
-
     return json.dumps(value)
 
 
@@ -49,7 +50,7 @@ def item(category, passage, text, confidence=0.9):
 def test_prompt_shows_passages_neutralised_and_asks_for_enough_words():
     user = prompt().user
     assert "‹Cap Amount›" in user and "<Cap Amount>" not in user
-    assert f'"Cap on Liability": ' in user and f"quote at least {min_quote_words('Cap on Liability')} words" in user
+    assert '"Cap on Liability": ' in user and f"quote at least {min_quote_words('Cap on Liability')} words" in user
 
 
 def test_whitespace_only_quote_is_dropped_with_a_notice_and_the_rest_is_kept():
@@ -71,7 +72,8 @@ def test_verbatim_quote_of_neutralised_text_maps_back_to_the_raw_text():
     seen_by_model = "aggregate liability under this Agreement shall not exceed the ‹Cap Amount› set out in Schedule 2"
     (clause,), notices = ground(item("Cap on Liability", "p1", seen_by_model))
     assert notices == []
-    assert clause.text == "aggregate liability under this Agreement shall not exceed the <Cap Amount> set out in Schedule 2"
+    assert clause.text == ("aggregate liability under this Agreement shall not exceed the <Cap Amount> "
+                           "set out in Schedule 2")
     (clause,), _ = ground(item("Cap on Liability", "p1", "and damages › 5% of the fees are excluded."))
     assert clause.text == "and damages > 5% of the fees are excluded."
     # a model that un-neutralises the characters itself is grounded too; whitespace and case are free
@@ -108,7 +110,8 @@ def found(category, text, page=3, confidence=0.9):
 
 
 def test_model_finding_nothing_never_removes_an_offline_finding():
-    ours = [offline("Liquidated Damages", LD), offline("Insurance", "insurance text"), offline("Audit Rights", "audit text")]
+    ours = [offline("Liquidated Damages", LD), offline("Insurance", "insurance text"),
+            offline("Audit Rights", "audit text")]
     clauses, notices, gate = merge_findings(ours, [], ["Liquidated Damages", "Audit Rights"], model="m",
                                             must_confirm={"Liquidated Damages"})
     assert {c.category for c in clauses} == {"Liquidated Damages", "Insurance", "Audit Rights"}
@@ -122,7 +125,8 @@ def test_model_finding_nothing_never_removes_an_offline_finding():
 def test_model_quoting_other_text_is_a_dispute_with_both_sides_and_adds_its_clause():
     ours = [offline("Cap on Liability", LD, page=4)]
     theirs = [found("Cap on Liability", "shall not exceed the <Cap Amount>", page=3)]
-    clauses, notices, gate = merge_findings(ours, theirs, ["Cap on Liability"], model="m", must_confirm={"Cap on Liability"})
+    clauses, notices, gate = merge_findings(ours, theirs, ["Cap on Liability"], model="m",
+                                            must_confirm={"Cap on Liability"})
     kept = next(c for c in clauses if c.source == "offline")
     assert kept.text == LD and kept.dispute.model_found == "other"
     assert kept.dispute.model_text == "shall not exceed the <Cap Amount>" and kept.dispute.model_pages == [3]

@@ -48,17 +48,49 @@ def test_split_groups_clauses_and_keeps_page_text():
     assert all(len(p) <= LIMIT for p in passages)
 
 
-def test_deterministic():
-    assert split_passages(PAGE) == split_passages(PAGE)
+TERMS = textwrap.dedent(
+    """\
+    SCHEDULE OF TERMS
+    1. Payment. Customer shall pay each undisputed invoice within thirty (30) days of receipt. Late pay-
+    ments bear interest at one percent (1%) per month. The Supplier's finance officer receives
+    all notices of dispute on behalf of the Supplier, in writing and by registered mail to the address above.
+    2. Term. This Agreement starts on the Effective Date and continues for three (3) years unless either
+    party terminates it earlier in accordance with Section 9 (Termination) of this Agreement, provided
+    that the terminating party has given at least ninety (90) days' written notice to the other party.
+    (a) Renewal. Thereafter it renews for successive one-year terms.
+    """
+)
+
+
+def test_fixed_page_gives_these_passages():
+    """A heading leads the clause after it, a clause number starts a passage, a word hyphenated at a line end is
+    joined again, lines are joined with single spaces, and a short sub-clause at the page end stays with its clause."""
+    assert split_passages(TERMS) == [
+        "SCHEDULE OF TERMS 1. Payment. Customer shall pay each undisputed invoice within thirty (30) days of receipt. "
+        "Late payments bear interest at one percent (1%) per month. The Supplier's finance officer receives all "
+        "notices of dispute on behalf of the Supplier, in writing and by registered mail to the address above.",
+        "2. Term. This Agreement starts on the Effective Date and continues for three (3) years unless either party "
+        "terminates it earlier in accordance with Section 9 (Termination) of this Agreement, provided that the "
+        "terminating party has given at least ninety (90) days' written notice to the other party. (a) Renewal. "
+        "Thereafter it renews for successive one-year terms.",
+    ]
+
+
+def test_small_passages_end_at_sentence_ends():
+    """With a small size limit a clause is packed into several passages, each of whole sentences."""
+    passages = split_passages(TERMS, max_chars=150, min_chars=50)
+    assert len(passages) == 5, passages
+    assert all(p.endswith(".") for p in passages), passages
+    assert " ".join(passages).split() == " ".join(split_passages(TERMS)).split()  # same words, same order
 
 
 def test_no_nltk_data_needed(tmp_path):
     """Run in a fresh interpreter whose NLTK data path is an empty folder."""
     code = (
-        "import nltk; nltk.data.path[:] = [%r];"
+        f"import nltk; nltk.data.path[:] = [{str(tmp_path)!r}];"
         "from clausegate.review.passages import split_passages;"
         "ps = split_passages('The Seller shall deliver. The Buyer shall pay. Dr. Smith signs.');"
-        "assert ps and 'Buyer shall pay' in ps[0], ps; print('ok')" % str(tmp_path)
+        "assert ps and 'Buyer shall pay' in ps[0], ps; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={"NLTK_DATA": str(tmp_path), "PATH": ""})

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from clausegate.review.document import sandbox
 from clausegate.errors import ConfigurationError, DocumentError
-from clausegate.review.document.sandbox import fingerprint, normalise_text, parse_pdf
+from clausegate.review.document import codes, sandbox
+from clausegate.review.document.sandbox import fingerprint, parse_pdf
+from clausegate.review.document.worker import normalise_text
 from clausegate.review.schemas import ParsedDocument
 from tests.support import pdf_factory as factory
 
@@ -41,15 +42,6 @@ def expect_error(path: Path, code: str, **kwargs) -> DocumentError:
     assert path.name in error.message, "the message names the file"
     assert str(error).startswith(f"[{code}]") and "Next step:" in str(error)
     return error
-
-
-@pytest.fixture
-def no_tesseract(monkeypatch, tmp_path):
-    """A PATH on which no `tesseract` exists (the test machine may or may not have one)."""
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    assert shutil.which("tesseract") is None
 
 
 def _script(path: Path, body: str) -> Path:
@@ -108,7 +100,7 @@ def test_fingerprint_refuses_files_over_the_size_cap(tmp_path):
     assert error.code == "CG-PDF-TOO-LARGE"
     assert "MB" in error.message and "limit" in error.message
     assert "max_file_mb" in error.hint
-    assert sandbox.DEFAULT_MAX_FILE_BYTES == 50 * 1024 * 1024
+    assert codes.DEFAULT_MAX_FILE_BYTES == 50 * 1024 * 1024
     assert fingerprint(path).size_bytes > 1000  # the default cap accepts it
 
 
@@ -174,7 +166,8 @@ def test_normalise_text_is_light():
 # --------------------------------------------------------------------------------- input errors
 @pytest.mark.parametrize(
     ("kind", "looks_like"),
-    [("png", "PNG image"), ("text", "plain text"), ("docx", "ZIP archive"), ("html", "HTML page"), ("empty", "empty file")],
+    [("png", "PNG image"), ("text", "plain text"), ("docx", "ZIP archive"), ("html", "HTML page"),
+     ("empty", "empty file")],
 )
 def test_not_a_pdf(tmp_path, kind, looks_like):
     path = factory.make_not_pdf(tmp_path / f"contract-{kind}.pdf", kind)
@@ -257,7 +250,8 @@ def test_image_only_pdf_with_ocr_off_is_no_text(tmp_path, fake_tesseract):
 def test_page_without_text_layer_gets_a_notice(tmp_path, no_tesseract):
     path = factory.make_mixed_pdf(tmp_path / "mixed.pdf", ["Page one has text.", None, "Page three has text."])
     doc = parse(path)
-    assert [(p.number, p.needs_ocr, p.ocr_used) for p in doc.pages] == [(1, False, False), (2, True, False), (3, False, False)]
+    assert [(p.number, p.needs_ocr, p.ocr_used) for p in doc.pages] == [
+        (1, False, False), (2, True, False), (3, False, False)]
     assert doc.pages[1].text == ""
     assert [(n.code, n.page) for n in doc.notices] == [("CG-PDF-NEEDS-OCR", 2)]
     assert "apt-get install tesseract-ocr" in doc.notices[0].message
@@ -381,7 +375,7 @@ def test_errors_keep_code_and_hint_through_pickle():
         copy = pickle.loads(pickle.dumps(error))
         assert (type(copy), copy.code, copy.hint, copy.transient) == (type(error), error.code, "h", error.transient)
     assert sandbox.PdfWorkerError("m").transient and not DocumentError("m").transient
-    assert len(set(sandbox.ERROR_CODES)) == len(sandbox.ERROR_CODES)
+    assert len(set(codes.ERROR_CODES)) == len(codes.ERROR_CODES)
 
 
 # --------------------------------------------------------------------------------- real contracts
@@ -415,7 +409,8 @@ def test_cuad_pdf_pages_match_the_labels():
     assert len(doc.pages) == reader_pages > 0
     assert doc.filename == path.name
 
-    squash = lambda text: re.sub(r"\s+", " ", text).strip()  # noqa: E731
+    def squash(text: str) -> str:
+        return re.sub(r"\s+", " ", text).strip()
     spans = []
     with (CUAD_DIR / "annotations.jsonl").open(encoding="utf-8") as fh:
         for line in fh:

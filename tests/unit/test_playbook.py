@@ -1,7 +1,7 @@
 import pytest
 
-from clausegate.review.categories import CATEGORIES
 from clausegate.errors import PlaybookError
+from clausegate.review.categories import CATEGORIES
 from clausegate.review.playbook import builtin_playbooks, load_playbook, parse_playbook
 
 
@@ -26,7 +26,8 @@ def test_category_names_are_canonicalised():
         ("name: x\ncategories: [Not A Category]\n", "categories"),
         ("name: x\ncategories: [Insurance]\nsteps: {parse: {timeout_secs: 3}}\n", "steps.parse.timeout_secs"),
         ("name: x\ncategories: [Insurance]\nsteps: {extract: {retries: -1}}\n", "steps.extract.retries"),
-        ("name: x\ncategories: [Insurance]\ngates: [{category: Audit Rights}]\n", "gates names categories not in 'categories'"),
+        ("name: x\ncategories: [Insurance]\ngates: [{category: Audit Rights}]\n",
+         "gates names categories not in 'categories'"),
         ("name: X Y\ncategories: [Insurance]\n", "name"),
         ("categories: [Insurance]\n", "name"),
         ("name: x\ncategories: []\n", "categories"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
@@ -12,43 +11,7 @@ from clausegate.review.categories import CATEGORIES
 from clausegate.review.offline.model import MODEL_DIR, load_model, score_passages
 from clausegate.review.passages import count_tokens, split_passages
 from clausegate.review.prefilter import prefilter
-from clausegate.review.schemas import Page, ParsedDocument
-
-PREAMBLE = (
-    "MASTER SERVICES AGREEMENT\n"
-    "This Master Services Agreement (the \"Agreement\") is entered into as of March 1, 2021 (the \"Effective Date\") "
-    "by and between Acme Widgets, Inc., a Delaware corporation (\"Acme\"), and Globex Corporation, a New York "
-    "corporation (\"Customer\").\n"
-    "WHEREAS, Acme provides hosted software services; and WHEREAS, Customer wishes to obtain such services.\n"
-)
-BOILERPLATE = (
-    "4. Counterparts. This Agreement may be executed in one or more counterparts, each of which shall be deemed an "
-    "original, and all of which together shall constitute one and the same instrument.\n"
-    "5. Headings. The headings in this Agreement are for convenience of reference only and shall not affect its "
-    "interpretation.\n"
-    "6. Severability. If any provision of this Agreement is held invalid, the remaining provisions shall continue "
-    "in full force and effect.\n"
-    "7. Relationship of the Parties. The parties are independent contractors and nothing herein creates a "
-    "partnership, joint venture or agency relationship.\n"
-)
-GOVERNING_LAW = (
-    "12. Governing Law. This Agreement shall be governed by and construed in accordance with the laws of the "
-    "State of New York, without giving effect to any choice or conflict of law provision or rule.\n"
-)
-CAP = (
-    "13. Limitation of Liability. IN NO EVENT SHALL EITHER PARTY'S AGGREGATE LIABILITY ARISING OUT OF OR RELATED "
-    "TO THIS AGREEMENT EXCEED THE TOTAL AMOUNT PAID BY CUSTOMER HEREUNDER IN THE TWELVE (12) MONTHS PRECEDING "
-    "THE EVENT GIVING RISE TO THE LIABILITY.\n"
-)
-
-
-def make_doc(*page_texts: str, needs_ocr: tuple[int, ...] = ()) -> ParsedDocument:
-    pages = [Page(number=i, text=t, needs_ocr=i in needs_ocr) for i, t in enumerate(page_texts, start=1)]
-    cid = hashlib.sha256("".join(page_texts).encode()).hexdigest()
-    return ParsedDocument(contract_id=cid, filename="synthetic.pdf", pages=pages)
-
-
-CONTRACT = make_doc(PREAMBLE, BOILERPLATE, GOVERNING_LAW + CAP, BOILERPLATE)
+from tests.support.contracts import BOILERPLATE, CONTRACT, GOVERNING_LAW, make_doc
 
 
 def test_artifact_loads_without_pickle_and_has_metadata():

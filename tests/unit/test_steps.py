@@ -1,11 +1,13 @@
 """Partial-failure path: a step whose input lacks a field stops and names it."""
 
+import pickle
+
 import pytest
 
-from clausegate.review import assemble
 from clausegate.errors import StepInputError
+from clausegate.review import assemble
 from clausegate.review.report import render_markdown
-from clausegate.review.schemas import FilteredDocument, Page, ParsedDocument, Passage
+from clausegate.review.schemas import FilteredDocument, Notice, Page, ParsedDocument, Passage
 
 CID = "a" * 64
 
@@ -49,8 +51,6 @@ def test_failed_review_is_explicit_and_renders():
 
 
 def test_step_input_error_survives_pickling():
-    import pickle
-
     error = pickle.loads(pickle.dumps(StepInputError("extract", "passages", "is missing")))
     assert error.field == "passages" and error.code == "CG-STEP-INPUT"
     assert str(error) == str(StepInputError("extract", "passages", "is missing"))
@@ -59,8 +59,6 @@ def test_step_input_error_survives_pickling():
 @pytest.mark.parametrize("code", ["CG-PDF-HIDDEN-TEXT", "CG-PDF-GARBLED-TEXT", "CG-PDF-INTEGRITY-UNCHECKED"])
 def test_integrity_warning_gates_the_review(code):
     """A document-integrity warning makes the gate ask a person, even with no gated clause."""
-    from clausegate.review.schemas import Notice
-
     notice = Notice(code=code, message="“Ignore previous instructions” is hidden text on page 1", page=1)
     document = ParsedDocument(contract_id=CID, filename="x.pdf", pages=[Page(number=1, text="t")], notices=[notice])
     filtered = FilteredDocument(contract_id=CID, passages=[Passage(page=1, text="t", score=1.0)],

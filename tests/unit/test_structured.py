@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from pydantic import BaseModel, Field
 from prefect.states import Failed
+from pydantic import BaseModel, Field
 
 from clausegate.demo.model_server import prompts_of
 from clausegate.providers import InvalidOutput, OutputTruncated, complete_json
 from clausegate.providers.retry import retry_condition
 from clausegate.providers.structured import _Unusable, parse_json_object
-from tests.support.fake_model import client_for, fresh_cooldowns, model_server, replies  # noqa: F401 (fixtures)
+from clausegate.review.llm.extract import ModelAnswer
+from tests.support.fake_model import client_for, replies
 
 GOOD = {"clauses": [{"category": "Governing Law", "text": "laws of Delaware", "pages": [3], "confidence": 0.9}]}
 MISSING_PAGES = {"clauses": [{"category": "Governing Law", "text": "laws of Delaware", "confidence": 0.9}]}
@@ -126,8 +127,6 @@ def test_parse_json_object_refuses(text):
 
 def test_extraction_answer_is_parsed_leniently_so_a_bad_clause_costs_no_repair_call(model_server):
     """The envelope must be valid; clauses are checked one by one later (model_extraction.ground_answer)."""
-    from clausegate.review.llm.extract import ModelAnswer
-
     bad_and_good = {"clauses": [{"category": "Governing Law"}, {"text": "   ", "confidence": 7}, GOOD["clauses"][0]]}
     model_server.responder = replies(bad_and_good)
     answer, responses = complete_json(client_for(model_server), "sys", "find clauses", ModelAnswer, max_tokens=500)
@@ -135,8 +134,6 @@ def test_extraction_answer_is_parsed_leniently_so_a_bad_clause_costs_no_repair_c
 
 
 def test_extraction_repair_prompt_shows_the_strict_schema(model_server):
-    from clausegate.review.llm.extract import ModelAnswer
-
     model_server.responder = replies({"clauses": "none"}, {"clauses": []})
     answer, responses = complete_json(client_for(model_server), "sys", "find clauses", ModelAnswer, max_tokens=500)
     assert answer.clauses == [] and len(responses) == 2

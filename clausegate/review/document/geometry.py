@@ -71,7 +71,10 @@ class Path:
         if len(sub) < 3:  # a point or a line encloses nothing
             return
         box = bbox(sub)
-        corner = lambda v, a, b: abs(v - a) < 0.01 or abs(v - b) < 0.01  # noqa: E731
+
+        def corner(v: float, a: float, b: float) -> bool:
+            return abs(v - a) < 0.01 or abs(v - b) < 0.01
+
         if len(sub) == 4 and all(corner(x, box[0], box[2]) and corner(y, box[1], box[3]) for x, y in sub):
             self.rects.append(box)
         else:

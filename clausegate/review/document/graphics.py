@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pypdf.generic import ContentStream, NameObject
+
 from clausegate.review.document.geometry import Path
 from clausegate.review.document.geometry import apply as _apply
 from clausegate.review.document.geometry import bbox as _bbox
@@ -81,7 +83,7 @@ class Scan:
 
     shows: dict[int, set[str]] = field(default_factory=dict)
     # Do index -> (form, its resources, its operators, its scan)
-    forms: dict[int, tuple[Any, Any, list, "Scan"]] = field(default_factory=dict)
+    forms: dict[int, tuple[Any, Any, list, Scan]] = field(default_factory=dict)
 
     def has_hidden(self) -> bool:
         return any(self.shows.values()) or any(s.has_hidden() for *_, s in self.forms.values())
@@ -141,13 +143,13 @@ def _get(obj: Any, key: str) -> Any:
         obj = obj.get_object() if obj is not None else None
         value = obj.get(key) if hasattr(obj, "get") else None
         return value.get_object() if value is not None else None
-    except Exception:  # noqa: BLE001 - a broken reference is "absent"
+    except Exception:  # a broken reference is "absent"
         return None
 
 
 def _same(colour: Any, background: Any) -> bool:
     comparable = isinstance(colour, tuple) and isinstance(background, tuple)
-    return comparable and max(abs(a - b) for a, b in zip(colour, background)) <= COLOUR_TOLERANCE
+    return comparable and max(abs(a - b) for a, b in zip(colour, background, strict=True)) <= COLOUR_TOLERANCE
 
 
 def _text_bytes(operator: bytes, operands: list[Any]) -> tuple[int, int]:
@@ -288,7 +290,7 @@ class Scanner:
                     self.draw(index, operands[0], resources, gs, stack, result)
             except (MemoryError, RecursionError):
                 raise
-            except Exception:  # noqa: BLE001 - a malformed operator is skipped, as pypdf does
+            except Exception:  # a malformed operator is skipped, as pypdf does
                 continue
         return result
 
@@ -351,8 +353,6 @@ class Scanner:
 
 def _parsed(stream: Any, pdf: Any) -> Any:
     """``stream`` as a ContentStream built the way pypdf's extract_text() builds one (same operators)."""
-    from pypdf.generic import ContentStream, NameObject
-
     if isinstance(stream, ContentStream):
         return stream
     parsed = ContentStream(stream, pdf, "bytes")

@@ -23,6 +23,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pypdf import PageObject
+from pypdf.generic import ArrayObject, ContentStream, DictionaryObject, NameObject, StreamObject
+
 from clausegate.review.document.geometry import intersect as _intersect
 from clausegate.review.document.graphics import Scan, Scanner, State, _get
 
@@ -58,8 +61,6 @@ def _page_box(page: Any) -> tuple | None:
 def _rewrite(ops: list, scan: Scan, keep_hidden: bool, resources: Any, pdf: Any, names: list[int]) -> tuple[list, Any]:
     """The operators without the hidden text (or, keep_hidden, without the visible text); new resources
     when a form had to be rewritten (it gets a new name in a copy of the /XObject dictionary)."""
-    from pypdf.generic import ContentStream, DictionaryObject, NameObject
-
     out: list = []
     xobjects = None
     for index, (operands, op) in enumerate(ops):
@@ -100,9 +101,6 @@ def _rewrite(ops: list, scan: Scan, keep_hidden: bool, resources: Any, pdf: Any,
 
 
 def _extract_rewritten(page: Any, ops: list, scan: Scan, keep_hidden: bool, resources: Any, pdf: Any) -> str:
-    from pypdf import PageObject
-    from pypdf.generic import ContentStream, NameObject
-
     new_ops, new_resources = _rewrite(ops, scan, keep_hidden, resources, pdf, [])
     clone = PageObject(pdf=pdf)
     clone.update(page)
@@ -120,8 +118,6 @@ def _noop(*_: Any) -> None:
 
 def read_page(page: Any, pdf: Any) -> tuple[str, HiddenText | None]:
     """The page's text without hidden text, and what was hidden (None when nothing was)."""
-    from pypdf.generic import ArrayObject, ContentStream, NameObject, StreamObject
-
     contents = page.get("/Contents")
     if not isinstance(contents.get_object() if contents is not None else None, (ArrayObject, StreamObject)):
         return page.extract_text() or "", None  # no content stream: nothing to check

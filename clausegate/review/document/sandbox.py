@@ -12,8 +12,8 @@ Public API
     ``timeout_seconds`` and ``memory_mb``; it cannot crash or hang the caller.
 
 Every failure is a :class:`~clausegate.errors.DocumentError` whose ``code`` is one of the
-``CG-PDF-*`` constants below, with a message (what failed, why) and a hint (what to do).
-Soft problems (a page without a text layer, OCR used, an empty password) come back as
+``CG-PDF-*`` constants of :mod:`clausegate.review.document.codes`, with a message (what failed,
+why) and a hint (what to do).  Soft problems (a page without a text layer, OCR used, an empty password) come back as
 :class:`~clausegate.review.schemas.Notice` entries on the document, never silently.
 
 The document is untrusted in a second sense: what ClauseGate reads may not be what a person
@@ -29,8 +29,9 @@ sees.  The worker (:mod:`clausegate.review.document.worker`) therefore also
 These integrity notices (``INTEGRITY_CODES``) make the review ask a person
 (:func:`clausegate.review.assemble.assemble_review` gates them as ``INTEGRITY_CATEGORY``).
 
-Text is normalised lightly: NULs removed, CR/CRLF turned into LF, other control characters
-(except tab and LF) replaced by a space, lone surrogates replaced by U+FFFD.  Line breaks are
+Text is normalised lightly (:func:`clausegate.review.document.worker.normalise_text`): NULs
+removed, CR/CRLF turned into LF, other control characters (except tab and LF) replaced by a
+space, lone surrogates replaced by U+FFFD.  Line breaks are
 kept; otherwise the text is pypdf's ``extract_text()`` of the page (of its visible text only,
 when hidden text was found on it).
 
@@ -54,21 +55,30 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clausegate.errors import ConfigurationError, DocumentError
-from clausegate.review.schemas import ContractSource, Notice, Page, ParsedDocument
-
-# Codes, limits and setting names live in clausegate.review.document.codes (shared with the worker); they are
-# re-exported here, where callers have always imported them from.
-from clausegate.review.document.codes import (  # noqa: F401
-    CHANGED, CORRUPT, CRYPTO_MISSING, DEFAULT_MAX_CHARS, DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_MB,
-    DEFAULT_TIMEOUT_SECONDS, EMPTY, ENCRYPTED, ERROR_CODES, EXIT_NO_MEMORY, INTEGRITY_CATEGORY, INTEGRITY_CODES,
-    MIN_MEMORY_MB, NO_TEXT, NOT_FOUND, NOT_PDF, NOTICE_CODES, NOTICE_DECRYPTED_EMPTY_PASSWORD,
-    NOTICE_GARBLED_TEXT, NOTICE_HIDDEN_TEXT, NOTICE_INTEGRITY_UNCHECKED, NOTICE_NEEDS_OCR, NOTICE_OCR_USED,
-    NOTICE_PAGE_UNREADABLE, OCR_MAX_IMAGES_PER_PAGE, OCR_MAX_SECONDS_PER_IMAGE, PARSER_VERSION, SETTING_MAX_CHARS,
-    SETTING_MAX_FILE, SETTING_MEMORY, SETTING_OCR, SETTING_TIMEOUT, TESSERACT_INSTALL, TIMEOUT, TOO_COMPLEX,
-    TOO_LARGE, TOO_MUCH_TEXT, UNREADABLE, WORKER_FAILED,
+from clausegate.review.document.codes import (
+    CHANGED,
+    CORRUPT,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_SECONDS,
+    EXIT_NO_MEMORY,
+    MIN_MEMORY_MB,
+    NOT_FOUND,
+    NOT_PDF,
+    SETTING_MAX_CHARS,
+    SETTING_MAX_FILE,
+    SETTING_MEMORY,
+    SETTING_OCR,
+    SETTING_TIMEOUT,
+    TIMEOUT,
+    TOO_COMPLEX,
+    TOO_LARGE,
+    UNREADABLE,
+    WORKER_FAILED,
 )
 from clausegate.review.document.codes import failure as _failure
-from clausegate.review.document.worker import normalise_text  # noqa: F401
+from clausegate.review.schemas import ContractSource, Notice, Page, ParsedDocument
 
 log = logging.getLogger(__name__)
 
@@ -174,9 +184,11 @@ def parse_pdf(
     if ocr not in ("auto", "off"):
         raise ConfigurationError(f"parse_pdf: ocr must be 'auto' or 'off', not {ocr!r}.", hint=f"fix {SETTING_OCR}.")
     if max_chars <= 0:
-        raise ConfigurationError(f"parse_pdf: max_chars must be positive, not {max_chars}.", hint=f"fix {SETTING_MAX_CHARS}.")
+        raise ConfigurationError(f"parse_pdf: max_chars must be positive, not {max_chars}.",
+                                 hint=f"fix {SETTING_MAX_CHARS}.")
     if not timeout_seconds > 0:
-        raise ConfigurationError(f"parse_pdf: timeout_seconds must be positive, not {timeout_seconds}.", hint=f"fix {SETTING_TIMEOUT}.")
+        raise ConfigurationError(f"parse_pdf: timeout_seconds must be positive, not {timeout_seconds}.",
+                                 hint=f"fix {SETTING_TIMEOUT}.")
     if memory_mb < MIN_MEMORY_MB:
         raise ConfigurationError(
             f"parse_pdf: memory_mb={memory_mb} is below the {MIN_MEMORY_MB} MB the parser process needs to start.",
@@ -195,7 +207,8 @@ def parse_pdf(
     if not result.get("ok"):
         code = str(result.get("code") or CORRUPT)
         cls = PdfWorkerError if code == WORKER_FAILED else DocumentError
-        raise cls(f"'{name}': {result.get('message', 'the PDF could not be parsed.')}", hint=str(result.get("hint", "")), code=code)
+        raise cls(f"'{name}': {result.get('message', 'the PDF could not be parsed.')}",
+                  hint=str(result.get("hint", "")), code=code)
 
     try:
         pages = [Page(**p) for p in result["pages"]]
@@ -204,7 +217,8 @@ def parse_pdf(
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise PdfWorkerError(
             f"'{name}': the parser process returned an unexpected result ({type(exc).__name__}: {exc}).",
-            hint="this is a ClauseGate bug or a mismatched installation; rerun, and report it with the file if it repeats.",
+            hint="this is a ClauseGate bug or a mismatched installation; "
+                 "rerun, and report it with the file if it repeats.",
         ) from exc
 
 
@@ -257,7 +271,8 @@ def check_pdf_magic(name: str, data: bytes) -> None:
         if not what:
             head = data[:_MAGIC_WINDOW].lstrip().lower()
             if head.startswith((b"<!doctype html", b"<html")):
-                what, todo = "an HTML page", "the download probably saved an error or login page; download the PDF again"
+                what = "an HTML page"
+                todo = "the download probably saved an error or login page; download the PDF again"
             else:
                 try:
                     data[:_MAGIC_WINDOW].decode("utf-8")
@@ -348,7 +363,8 @@ _WORKER_BOOT = (
     "from clausegate.review.document.worker import _worker_main; sys.exit(_worker_main(sys.argv[2:]))"
 )
 # The worker handles hostile input: it gets only the variables it needs, never API keys or tokens.
-_WORKER_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "HOME", "TESSDATA_PREFIX", "SYSTEMROOT")
+_WORKER_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "HOME", "TESSDATA_PREFIX",
+                    "SYSTEMROOT")
 
 
 def _worker_env() -> dict[str, str]:

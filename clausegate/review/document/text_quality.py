@@ -158,7 +158,7 @@ def garbled(quality: Quality, suspicious_fonts: list[str] = ()) -> bool:
 def _dict(obj: Any) -> Any:
     try:
         return obj.get_object() if obj is not None else None
-    except Exception:  # noqa: BLE001
+    except Exception:  # a broken reference is "absent"
         return None
 
 
@@ -170,7 +170,7 @@ def suspicious_fonts(page: Any) -> list[str]:
         resources = _dict(page.get_inherited("/Resources", None))
         fonts = _dict(resources.get("/Font")) if resources is not None else None
         items = list(fonts.items()) if fonts is not None else []
-    except Exception:  # noqa: BLE001 - malformed resources: no evidence either way
+    except Exception:  # malformed resources: no evidence either way
         return out
     for name, ref in items[:64]:
         font = _dict(ref)

@@ -1,13 +1,12 @@
-"""The sandboxed side of :func:`clausegate.review.document.sandbox.parse_pdf`: runs as ``python -I -c <boot>`` in a child
-process under an address-space cap and an alarm, reads the PDF's bytes on stdin and writes one JSON
-result on stdout (``{"ok": true, "pages": [...], "notices": [...]}`` or a failure with a
-``CG-PDF-*`` code, message and hint).  Never imported for its side effects by the parent except
-for :func:`normalise_text`.
+"""The sandboxed side of :func:`clausegate.review.document.sandbox.parse_pdf`: runs as ``python -I -c <boot>``
+in a child process under an address-space cap and an alarm, reads the PDF's bytes on stdin and writes one JSON
+result on stdout (``{"ok": true, "pages": [...], "notices": [...]}`` or a failure with a ``CG-PDF-*`` code,
+message and hint).  The parent never imports it (it loads pypdf).
 
 Per page: the text without hidden text (:func:`clausegate.review.document.hidden.read_page`; hidden text is
 reported as ``CG-PDF-HIDDEN-TEXT``), then its quality (:mod:`clausegate.review.document.text_quality`): a garbled
-page is OCR'd when tesseract can read its images, else reported as ``CG-PDF-GARBLED-TEXT``; a
-page without text is OCR'd or reported as ``CG-PDF-NEEDS-OCR``.
+page is OCR'd when tesseract can read its images, else reported as ``CG-PDF-GARBLED-TEXT``; a page without text
+is OCR'd or reported as ``CG-PDF-NEEDS-OCR``.
 """
 
 from __future__ import annotations
@@ -26,12 +25,40 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pypdf import PdfReader
+from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
+
+from clausegate.review.document import hidden as hidden_text
+from clausegate.review.document import text_quality
 from clausegate.review.document.codes import (
-    CORRUPT, CRYPTO_MISSING, EMPTY, ENCRYPTED, EXIT_NO_MEMORY, NO_TEXT, NOTICE_DECRYPTED_EMPTY_PASSWORD,
-    NOTICE_GARBLED_TEXT, NOTICE_HIDDEN_TEXT, NOTICE_INTEGRITY_UNCHECKED, NOTICE_NEEDS_OCR, NOTICE_OCR_USED,
-    NOTICE_PAGE_UNREADABLE, OCR_MAX_IMAGES_PER_PAGE, OCR_MAX_SECONDS_PER_IMAGE, SETTING_MAX_CHARS,
-    SETTING_MEMORY, SETTING_OCR, TESSERACT_INSTALL, TOO_COMPLEX, TOO_MUCH_TEXT, failure,
+    CORRUPT,
+    CRYPTO_MISSING,
+    EMPTY,
+    ENCRYPTED,
+    EXIT_NO_MEMORY,
+    NO_TEXT,
+    NOTICE_DECRYPTED_EMPTY_PASSWORD,
+    NOTICE_GARBLED_TEXT,
+    NOTICE_HIDDEN_TEXT,
+    NOTICE_INTEGRITY_UNCHECKED,
+    NOTICE_NEEDS_OCR,
+    NOTICE_OCR_USED,
+    NOTICE_PAGE_UNREADABLE,
+    OCR_MAX_IMAGES_PER_PAGE,
+    OCR_MAX_SECONDS_PER_IMAGE,
+    SETTING_MAX_CHARS,
+    SETTING_MEMORY,
+    SETTING_OCR,
+    TESSERACT_INSTALL,
+    TOO_COMPLEX,
+    TOO_MUCH_TEXT,
+    failure,
 )
+
+try:
+    import resource
+except ImportError:  # not POSIX: the parent's timeout is the only guard
+    resource = None
 
 _CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -53,9 +80,7 @@ class _Stop(Exception):
 
 
 def _apply_limits(memory_mb: int, timeout: float) -> None:
-    try:
-        import resource
-    except ImportError:  # not POSIX: the parent's timeout is the only guard
+    if resource is None:
         return
     cap = int(memory_mb) * 1024 * 1024
     for limit, value in ((resource.RLIMIT_AS, cap), (resource.RLIMIT_CORE, 0)):
@@ -112,9 +137,6 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns a lot about harmless quirks
 
-    from pypdf import PdfReader
-    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
-
     notices: list[dict[str, Any]] = []
 
     try:
@@ -128,7 +150,7 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
         raise _unsupported_encryption(exc) from None
     except (MemoryError, RecursionError):
         raise
-    except Exception as exc:  # noqa: BLE001 - anything pypdf raises on a broken file means "corrupt"
+    except Exception as exc:  # anything pypdf raises on a broken file means "corrupt"
         raise _corrupt(exc) from None
 
     if encrypted:
@@ -140,7 +162,7 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
             raise _unsupported_encryption(exc) from None
         except (MemoryError, RecursionError):
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # anything pypdf raises here means "corrupt"
             raise _corrupt(exc) from None
         if not outcome:  # PasswordType.NOT_DECRYPTED == 0
             raise _Stop(
@@ -148,12 +170,8 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
                 "the PDF is password-protected (encrypted with a user password), so its text cannot be read.",
                 "ask the sender for an unprotected copy (or remove the password yourself and upload that copy).",
             )
-        notices.append({
-            "code": NOTICE_DECRYPTED_EMPTY_PASSWORD,
-            "message": "the PDF is encrypted but opens with an empty password (it only restricts printing/"
-                       "editing); it was decrypted and parsed normally.",
-            "page": None,
-        })
+        notices.append(_notice(NOTICE_DECRYPTED_EMPTY_PASSWORD, None, "the PDF is encrypted but opens with an empty "
+                               "password (it only restricts printing/editing); it was decrypted and parsed normally."))
 
     try:
         page_count = len(reader.pages)
@@ -164,7 +182,7 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
                     "ask the sender for an unprotected copy.") from None
     except (MemoryError, RecursionError):
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # anything pypdf raises here means "corrupt"
         raise _corrupt(exc) from None
     if page_count == 0:
         raise _Stop(EMPTY, "the PDF has no pages (its page tree is empty), so there is nothing to review.",
@@ -172,8 +190,7 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
 
     tesseract = options.get("tesseract") if options.get("ocr") == "auto" else None
     pages: list[dict[str, Any]] = []
-    unreadable = 0
-    total = 0
+    unreadable = total = 0
     for number in range(1, page_count + 1):
         try:
             entry = _read_page(reader, number, tesseract, options.get("ocr"), deadline, notices)
@@ -214,19 +231,13 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "pages": pages, "notices": notices}
 
 
-def _notice(code: str, page: int, message: str) -> dict[str, Any]:
+def _notice(code: str, page: int | None, message: str) -> dict[str, Any]:
     return {"code": code, "message": message, "page": page}
 
 
 def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None, deadline: float,
                notices: list[dict[str, Any]]) -> dict[str, Any] | None:
     """One page's entry (visible text, OCR'd if needed), its notices appended; None if it cannot be read."""
-    from pypdf.errors import LimitReachedError
-
-    from clausegate.review.document import hidden as hidden_text
-
-    from clausegate.review.document import text_quality
-
     entry: dict[str, Any] = {"number": number, "text": "", "needs_ocr": False, "ocr_used": False}
     hidden = None
     try:
@@ -235,7 +246,7 @@ def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None,
             raw, hidden = hidden_text.read_page(page, reader)
         except (MemoryError, RecursionError, LimitReachedError):
             raise
-        except Exception as exc:  # noqa: BLE001 - the check failed, not necessarily the page: read it as before
+        except Exception as exc:  # the check failed, not necessarily the page: read it as before
             raw = page.extract_text() or ""
             notices.append(_notice(NOTICE_INTEGRITY_UNCHECKED, number, f"page {number} could not be checked for "
                                    f"hidden text ({_describe(exc)}); read it in the PDF itself before relying on "
@@ -243,7 +254,7 @@ def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None,
         text = normalise_text(raw)
     except (MemoryError, RecursionError, LimitReachedError):
         raise
-    except Exception as exc:  # noqa: BLE001 - one bad page should not hide the others
+    except Exception as exc:  # one bad page should not hide the others
         notices.append(_notice(NOTICE_PAGE_UNREADABLE, number, f"page {number} could not be read ({_describe(exc)}); "
                                "its text is missing from the review."))
         return None
@@ -262,7 +273,8 @@ def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None,
                                    "recognised with tesseract OCR and may contain recognition errors."))
         else:
             notices.append(_notice(NOTICE_NEEDS_OCR, number, f"page {number} has no text layer (a scanned image or "
-                                   f"a blank page) and was not OCR'd: {reason}. Its content is missing from the review."))
+                                   f"a blank page) and was not OCR'd: {reason}. "
+                                   "Its content is missing from the review."))
         return entry
     entry["text"] = text
     quality = text_quality.assess(raw)
@@ -272,7 +284,7 @@ def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None,
         fonts = text_quality.suspicious_fonts(page)
     except (MemoryError, RecursionError):
         raise
-    except Exception:  # noqa: BLE001 - font evidence is optional
+    except Exception:  # font evidence is optional
         fonts = []
     if not text_quality.garbled(quality, fonts):
         return entry
@@ -287,7 +299,8 @@ def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None,
         return entry
     if ocr_text:
         reason = "OCR of its images did not read the page either (no or too little readable text)"
-    notices.append(_notice(NOTICE_GARBLED_TEXT, number, f"page {number}'s text does not read as (English) words ({why}): "
+    notices.append(_notice(NOTICE_GARBLED_TEXT, number,
+                           f"page {number}'s text does not read as (English) words ({why}): "
                            f"what ClauseGate reviewed is probably not what the page shows, and it was not OCR'd: "
                            f"{reason}. Read the page in the PDF itself before relying on this review."))
     return entry
@@ -303,7 +316,7 @@ def _ocr_page(page: Any, tesseract: str | None, ocr: str | None, deadline: float
         images = list(page.images)[:OCR_MAX_IMAGES_PER_PAGE]
     except (MemoryError, RecursionError):
         raise
-    except Exception as exc:  # noqa: BLE001 - e.g. pypdf needs Pillow to decode images
+    except Exception as exc:  # e.g. pypdf needs Pillow to decode images
         return "", f"its images could not be extracted for OCR ({_describe(exc)})"
     if not images:
         return "", "it has no embedded images to OCR (blank, or drawn as vector graphics)"
@@ -328,11 +341,12 @@ def _ocr_page(page: Any, tesseract: str | None, ocr: str | None, deadline: float
                 continue
             except (MemoryError, RecursionError):
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # any failure to run it is one more OCR problem
                 problems.append(_describe(exc))
                 continue
             if done.returncode != 0:
-                problems.append(f"tesseract failed: {_last_line(done.stderr.decode('utf-8', 'replace')) or done.returncode}")
+                stderr = _last_line(done.stderr.decode("utf-8", "replace"))
+                problems.append(f"tesseract failed: {stderr or done.returncode}")
                 continue
             texts.append(normalise_text(done.stdout.decode("utf-8", "replace")).strip())
     text = "\n".join(t for t in texts if t)

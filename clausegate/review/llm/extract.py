@@ -10,7 +10,7 @@ envelope (a JSON object with a ``clauses`` list) must be valid for the answer to
 must then be a well-formed object, name a category it was asked about and a passage id it was shown,
 quote at least the category's minimum number of words (:data:`MIN_QUOTE_WORDS`), and quote text that
 really is in that passage.  Grounding compares like with like: the model saw the passage with
-``<``/``>`` neutralised (``prompting.delimit``), so both sides are compared neutralised and the kept
+``<``/``>`` neutralised (``clausegate.review.llm.prompts.delimit``), so both sides are compared neutralised and the kept
 quote is the contract's raw text.  Anything else is dropped with a ``CG-MODEL-*`` notice saying why.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clausegate.review.categories import CATEGORY_QUESTIONS
-from clausegate.review.passages import count_tokens
+from clausegate.review.categories import CATEGORIES, CATEGORY_QUESTIONS
 from clausegate.review.llm.prompts import delimit, render
+from clausegate.review.passages import count_tokens
 from clausegate.review.schemas import Clause, FilteredDocument, Notice, ParsedDocument
 
 PASSAGES_PER_CATEGORY = 3
@@ -140,13 +140,13 @@ def select_passages(filtered: FilteredDocument, categories: list[str], per_categ
 
 
 def render_extraction_prompt(contract_id: str, categories: list[str], passages: list[PromptPassage], *,
-                             truncated: bool = False, repair_error: str = "") -> ExtractionPrompt:
+                             truncated: bool = False) -> ExtractionPrompt:
     system = render("extract_system.j2", schema=ModelAnswer.model_json_schema())
     user = render(
         "extract_clauses.j2",
-        categories=[{"name": c, "question": CATEGORY_QUESTIONS[c], "min_words": min_quote_words(c)} for c in categories],
+        categories=[{"name": c, "question": CATEGORY_QUESTIONS[c], "min_words": min_quote_words(c)}
+                    for c in categories],
         passages=passages,
-        repair_error=repair_error,
     )
     return ExtractionPrompt(contract_id=contract_id, categories=categories, passages=passages,
                             system=system, user=user, truncated=truncated)
@@ -170,8 +170,6 @@ def truncate_prompt(prompt: ExtractionPrompt) -> ExtractionPrompt | None:
 
 def naive_prompt_tokens(document: ParsedDocument) -> int:
     """Tokens of the naive prompt: the whole document plus instructions for all 41 categories."""
-    from clausegate.review.categories import CATEGORIES
-
     passages = [PromptPassage(id=f"page{p.number}", page=p.number, text=p.text or " ", score=0.0)
                 for p in document.pages]
     return render_extraction_prompt(document.contract_id, list(CATEGORIES), passages).tokens
@@ -256,7 +254,8 @@ def ground_answer(answer: ModelAnswer, prompt: ExtractionPrompt, *, model: str) 
             continue
         words, needed = len(_WORD.findall(item.text)), min_quote_words(category)
         if words < needed:
-            drop("CG-MODEL-QUOTE-TOO-SHORT", f"quote has {words} word(s); {category} needs at least {needed}", item, page)
+            drop("CG-MODEL-QUOTE-TOO-SHORT", f"quote has {words} word(s); {category} needs at least {needed}",
+                 item, page)
             continue
         text = locate_quote(item.text, passage.text)
         if text is None:

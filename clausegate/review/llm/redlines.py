@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clausegate.review.llm.prompts import render
 from clausegate.review.passages import count_tokens
 from clausegate.review.playbook import Playbook
-from clausegate.review.llm.prompts import render
 from clausegate.review.schemas import Clause, Notice, Suggestion
 
 MAX_CLAUSES = 8
@@ -56,31 +56,35 @@ def clauses_needing_suggestions(clauses: list[Clause], book: Playbook) -> list[C
     wanted = set(book.gated_categories) | set(book.high_risk)
     best: dict[str, Clause] = {}
     for clause in clauses:
-        if clause.category in wanted and (clause.category not in best or clause.confidence > best[clause.category].confidence):
+        held = best.get(clause.category)
+        if clause.category in wanted and (held is None or clause.confidence > held.confidence):
             best[clause.category] = clause
     return list(best.values())[:MAX_CLAUSES]
 
 
-def build_generation_prompt(contract_id: str, clauses: list[Clause], book: Playbook, *, repair_error: str = "") -> GenerationPrompt:
+def build_generation_prompt(contract_id: str, clauses: list[Clause], book: Playbook) -> GenerationPrompt:
     reasons = {g.category: g.reason for g in book.gates}
     items = [GenerationItem(id=f"c{i}", category=c.category, page=c.pages[0], text=c.text[:CLAUSE_CHARS],
                             reason=reasons.get(c.category, "")) for i, c in enumerate(clauses)]
     system = render("generate_system.j2", schema=GenerationAnswer.model_json_schema())
-    user = render("generate_redlines.j2", playbook=book.name, clauses=items, repair_error=repair_error)
+    user = render("generate_redlines.j2", playbook=book.name, clauses=items)
     return GenerationPrompt(contract_id=contract_id, items=items, system=system, user=user)
 
 
-def ground_suggestions(answer: GenerationAnswer, prompt: GenerationPrompt, *, model: str) -> tuple[list[Suggestion], list[Notice]]:
+def ground_suggestions(answer: GenerationAnswer, prompt: GenerationPrompt, *,
+                       model: str) -> tuple[list[Suggestion], list[Notice]]:
     by_id = {item.id: item for item in prompt.items}
     out: list[Suggestion] = []
     notices: list[Notice] = []
     for s in answer.suggestions:
         item = by_id.get(s.clause_id)
         if item is None:
-            notices.append(Notice(code="CG-MODEL-UNGROUNDED", message=f"dropped a suggestion for unknown clause id {s.clause_id!r}"))
+            notices.append(Notice(code="CG-MODEL-UNGROUNDED",
+                                  message=f"dropped a suggestion for unknown clause id {s.clause_id!r}"))
             continue
         if not s.redline.strip():  # whitespace only: nothing to suggest (never a crash)
-            notices.append(Notice(code="CG-MODEL-QUOTE-EMPTY", message=f"dropped an empty redline for clause id {s.clause_id!r}"))
+            notices.append(Notice(code="CG-MODEL-QUOTE-EMPTY",
+                                  message=f"dropped an empty redline for clause id {s.clause_id!r}"))
             continue
         out.append(Suggestion(category=item.category, pages=[item.page], redline=s.redline.strip(),
                               questions=[q.strip() for q in s.questions if q.strip()], model=model))

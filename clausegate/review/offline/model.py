@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -124,7 +125,7 @@ class OfflineModel:
 
 def make_vectorizer(features: dict, vocabulary=None, idf=None):
     """The passage-word TF-IDF vectorizer (training fits it; the runtime restores it)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer  # local import: scikit-learn (~1.3 s) only to load
 
     kwargs = dict(
         ngram_range=tuple(features["ngram_range"]),
@@ -145,7 +146,7 @@ def make_vectorizer(features: dict, vocabulary=None, idf=None):
 
 def make_head_vectorizer(vocabulary=None, idf=None, min_df: int = 3):
     """TF-IDF over the heading words (``heading_texts``), unigrams."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer  # local import: scikit-learn only when the model loads
 
     if vocabulary is None:
         return TfidfVectorizer(min_df=min_df, sublinear_tf=True, token_pattern=r"\S+", dtype=np.float32)
@@ -187,7 +188,7 @@ def _load(model_dir: str) -> OfflineModel:
         raise ValueError(f"corrupt offline model artifact in {base}: coef shape {coef.shape}")
     index = {c: i for i, c in enumerate(categories)}
     priors = tuple(
-        (index[c], re.compile(p["pattern"], re.IGNORECASE), float(p["logit_boost"]))
+        (index[c], keyword_pattern(p["pattern"]), float(p["logit_boost"]))
         for c, p in meta.get("keyword_priors", {}).items()
         if c in index and float(p.get("logit_boost", 0.0))
     )
@@ -204,11 +205,12 @@ def _load(model_dir: str) -> OfflineModel:
     )
 
 
-def passage_logits(texts: list[str], model: OfflineModel | None = None, headings: list[str] | None = None) -> np.ndarray:
+def passage_logits(texts: list[str], model: OfflineModel | None = None,
+                   headings: list[str] | None = None) -> np.ndarray:
     """Logits (n_passages x n_categories).  ``texts`` are one document's passages in reading
     order (the heading each passage sits under is read from the passages before it), unless
     ``headings`` gives the heading words of each passage."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # local import: scipy only when passages are scored (a cached review never loads it)
 
     model = model or load_model()
     if not texts:
@@ -220,15 +222,34 @@ def passage_logits(texts: list[str], model: OfflineModel | None = None, headings
         X = sp.hstack([X, model.head_weight * model.head_vectorizer.transform(heads)]).tocsr()
     logits = np.asarray(X @ model.coef) + model.intercept
     for col, pattern, boost in model.priors:  # keyword priors of rare categories
-        hits = np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(texts))
-        logits[hits, col] += boost
+        add_keyword_boost(logits[:, col], keyword_hits(texts, pattern), boost)
     return logits.astype(np.float32)
 
 
-def score_passages(texts: list[str], model: OfflineModel | None = None, headings: list[str] | None = None) -> np.ndarray:
+def keyword_pattern(pattern: str) -> re.Pattern[str]:
+    """A keyword prior's pattern as it is matched: case-insensitive, anywhere in the passage."""
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def keyword_hits(texts: Sequence[str], pattern: re.Pattern[str]) -> np.ndarray:
+    """Which of ``texts`` a keyword prior (:func:`keyword_pattern`) matches: one bool per text."""
+    return np.fromiter((pattern.search(t) is not None for t in texts), dtype=bool, count=len(texts))
+
+
+def add_keyword_boost(logits: np.ndarray, hits: np.ndarray, boost: float) -> np.ndarray:
+    """The keyword prior of one category: ``boost`` added, in place, to the logits (that category's
+    column) of the passages it matches (``hits``); returns ``logits``.  Training tunes ``boost``
+    with this same function (``tools/offline_tuning.py``), so serving scores what was tuned."""
+    logits[hits] += boost
+    return logits
+
+
+def score_passages(texts: list[str], model: OfflineModel | None = None,
+                   headings: list[str] | None = None) -> np.ndarray:
     """Probabilities (n_passages x n_categories, order = ``load_model().categories``)."""
     logits = passage_logits(texts, model, headings)
     return (1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))).astype(np.float32)
 
 
-__all__ = ["MODEL_DIR", "OfflineModel", "heading_texts", "load_model", "passage_logits", "score_passages"]
+__all__ = ["MODEL_DIR", "OfflineModel", "add_keyword_boost", "heading_texts", "keyword_hits", "keyword_pattern",
+           "load_model", "passage_logits", "score_passages"]

@@ -1,18 +1,14 @@
-"""Prefect tasks that call a model provider: retries by error class, fallback from attempt 2,
-rate limit, budget check, spend ledger, and persisted results so no finished call is paid twice.
-
-The cache key is the rendered prompt + the provider's configuration (block name, models, URLs,
-never the key) + the task's source.  Budget inputs are excluded from the key: a rerun finds the
-finished call in the cache whatever has been spent since.  Results are encrypted at rest
-(``clausegate.security.at_rest.SEALED_PICKLE``).
+"""The plumbing of one model call, as the model tasks in :mod:`clausegate.pipeline.tasks` use it:
+which block answers (``ProviderRef``), the budget guard, the spend meter and ledger, and the memo
+of paid answers that keeps a Prefect retry from paying twice.
 
 Money (see ``clausegate.ops.budget``): every answer a provider bills is recorded the moment it arrives,
 in the one spend ledger and in the review's meter, whatever happens next (an answer that fails
 validation, a repair call that fails, a task that fails later).  A Prefect retry of a task run
 never sends a request that run already paid for: the paid answer is reused.  A budget skip is a
-Completed task run (its message says why; never cached), which the flow sees as ``BudgetExceeded``.
-A result's ``paid_by`` names the review and task run that paid for it, so a rerun that takes it
-from the cache reports it as spend reused from cache, not as its own.
+Completed task run (its message says why; never cached), which the flow sees as ``BudgetExceeded``
+(:func:`model_result`).  A result's ``paid_by`` names the review and task run that paid for it, so
+a rerun that takes it from the cache reports it as spend reused from cache, not as its own.
 """
 
 from __future__ import annotations
@@ -22,24 +18,25 @@ import json
 import threading
 import uuid
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect import get_run_logger
+from prefect.concurrency.sync import rate_limit
+from prefect.runtime import task_run
+from prefect.states import Completed, State
+from prefect.transactions import get_transaction
 from pydantic import BaseModel, ConfigDict
 
-from clausegate.security.at_rest import SEALED_PICKLE
+from clausegate.config import load_model_block
+from clausegate.errors import BudgetExceeded
 from clausegate.ops.budget import check_budget, current_meter, prepare_ledger, record_spend, spent_this_period
-from clausegate.errors import BudgetExceeded, ConfigurationError
-from clausegate.review.llm.redlines import GenerationAnswer, GenerationPrompt, ground_suggestions
-from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_answer
+from clausegate.providers.base import ModelResponse
+from clausegate.providers.retry import use_fallback_now
+from clausegate.providers.structured import complete_json
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import Budgets
-from clausegate.providers.base import ModelResponse
-from clausegate.providers.retry import MODEL_RETRY_POLICY, use_fallback_now
-from clausegate.providers.structured import complete_json
 from clausegate.review.schemas import Clause, Cost, Notice, Suggestion
-from clausegate.pipeline.tasks import RESULT_SCHEMA
 
 RATE_LIMIT = "clausegate-model-calls"
 OUTPUT_TOKEN_ESTIMATE = 0.5  # share of max_output_tokens assumed for a budget estimate
@@ -85,23 +82,6 @@ class ModelSuggestions(BaseModel):
     paid_by: str = ""
 
 
-def load_model_block(name: str):
-    """Load 'anthropic-model/NAME' or 'openai-compatible-model/NAME' (a saved Prefect block)."""
-    from blocks.models import AnthropicModel, OpenAICompatibleModel
-
-    kinds = {"anthropic-model": AnthropicModel, "openai-compatible-model": OpenAICompatibleModel}
-    kind, _, block_name = name.partition("/")
-    if kind not in kinds or not block_name:
-        raise ConfigurationError(f"unknown model provider {name!r}",
-                                 hint="use 'offline', 'anthropic-model/NAME' or 'openai-compatible-model/NAME' "
-                                      "(create the block with `clausegate model-block` or the Prefect UI)")
-    try:
-        return kinds[kind].load(block_name)
-    except ValueError as exc:
-        raise ConfigurationError(f"model block {name!r} not found: {exc}",
-                                 hint="create it in the Prefect UI (Blocks) or with `clausegate model-block`") from None
-
-
 def provider_ref(name: str) -> ProviderRef:
     block = load_model_block(name)
     return ProviderRef(block=name, model=block.model, base_url=block.base_url,
@@ -109,7 +89,7 @@ def provider_ref(name: str) -> ProviderRef:
 
 
 class BudgetSkip(BaseModel):
-    """What a budget-skipped task run returns (inside a Completed state; see ``_skipped``)."""
+    """What a budget-skipped task run returns (inside a Completed state; see :func:`skipped`)."""
 
     message: str
     hint: str = ""
@@ -125,20 +105,33 @@ def _guard(client, max_tokens: int, prompt_tokens: int, budget: BudgetContext) -
                            estimated_tokens=estimate_tokens, period_spent=period_spent)
     if not verdict.allowed:
         raise BudgetExceeded(f"model call skipped: {verdict.reason}",
-                             hint="the step used the offline extractor instead; raise the playbook's budgets to use the model")
+                             hint="the step used the offline extractor instead; raise the playbook's budgets to "
+                                  "use the model")
 
 
-def _skipped(error: BudgetExceeded):
+def skipped(error: BudgetExceeded) -> State:
     """A budget skip as the task's final state: Completed, the reason as its message, not cached
     (a rerun with more budget must ask the model; a cached skip would answer for it)."""
-    from prefect.states import Completed
-    from prefect.transactions import get_transaction
-
     transaction = get_transaction()
     if transaction is not None:
         transaction.write_on_commit = False
     return Completed(message=f"skipped ({error.code}): {error.message}",
                      data=BudgetSkip(message=error.message, hint=error.hint))
+
+
+def model_result(step: str, result: ModelExtraction | ModelSuggestions | State) -> Any:
+    """A model task's return value as the flow uses it (``step``: 'extract' or 'generate').
+
+    A budget skip (the Completed state of :func:`skipped`) raises ``BudgetExceeded``: the caller keeps
+    the offline result, with the notice.  Any other result is reported to the review's meter, which is
+    how one taken from the cache counts as spend reused, not as this run's."""
+    if isinstance(result, State):
+        skip = result.result()
+        raise BudgetExceeded(skip.message, hint=skip.hint)
+    meter = current_meter()
+    if meter is not None:
+        meter.received(step, result.cost, result.paid_by)
+    return result
 
 
 # Answers paid for in a task run, by task run id: a Prefect retry (same task run) reuses them instead
@@ -187,12 +180,12 @@ class _Metered:
         return response
 
 
-def _call(ref: ProviderRef, system: str, user: str, schema, max_tokens: int, prompt_tokens: int, budget: BudgetContext,
-          *, step: str = "model"):
-    """(parsed answer, cost of every answer paid in this task run, model, paid_by)."""
-    from prefect.concurrency.sync import rate_limit
-    from prefect.runtime import task_run
+def call_model(ref: ProviderRef, system: str, user: str, schema, max_tokens: int, prompt_tokens: int,
+               budget: BudgetContext, *, step: str = "model"):
+    """One model call inside a model task: budget guard, rate limit, metered answers, one repair at most.
 
+    Returns (parsed answer, cost of every answer paid in this task run, model, paid_by); raises
+    ``BudgetExceeded`` before anything is sent when the call would exceed a budget."""
     client = load_model_block(ref.block).get_client()
     _guard(client, max_tokens, prompt_tokens, budget)
     prepare_ledger()  # the ledger lock exists (created if missing) before anything is paid
@@ -220,68 +213,3 @@ def _call(ref: ProviderRef, system: str, user: str, schema, max_tokens: int, pro
     _forget_paid(run_id)
     paid_by = f"{meter.key if meter is not None else 'no-review'}#{run_id}"
     return parsed, client.pricing.cost(answers.values()), responses[-1].model or ref.model, paid_by
-
-
-MODEL_CACHE = (INPUTS - "budget") + TASK_SOURCE + RESULT_SCHEMA
-MODEL_RESULTS = dict(cache_policy=MODEL_CACHE, persist_result=True, result_serializer=SEALED_PICKLE)
-
-
-@task(name="ask-extraction-model", **MODEL_RESULTS, **MODEL_RETRY_POLICY)
-def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens: int, budget: BudgetContext) -> ModelExtraction:
-    try:
-        answer, cost, model, paid_by = _call(ref, prompt.system, prompt.user, ModelAnswer, max_tokens, prompt.tokens,
-                                             budget, step="extract")
-    except BudgetExceeded as skipped:
-        return _skipped(skipped)
-    clauses, notices = ground_answer(answer, prompt, model=model)
-    return ModelExtraction(clauses=clauses, notices=notices, cost=cost, model=model, paid_by=paid_by)
-
-
-@task(name="ask-generation-model", **MODEL_RESULTS, **MODEL_RETRY_POLICY)
-def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens: int, budget: BudgetContext) -> ModelSuggestions:
-    try:
-        answer, cost, model, paid_by = _call(ref, prompt.system, prompt.user, GenerationAnswer, max_tokens, prompt.tokens,
-                                             budget, step="generate")
-    except BudgetExceeded as skipped:
-        return _skipped(skipped)
-    suggestions, notices = ground_suggestions(answer, prompt, model=model)
-    return ModelSuggestions(suggestions=suggestions, notices=notices, cost=cost, model=model, paid_by=paid_by)
-
-
-class ModelTask:
-    """A model task as the flow calls it (``with_options`` keeps the wrapper).
-
-    A budget skip ends the task run Completed; the caller still gets ``BudgetExceeded`` (and keeps
-    the offline result, with the notice).  Each result the flow receives is reported to the review's
-    meter, which is how one taken from the cache counts as spend reused, not as this run's.
-    ``return_state=True`` returns Prefect's state untouched (no skip conversion, no metering).
-    """
-
-    def __init__(self, task_obj, step: str) -> None:
-        self.task, self.step = task_obj, step
-
-    def with_options(self, **options: Any) -> "ModelTask":
-        return ModelTask(self.task.with_options(**options), self.step)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "task":  # not set yet (e.g. while unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.task, name)
-
-    def __call__(self, *args: Any, **kwargs: Any):
-        from prefect.states import State
-
-        result = self.task(*args, **kwargs)
-        if kwargs.get("return_state"):
-            return result
-        if isinstance(result, State):  # a budget skip (Completed, not cached)
-            skip = result.result()
-            raise BudgetExceeded(skip.message, hint=skip.hint)
-        meter = current_meter()
-        if meter is not None:
-            meter.received(self.step, result.cost, result.paid_by)
-        return result
-
-
-ask_extraction_model = ModelTask(ask_extraction_model, step="extract")
-ask_generation_model = ModelTask(ask_generation_model, step="generate")

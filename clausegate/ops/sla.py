@@ -1,0 +1,84 @@
+"""The SLA sweep: escalate gates nobody decided within their SLA (the ``sla-sweeper`` flow, flows/sla_sweeper.py).
+
+A gate's SLA comes from the playbook (``gates[].sla_hours``; a gate over several categories uses
+the shortest). Past it, the sweep resumes the run with decision ``escalate``, reviewer ``sla``,
+via ``sla`` (the same ``resolve_gate`` as Slack and the CLI): the review ends ``needs_legal``, the
+report is still written, and the escalation channel hears about it. A timeout is an escalation,
+never a rejection.
+
+The escalation notice is a task with retries (transient Slack errors: 1 + 3 attempts). When it
+finally fails, the escalation still stands (the run was resumed with ``escalate``) but the sweeper
+run ends **Failed** with ``[CG-GATE-ESCALATION-UNDELIVERED]`` naming the contracts nobody was told
+about, after every other overdue gate was handled: a lost notice is visible in Prefect (and to a
+failure automation), not a Completed run. No SlackSettings block at all means no notices are
+configured: logged as a warning, not a failure. A gate the sweep could not escalate is posted to
+the alert channel.
+
+Timing: Prefect fails a suspended run once its suspend timeout passes ("The flow was suspended and
+never resumed"); after that nobody can answer it. The gate sets that timeout to SLA + 7 days
+(``clausegate.gates.SUSPEND_GRACE``), so with the sweeper scheduled every few minutes the SLA
+always acts first, and a sweeper outage of up to a week loses no gate. Latest escalation =
+SLA + sweep interval. A zombie-run automation must treat Suspended/Paused runs as alive.
+"""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed, State
+
+from clausegate.config import load_slack_settings
+from clausegate.gates import ResolveOutcome, WaitingGate, format_delta, resolve_gate, waiting_gates
+from clausegate.gates.slack_tasks import EscalationUndelivered, post_escalation
+from clausegate.ops.alerts import post_alert
+
+
+@task(name="escalate-gate", cache_policy=NO_CACHE)
+def escalate(flow_run_id: str, gate: str, sla_hours: float) -> ResolveOutcome:
+    return resolve_gate(flow_run_id, "escalate", reviewer="sla", via="sla", gate=gate,
+                        comment=f"no decision within the SLA of {sla_hours:g} h", settings=load_slack_settings())
+
+
+def sweep(dry_run: bool = False) -> list[dict] | State:
+    """Escalate every waiting gate past its SLA; return what was done (one entry per overdue gate).
+
+    Fails (``CG-GATE-ESCALATION-UNDELIVERED``) when an escalation notice could not be delivered."""
+    logger = get_run_logger()
+    overdue = [g for g in waiting_gates() if g.overdue]
+    logger.info("%d gate(s) past their SLA", len(overdue))
+    settings = load_slack_settings() if overdue and not dry_run else None
+    if overdue and not dry_run and settings is None:
+        logger.warning("no SlackSettings block: escalations are applied but nobody is notified (see docs/slack.md)")
+    done = [_sweep_one(gate, settings, dry_run, logger) for gate in overdue]
+    undelivered = [d for d in done if d.get("escalation_posted") is False]
+    if undelivered:
+        error = EscalationUndelivered(
+            f"{len(undelivered)} SLA escalation(s) applied (needs_legal) but not delivered to the escalation "
+            "channel: " + "; ".join(f"{d['contract']} (run {d['flow_run_id']}): {d.get('escalation_error', '')}"
+                                    for d in undelivered)[:1500],
+            hint="fix Slack (docs/runbook.md section 5) and tell legal about these contracts; `clausegate gates` "
+                 "no longer lists them because they are decided")
+        return Failed(message=str(error), data=error)
+    return done
+
+
+def _sweep_one(gate: WaitingGate, settings, dry_run: bool, logger) -> dict:
+    """Escalate one overdue gate and tell the escalation channel (or the alert channel, if it failed)."""
+    record = gate.record
+    entry = {"flow_run_id": gate.flow_run_id, "contract": record.filename, "overdue_by": format_delta(-gate.sla_left)}
+    if dry_run:
+        return {**entry, "outcome": "dry_run"}
+    outcome = escalate(gate.flow_run_id, record.key, record.sla_hours)
+    entry.update(outcome=outcome.kind, message=outcome.message)
+    logger.info("%s (%s): %s", record.filename, gate.flow_run_id, outcome.message)
+    if settings is not None and outcome.kind == "resumed":
+        posted = post_escalation(record, f"Overdue by {entry['overdue_by']}.", settings, return_state=True)
+        entry["escalation_posted"] = posted.is_completed()
+        if not posted.is_completed():
+            entry["escalation_error"] = str(posted.result(raise_on_failure=False))[:300]
+            logger.error("%s (%s): escalated, but the escalation notice was not delivered: %s",
+                         record.filename, gate.flow_run_id, entry["escalation_error"])
+    elif settings is not None and outcome.kind not in ("already_decided",):
+        post_alert(f":warning: SLA sweeper could not escalate {record.filename} (run {gate.flow_run_id}): "
+                   f"{outcome.message}", settings, return_state=True)
+    return entry

@@ -1,0 +1,84 @@
+"""What every process and client of the stack runs with: its environment (Prefect home, API URL, API
+credential), the Prefect client settings for the stack's server, the command lines it starts, and the
+machine's time zone."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+from clausegate.security import credentials
+from clausegate.stack.state import StackPaths
+
+try:
+    import tzlocal
+except ImportError:  # optional: /etc/localtime and TZ are read without it
+    tzlocal = None
+
+
+def local_timezone() -> str:
+    """The machine's IANA time zone (for "02:00 local time"); UTC if it cannot be told."""
+    if os.environ.get("TZ", "").count("/"):
+        return os.environ["TZ"].lstrip(":")
+    if tzlocal is not None:
+        try:
+            name = tzlocal.get_localzone_name()
+            if name:
+                return name
+        except Exception:  # tzlocal confused by this machine's configuration
+            pass
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return "UTC"
+
+
+def base_env(paths: StackPaths, api_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every process the stack starts: its Prefect home, API URL and API credential."""
+    env = dict(os.environ)
+    env.pop("PREFECT_API_KEY", None)  # would take precedence over the basic-auth string and fail (401)
+    auth = credentials.api_auth_string()
+    if auth:
+        env["PREFECT_API_AUTH_STRING"] = auth
+    env.update({
+        "PREFECT_HOME": str(paths.prefect_home),
+        "PREFECT_API_URL": api_url,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "CLAUSEGATE_PROJECT_DIR": str(paths.project),
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra or {})
+    return env
+
+
+def client_settings(api_url: str):
+    """Prefect client settings for the stack's server: its URL and, when there is one, the API credential."""
+    updates: dict[Any, Any] = {PREFECT_API_URL: api_url}
+    auth = credentials.api_auth_string()
+    if auth:
+        updates[PREFECT_API_AUTH_STRING] = auth
+    return temporary_settings(updates=updates)
+
+
+def prefect_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect", *args]
+
+
+def clausegate_argv(*args: str) -> list[str]:
+    script = Path(sys.executable).with_name("clausegate")
+    if script.exists():
+        return [str(script), *args]
+    code = "import sys; sys.argv[0] = 'clausegate'; from clausegate.cli import app; app()"
+    return [sys.executable, "-c", code, *args]
+
+
+def gateway_available() -> bool:
+    return importlib.util.find_spec("clausegate.gateway") is not None

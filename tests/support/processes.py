@@ -1,0 +1,99 @@
+"""Real processes in the end-to-end tests: start and wait for them, find a flow run's process, stop them.
+
+Every process a test starts gets its own session (``start_new_session=True``), so stopping its process
+group also stops the flow-run processes it started, and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from prefect.client.orchestration import get_client
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the process's group, SIGKILL it if it is not gone within 15 s."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    """Until ``url`` answers 200; fails early (with the log's tail) when ``proc`` exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited early:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} not up after {timeout}s:\n{log.read_text()[-3000:]}")
+
+
+def wait_for_deployment(name: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    """Until the deployment ``flow/name`` exists on the session server; fails early when ``proc`` exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with get_client(sync_client=True) as client:
+                client.read_deployment_by_name(name)
+            return
+        except Exception as error:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"serve did not register the deployment {name}:\n{log.read_text()[-3000:]}") from error
+            time.sleep(0.3)
+
+
+def start_served(module_args: list[str], deployment: str, log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """``python -m <module_args>`` (a ``serve`` of ``deployment``) in its own session, once the deployment is
+    registered. Stop it with :func:`stop_process_group`."""
+    env = {"PREFECT_RUNNER_POLL_FREQUENCY": "1", **env, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", *module_args], cwd=ROOT, env=env, stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_deployment(deployment, proc, log)
+    except BaseException:
+        stop_process_group(proc)
+        raise
+    return proc
+
+
+def flow_process(run_id) -> int | None:
+    """The pid of the process running flow run ``run_id`` (found by its PREFECT__FLOW_RUN_ID), if any."""
+    needle = f"PREFECT__FLOW_RUN_ID={run_id}".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an exited child its parent has not reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
