@@ -318,9 +318,16 @@ def main(argv: list[str] | None = None) -> int:
             # the batch run and its chunk runs review as tasks; contract-review runs only for gates (none here)
             batch_runs = [client.read_flow_run(parent.id)] + client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent.id])), limit=200)
-            extract_tasks = client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[r.id for r in batch_runs])),
-                task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="extract-clauses")), limit=200)
+            # Task runs reach the database through events, written by the server a moment later: wait for them.
+            deadline = time.monotonic() + 60
+            while True:
+                extract_tasks = client.read_task_runs(
+                    flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[r.id for r in batch_runs])),
+                    task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="extract-clauses")), limit=200)
+                finished = sum(t.state_name in ("Completed", "Cached") for t in extract_tasks)
+                if finished >= len(files) or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
         summary = json.loads(max((out / "batches").glob(f"batch-*-{str(parent.id)[:8]}.json"),
                                  key=lambda p: p.stat().st_mtime).read_text())
         reviews = [r for r in summary["rows"] if r["status"] in ("reviewed", "failed", "waiting")]
