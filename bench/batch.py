@@ -245,10 +245,14 @@ def main() -> None:
     print(f"  queue wait (created -> claimed by worker)      {run_stats(stats['queue_wait'])}")
     print(f"  process start (claimed -> Running)             {run_stats(stats['process_start'])}")
     print(f"  flow run (Running -> end)                      {run_stats(stats['flow_run'])}")
-    busy = sum(sum(v) for k, v in stats["per_task"].items() if k != "discover-contracts")
+    # review steps only (a chunk run also shows as a task run of its parent, named after the run)
+    steps = ("fingerprint", "parse-pdf", "prefilter", "extract-clauses", "ask-extraction-model",
+             "ask-generation-model", "write-report")
+    busy = sum(sum(v) for k, v in stats["per_task"].items() if k in steps)
     print(f"  review steps busy: {busy:.0f} task-seconds in {wall:.0f} s wall = {busy / wall:.1f} running at once "
           f"on average")
-    for name, vals in sorted(stats["per_task"].items()):
+    for name, vals in sorted(i for i in stats["per_task"].items() if i[0] in (*steps, "discover-contracts",
+                                                                                  "publish-batch-summary")):
         print(f"    {name:24s}                     {run_stats(vals)}")
     print(f"CPU: during the batch {batch_cpu:.0f} CPU-s for {n} contracts = {batch_cpu / n:.2f} CPU-s per contract; "
           f"whole stack incl. start-up {stack_cpu:.0f} CPU-s")

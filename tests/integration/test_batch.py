@@ -239,6 +239,31 @@ def test_summary_files(tmp_path):
     assert table_rows(summary)[2]["gates waiting"] == 1
 
 
+def test_result_table_fits_80_columns_one_line_per_contract():
+    """CUAD-style file names (70+ characters) used to wrap over six lines each in an 80-column terminal."""
+    from rich.console import Console
+
+    from clausegate.cli.batch import summary_table, totals_line
+
+    long = "ADAMSGOLFINC_03_21_2005-EX-10.17-ENDORSEMENT AGREEMENT_with a very long file name.pdf"
+    rows = [ContractOutcome(file=long, status="reviewed", review_status="pending_decision", clauses=12,
+                            gates_waiting=2, cost_eur=0.0123, worker="in-process"),
+            ContractOutcome(file="b.pdf", status="failed", error_code="CG-PDF-ENCRYPTED", worker="in-process"),
+            ContractOutcome(file="c.pdf", status="skipped", review_status="complete")]
+    summary = BatchSummary(source="inbox", playbook="default", started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                           finished_at=datetime(2026, 1, 1, 0, 1, tzinfo=UTC), rows=rows)
+    for width in (80, 120):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(summary_table(summary, console.width))
+        console.print(totals_line(summary))
+        lines = console.export_text().splitlines()
+        assert_fits("\n".join(lines), width)
+        first = [line for line in lines if line.startswith("ADAMSGOLFINC")]
+        assert len(first) == 1 and "…" in first[0] and "pending" in first[0] and "12" in first[0]
+        assert any(line.startswith("b.pdf") and "CG-PDF-ENCRYPTED" in line for line in lines)
+    assert "0.0123" in "\n".join(lines) and "1 reviewed, 1 failed" in "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------ reviews as tasks
 def test_task_dispatcher_rows_from_reviews_states_and_errors():
     """The default path's dispatcher: whatever ``review(path)`` returns (a review, a Failed state, an
@@ -333,7 +358,9 @@ def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     assert data["mode"] == "tasks of this run"
     assert len({r["flow_run_id"] for r in data["rows"]}) == 1  # every review is a task of the one batch run
     assert_fits(result.output, 80)  # the result table: one line per contract in an 80-column terminal
-    assert any(line.startswith("locked.pdf") and "CG-PDF-ENCRYPTED" in line for line in result.output.splitlines())
+    lines = result.output.splitlines()
+    assert any(line.startswith("locked.pdf") and "failed" in line and "CG-PDF-ENCRYPTED" in line for line in lines)
+    assert sum(line.startswith("contract-0") and "complete" in line for line in lines) == 2
     assert_time_breakdown(summary_artifact(data["rows"][0]["flow_run_id"]), reviews=3, max_in_flight=2)
 
     # Second night: the two reviewed contracts are skipped by content hash; the failed one is tried again.
