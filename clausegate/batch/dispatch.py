@@ -40,6 +40,7 @@ from clausegate.batch.sources import BatchError
 from clausegate.ops.review_events import emit_review_event
 from clausegate.pipeline.runs import RUN_CANCELLED, RUN_CRASHED, RUN_FAILED, error_code_from_message, settled_runs
 from clausegate.pipeline.tags import CLAUSEGATE, batch_tag, contract_tag, playbook_tag
+from clausegate.pipeline.timing import collect_step_times
 
 SUBMIT_FAILED = "CG-BATCH-SUBMIT"
 NO_DEPLOYMENT = "CG-BATCH-NO-DEPLOYMENT"
@@ -103,14 +104,16 @@ class TaskDispatcher:
 
     def _run(self, candidate: Candidate) -> ContractOutcome:
         started = time.monotonic()
-        result = self.review(candidate.path)
+        with collect_step_times() as steps:
+            result = self.review(candidate.path)
         state_type, message, review = "COMPLETED", "", result
         if isinstance(result, State):
             state_type, message, review = result.type.value, result.message or "", result.data
         data = review.model_dump(mode="json") if isinstance(review, BaseModel) else None
         return outcome_from_state(candidate, state_type=state_type, state_name=state_type.title(), message=message,
                                   review=data, seconds=round(time.monotonic() - started, 2),
-                                  flow_run_id=str(flow_run.id or ""), worker=self.worker)
+                                  flow_run_id=str(flow_run.id or ""), worker=self.worker,
+                                  step_seconds={k: round(v, 3) for k, v in steps.items()})
 
     def start(self, candidate: Candidate) -> Future:
         future: Future = Future()

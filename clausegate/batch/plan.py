@@ -23,7 +23,7 @@ from prefect.client.schemas.filters import (
     FlowRunFilterTags,
 )
 from prefect.client.schemas.objects import StateType
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from clausegate.errors import ClauseGateError
 from clausegate.pipeline.tags import playbook_tag, read_tag
@@ -61,6 +61,8 @@ class ContractOutcome(BaseModel):
     flow_run_name: str = ""
     worker: str = ""
     seconds: float | None = None
+    # Where a review's time went (step -> seconds; reviews as tasks of a batch run: clausegate/pipeline/timing.py).
+    step_seconds: dict[str, float] = Field(default_factory=dict)
 
 
 def reviewed_index(out_dir: str | Path, playbook: str) -> dict[str, str]:

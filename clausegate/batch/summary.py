@@ -34,11 +34,32 @@ class BatchTotals(BaseModel):
     contracts_per_minute: float = 0.0
 
 
+# How the summary names a review's steps (clausegate/pipeline/tasks.py, ``timed_step``), in the order they run.
+STEP_LABELS = {"parse": "parse (fingerprint + sandboxed parse)", "prefilter": "pre-filter", "extract": "extract",
+               "suggestions": "suggestions (model)", "report": "report (files + review artifact)"}
+
+
+class TimeBreakdown(BaseModel):
+    """Where the reviews' time went: the summed wall time of every contract reviewed as tasks, split into
+    the steps' work (task bodies) and ``orchestration``, the rest of each contract's wall time: Prefect's
+    task runs around the work (cache lookups, result persistence, states) and the review's glue code."""
+
+    contracts: int = 0
+    contract_seconds: float = 0.0
+    steps: dict[str, float] = Field(default_factory=dict)
+    orchestration: float = 0.0
+    reviews_at_once: float = 0.0
+
+
 class BatchSummary(BaseModel):
     source: str
     playbook: str
     # How the contracts were reviewed, e.g. "tasks of this run" or "tasks of 2 chunk runs".
     mode: str = "tasks of this run"
+    extractor: str = ""
+    max_in_flight: int | None = None
+    # The batch run's own phases (discover, reviews, gate runs, chunk runs) -> wall seconds.
+    phases: dict[str, float] = Field(default_factory=dict)
     started_at: datetime
     finished_at: datetime | None = None
     rows: list[ContractOutcome] = Field(default_factory=list)
@@ -64,8 +85,23 @@ class BatchSummary(BaseModel):
             contracts_per_minute=round(finished / (wall / 60), 2) if wall > 0 and finished else 0.0,
         )
 
+    @property
+    def breakdown(self) -> TimeBreakdown:
+        timed = [r for r in self.rows if r.step_seconds and r.seconds is not None]
+        steps: dict[str, float] = {}
+        for row in timed:
+            for step, seconds in row.step_seconds.items():
+                steps[step] = steps.get(step, 0.0) + max(0.0, seconds)
+        total = sum(r.seconds or 0.0 for r in timed)
+        wall = self.totals.wall_seconds
+        return TimeBreakdown(contracts=len(timed), contract_seconds=round(total, 2),
+                             steps={k: round(v, 2) for k, v in steps.items()},
+                             orchestration=round(max(0.0, total - sum(steps.values())), 2),
+                             reviews_at_once=round(total / wall, 2) if wall > 0 else 0.0)
+
     def as_json(self) -> dict[str, Any]:
-        return {**self.model_dump(mode="json"), "totals": self.totals.model_dump(mode="json")}
+        return {**self.model_dump(mode="json"), "totals": self.totals.model_dump(mode="json"),
+                "time_breakdown": self.breakdown.model_dump(mode="json")}
 
 
 def summary_stem(summary: BatchSummary, run_id: str = "") -> str:
@@ -123,8 +159,8 @@ def summary_markdown(summary: BatchSummary, files: Iterable[Path] = ()) -> str:
         f"- **Contracts:** {t.contracts} — {t.reviewed} reviewed, {t.failed} failed, {t.waiting} waiting at a gate, "
         f"{t.skipped} skipped (already reviewed / in flight / duplicate), {t.unfinished} unfinished",
         f"- **Clauses found:** {t.clauses} · **Gates waiting:** {t.gates_waiting} · **Cost:** {eur_text(t.cost_eur)}",
-        f"- **Wall time:** {t.wall_seconds:.1f} s ({t.contracts_per_minute:.1f} contracts/minute)",
     ]
+    lines += throughput_lines(summary)
     failed = [r for r in summary.rows if r.status in ("failed", "not-submitted", "unfinished")]
     if failed:
         lines += ["", "## Failed or unfinished", "", "| Contract | Code | Detail |", "|---|---|---|"]
@@ -133,3 +169,36 @@ def summary_markdown(summary: BatchSummary, files: Iterable[Path] = ()) -> str:
     if files:
         lines += ["", "Summary files: " + ", ".join(f"`{f}`" for f in files)]
     return "\n".join(lines) + "\n"
+
+
+def throughput_lines(summary: BatchSummary) -> list[str]:
+    """The throughput line, and where the time went (per step, then the batch run's phases)."""
+    t, b = summary.totals, summary.breakdown
+    at_once = f" (up to {summary.max_in_flight} per run)" if summary.max_in_flight else ""
+    lines = [f"- **Throughput:** {t.contracts_per_minute:.1f} contracts/minute · **Wall time:** {t.wall_seconds:.1f} s "
+             f"· **Reviews at once:** {b.reviews_at_once:.1f} on average{at_once}"]
+    if summary.phases:
+        lines.append("- **Batch run:** " + " · ".join(f"{k} {v:.1f} s" for k, v in summary.phases.items()))
+    if not b.contracts:
+        return lines
+    per = b.contract_seconds / b.contracts
+    lines += ["", "## Where the time went", "",
+              f"{b.contracts} contracts reviewed as tasks: {b.contract_seconds:.1f} s of review wall time in all "
+              f"({per:.2f} s per contract).  A step's time is its own work (nothing when served from the cache); "
+              "*Prefect / orchestration* is the rest of each contract's wall time: task runs, cache lookups, "
+              "result persistence, the review's glue code.", "",
+              "| Where | Seconds | Per contract | Share |", "|---|---:|---:|---:|"]
+    order = [*STEP_LABELS, *sorted(set(b.steps) - set(STEP_LABELS))]
+    for step in order:
+        if step in b.steps:
+            label = STEP_LABELS.get(step, step)
+            if step == "extract" and summary.extractor:
+                label += f" ({summary.extractor})"
+            lines.append(_share_row(label, b.steps[step], b))
+    lines.append(_share_row("Prefect / orchestration (the rest)", b.orchestration, b))
+    return lines
+
+
+def _share_row(label: str, seconds: float, b: TimeBreakdown) -> str:
+    share = seconds / b.contract_seconds if b.contract_seconds > 0 else 0.0
+    return f"| {label} | {seconds:.1f} | {seconds / b.contracts:.3f} | {share:.0%} |"

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from clausegate.cli.app import app, console, use_stack_api_url
 from clausegate.review.money import eur_digits
@@ -43,23 +45,45 @@ def _deployment_ready(deployment: str) -> tuple[bool, str]:
         return False, f"Prefect API not usable ({type(exc).__name__}: {exc})"
 
 
-def summary_table(summary) -> Table:
-    table = Table(title=f"Batch {summary.source} — playbook {summary.playbook}")
-    for name, justify in (("Contract", "left"), ("Status", "left"), ("Clauses", "right"), ("Gates", "right"),
-                          ("Cost €", "right"), ("Code", "left"), ("Worker", "left")):
-        table.add_column(name, justify=justify, overflow="fold")
-    for r in summary.rows:
-        style = STATUS_STYLE.get(r.status, "")
-        status = r.status + (f" ({r.review_status})" if r.review_status else "")
-        table.add_row(r.file, f"[{style}]{status}[/{style}]" if style else status,
-                      "" if r.clauses is None else str(r.clauses), str(r.gates_waiting), eur_digits(r.cost_eur),
-                      r.error_code, r.worker)
-    t = summary.totals
-    table.add_section()
-    table.add_row(f"TOTAL {t.contracts}", f"{t.reviewed} reviewed · {t.failed} failed · {t.waiting} waiting · "
-                  f"{t.skipped} skipped", str(t.clauses), str(t.gates_waiting), eur_digits(t.cost_eur), "",
-                  f"{t.contracts_per_minute:.1f}/min")
+# Short names for the long statuses (the table must fit 80 columns).
+SHORT_STATUS = {"pending_decision": "pending", "changes_requested": "changes req.", "partial_failure": "partial",
+                "not-submitted": "not submitted"}
+
+
+def short_status(row) -> str:
+    """The review status of a reviewed contract (``complete``, ``pending``...), else the row status."""
+    status = row.review_status if row.status == "reviewed" and row.review_status else row.status
+    return SHORT_STATUS.get(status, status)
+
+
+def summary_table(summary, width: int = 80) -> Table:
+    """One line per contract within ``width`` columns: the other columns keep their natural width (status and
+    code capped; cost and worker only when they say something), the file name gets the rest and is cut with
+    an ellipsis."""
+    rows = [[r.file, short_status(r), "" if r.clauses is None else str(r.clauses), str(r.gates_waiting),
+             eur_digits(r.cost_eur), r.error_code, r.worker] for r in summary.rows]
+    headers = ["Contract", "Status", "Clauses", "Gates", "Cost €", "Code", "Worker"]
+    keep = [True, True, True, True, any(r.cost_eur for r in summary.rows), True,
+            width >= 100 and len({r.worker for r in summary.rows if r.worker}) > 1]
+    headers = [h for h, k in zip(headers, keep, strict=True) if k]
+    rows = [[c for c, k in zip(row, keep, strict=True) if k] for row in rows]
+    widths = [min(18, max(len(headers[i]), *(len(row[i]) for row in rows))) for i in range(1, len(headers))]
+    name_width = max(10, width - sum(widths) - 2 * (len(headers) - 1))  # 2: one space of padding + the rule
+    table = Table(title=f"Batch — playbook {summary.playbook}", title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, collapse_padding=True)
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="right" if header in ("Clauses", "Gates", "Cost €") else "left",
+                         no_wrap=True, overflow="ellipsis", max_width=name_width if i == 0 else widths[i - 1])
+    for r, row in zip(summary.rows, rows, strict=True):
+        table.add_row(row[0], Text(row[1], style=STATUS_STYLE.get(r.status, "")), *row[2:])
     return table
+
+
+def totals_line(summary) -> str:
+    t, b = summary.totals, summary.breakdown
+    return (f"{t.contracts} contracts: {t.reviewed} reviewed, {t.failed} failed, {t.waiting} waiting, "
+            f"{t.skipped} skipped · {t.clauses} clauses · {t.gates_waiting} gates · {eur_digits(t.cost_eur)} € · "
+            f"{t.contracts_per_minute:.1f} contracts/min ({t.wall_seconds:.1f} s, {b.reviews_at_once:.1f} at once)")
 
 
 @app.command("batch")
@@ -124,7 +148,8 @@ def batch_command(
     result = state.result()
     csv_path, json_path = result["summary_files"]
     summary = BatchSummary.model_validate(json.loads(Path(json_path).read_text(encoding="utf-8")))
-    console.print(summary_table(summary))
-    console.print(f"Summary: {csv_path}  {json_path}")
+    console.print(summary_table(summary, console.width))
+    console.print(totals_line(summary))
+    console.print(f"Summary: {csv_path}  {json_path}", overflow="fold")
     if summary.totals.failed:
         raise typer.Exit(1)

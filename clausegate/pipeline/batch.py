@@ -96,6 +96,7 @@ def review_batch(
     logger = get_run_logger()
     started = datetime.now(UTC)
     deadline = time.monotonic() + timeout_minutes * 60
+    phases, lap = {}, time.monotonic()  # the run's own phases -> wall seconds (the summary's "Batch run" line)
     try:
         book = load_playbook(playbook)
         out = str(Path(out_dir).expanduser().resolve())
@@ -103,6 +104,7 @@ def review_batch(
     except ClauseGateError as error:
         logger.error("%s", error)
         return Failed(message=str(error))
+    phases["discover"], lap = round(time.monotonic() - lap, 2), time.monotonic()
     runs = run_count(len(todo), max_in_flight, max_parallel_runs) if this_deployment.id else 1
     logger.info("%d contracts to review, %d skipped/decided; as tasks of %s (%d at a time)", len(todo), len(decided),
                 f"this run and {runs - 1} chunk run(s)" if runs > 1 else "this run", max_in_flight)
@@ -115,18 +117,24 @@ def review_batch(
                                                playbook=book.name),
                      max_in_flight=max_in_flight, poll_seconds=poll_seconds,
                      timeout_seconds=max(1.0, deadline - time.monotonic()), on_progress=partial(_progress, logger))
+    phases["reviews"], lap = round(time.monotonic() - lap, 2), time.monotonic()
     rows = _ask_people(rows, groups[0], playbook=playbook, playbook_name=book.name, out=out, extractor=extractor,
                        work_queue=work_queue, max_in_flight=max_in_flight, poll_seconds=poll_seconds,
                        deadline=deadline, deployment=deployment, logger=logger)
+    phases["gate runs"], lap = round(time.monotonic() - lap, 2), time.monotonic()
     rows += _collect_chunks(chunks, out=out, poll_seconds=poll_seconds, deadline=deadline)
+    if chunks:
+        phases["waiting for chunk runs"] = round(time.monotonic() - lap, 2)
     summary = BatchSummary(source=source, playbook=book.name, started_at=started,
                            finished_at=datetime.now(UTC),
                            mode=f"tasks of this run and {runs - 1} chunk run(s)" if runs > 1 else "tasks of this run",
-                           rows=[*decided, *rows])
+                           rows=[*decided, *rows], extractor=extractor or book.steps.extract.extractor,
+                           max_in_flight=max_in_flight, phases=phases)
     files = publish(summary, out)
     totals = summary.totals
-    logger.info("batch done: %d reviewed, %d failed, %d waiting at a gate, %d skipped; %.1f contracts/minute; %s",
-                totals.reviewed, totals.failed, totals.waiting, totals.skipped, totals.contracts_per_minute, files[0])
+    logger.info("batch done: %d reviewed, %d failed, %d waiting at a gate, %d skipped; %.1f contracts/minute, "
+                "%.1f reviews at once; %s", totals.reviewed, totals.failed, totals.waiting, totals.skipped,
+                totals.contracts_per_minute, summary.breakdown.reviews_at_once, files[0])
     return {**totals.model_dump(mode="json"), "summary_files": files}
 
 

@@ -41,6 +41,7 @@ from clausegate.pipeline.model_calls import (
     call_model,
     skipped,
 )
+from clausegate.pipeline.timing import timed_step
 from clausegate.providers.retry import MODEL_RETRY_POLICY, retry_condition
 from clausegate.review import assemble, schemas
 from clausegate.review.document import sandbox
@@ -102,6 +103,7 @@ _MODEL_CALL: dict[str, Any] = dict(cache_policy=MODEL_CALL_KEYED, persist_result
 
 
 @task(name="fingerprint", cache_policy=NO_CACHE)
+@timed_step("parse")  # the batch summary's "where the time went"
 def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
     """Read the file and hash it: always runs, so an edited file is never mistaken for the old one.
 
@@ -119,6 +121,7 @@ def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
 
 
 @task(name="parse-pdf", cache_policy=CONTENT_KEYED, **_COMMON)
+@timed_step("parse")  # the batch summary's "where the time went"
 def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: str,
                    time_cap_seconds: float) -> ParsedDocument:
     # parse_pdf re-hashes the bytes it reads and stops with CG-PDF-CHANGED if they differ.  A sealed
@@ -130,16 +133,19 @@ def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: 
 
 
 @task(name="prefilter", cache_policy=INPUT_KEYED, **_COMMON)
+@timed_step("prefilter")  # the batch summary's "where the time went"
 def prefilter_passages(document: ParsedDocument, categories: tuple[str, ...], model_version: str) -> FilteredDocument:
     return assemble.prefilter_step(document, categories)
 
 
 @task(name="extract-clauses", cache_policy=INPUT_KEYED, **_COMMON)
+@timed_step("extract")  # the batch summary's "where the time went"
 def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], model_version: str) -> Extraction:
     return assemble.extract_step(filtered, categories)
 
 
 @task(name="ask-extraction-model", **_MODEL_CALL)
+@timed_step("extract")  # the batch summary's "where the time went"
 def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens: int,
                          budget: BudgetContext) -> ModelExtraction:
     try:
@@ -152,6 +158,7 @@ def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens:
 
 
 @task(name="ask-generation-model", **_MODEL_CALL)
+@timed_step("suggestions")  # the batch summary's "where the time went"
 def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens: int,
                          budget: BudgetContext) -> ModelSuggestions:
     try:
@@ -164,6 +171,7 @@ def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens:
 
 
 @task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)
+@timed_step("report")  # the batch summary's "where the time went"
 def publish_report(review: Review, out_dir: str) -> list[str]:
     json_path, md_path = write_report(review, out_dir)
     create_markdown_artifact(

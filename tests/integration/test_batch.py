@@ -239,6 +239,31 @@ def test_summary_files(tmp_path):
     assert table_rows(summary)[2]["gates waiting"] == 1
 
 
+def test_result_table_fits_80_columns_one_line_per_contract():
+    """CUAD-style file names (70+ characters) used to wrap over six lines each in an 80-column terminal."""
+    from rich.console import Console
+
+    from clausegate.cli.batch import summary_table, totals_line
+
+    long = "ADAMSGOLFINC_03_21_2005-EX-10.17-ENDORSEMENT AGREEMENT_with a very long file name.pdf"
+    rows = [ContractOutcome(file=long, status="reviewed", review_status="pending_decision", clauses=12,
+                            gates_waiting=2, cost_eur=0.0123, worker="in-process"),
+            ContractOutcome(file="b.pdf", status="failed", error_code="CG-PDF-ENCRYPTED", worker="in-process"),
+            ContractOutcome(file="c.pdf", status="skipped", review_status="complete")]
+    summary = BatchSummary(source="inbox", playbook="default", started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                           finished_at=datetime(2026, 1, 1, 0, 1, tzinfo=UTC), rows=rows)
+    for width in (80, 120):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(summary_table(summary, console.width))
+        console.print(totals_line(summary))
+        lines = console.export_text().splitlines()
+        assert_fits("\n".join(lines), width)
+        first = [line for line in lines if line.startswith("ADAMSGOLFINC")]
+        assert len(first) == 1 and "…" in first[0] and "pending" in first[0] and "12" in first[0]
+        assert any(line.startswith("b.pdf") and "CG-PDF-ENCRYPTED" in line for line in lines)
+    assert "0.0123" in "\n".join(lines) and "1 reviewed, 1 failed" in "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------ reviews as tasks
 def test_task_dispatcher_rows_from_reviews_states_and_errors():
     """The default path's dispatcher: whatever ``review(path)`` returns (a review, a Failed state, an
@@ -277,6 +302,43 @@ def test_run_count_splits_only_what_one_run_cannot_take_at_once():
 
 
 # ------------------------------------------------------------------------------ the CLI, real batch job
+def assert_fits(output: str, width: int) -> None:
+    too_wide = [line for line in output.splitlines() if len(line) > width and not line.startswith("Summary: ")]
+    assert not too_wide, too_wide
+
+
+def summary_artifact(flow_run_id: str) -> str:
+    """The Markdown of the batch run's summary artifact, as the UI shows it."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["nightly-batch-summary"]),
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    assert len(found) == 1, found
+    return str(found[0].data)
+
+
+def assert_time_breakdown(markdown: str, *, reviews: int, max_in_flight: int) -> None:
+    """Throughput line + "where the time went" table with plausible figures: every part >= 0, the parts add up
+    to the reviews' summed wall time, which no more than ``max_in_flight`` reviews at once can exceed."""
+    import re
+
+    rate, wall, at_once = map(float, re.search(
+        r"Throughput:\*\* ([\d.]+) contracts/minute · \*\*Wall time:\*\* ([\d.]+) s · "
+        r"\*\*Reviews at once:\*\* ([\d.]+)", markdown).groups())
+    assert rate > 0 and wall > 0 and rate == pytest.approx(reviews / (wall / 60), rel=0.05)
+    assert 0 < at_once <= max_in_flight
+    total = float(re.search(rf"{reviews} contracts reviewed as tasks: ([\d.]+) s", markdown).group(1))
+    parts = {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| ([^|]+?) \| ([\d.]+) \| ", markdown, re.M)}
+    assert {"parse (fingerprint + sandboxed parse)", "pre-filter", "extract (offline)",
+            "report (files + review artifact)", "Prefect / orchestration (the rest)"} <= set(parts), parts
+    assert all(v >= 0 for v in parts.values()) and parts["parse (fingerprint + sandboxed parse)"] > 0
+    assert sum(parts.values()) == pytest.approx(total, abs=0.1 * len(parts))
+    assert total <= wall * max_in_flight + 0.1
+
+
 @pytest.mark.usefixtures("prefect_server")
 def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     inbox, out = tmp_path / "inbox", tmp_path / "reports"
@@ -295,6 +357,11 @@ def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     assert data["totals"]["reviewed"] == 2 and data["totals"]["failed"] == 1
     assert data["mode"] == "tasks of this run"
     assert len({r["flow_run_id"] for r in data["rows"]}) == 1  # every review is a task of the one batch run
+    assert_fits(result.output, 80)  # the result table: one line per contract in an 80-column terminal
+    lines = result.output.splitlines()
+    assert any(line.startswith("locked.pdf") and "failed" in line and "CG-PDF-ENCRYPTED" in line for line in lines)
+    assert sum(line.startswith("contract-0") and "complete" in line for line in lines) == 2
+    assert_time_breakdown(summary_artifact(data["rows"][0]["flow_run_id"]), reviews=3, max_in_flight=2)
 
     # Second night: the two reviewed contracts are skipped by content hash; the failed one is tried again.
     for old in (out / "batches").iterdir():
