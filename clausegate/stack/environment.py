@@ -14,6 +14,7 @@ from prefect.settings import (
     PREFECT_API_AUTH_STRING,
     PREFECT_API_URL,
     PREFECT_SERVER_ANALYTICS_ENABLED,
+    get_current_settings,
     temporary_settings,
 )
 
@@ -54,9 +55,12 @@ _NO_ANALYTICS_SETTINGS: list = []
 
 def no_analytics() -> None:
     """Analytics off for a temporary Prefect server this process may start: Prefect starts it with this
-    process's environment and its explicitly set settings (prefect/server/api/server.py), so set both."""
+    process's environment overlaid with its explicitly set settings (prefect/server/api/server.py), so set the
+    variable, and the setting too when a profile or the environment had switched analytics on."""
     os.environ.update(NO_ANALYTICS)
-    if not _NO_ANALYTICS_SETTINGS:  # kept referenced: a collected context would restore the old settings
+    server = get_current_settings().server
+    if server.analytics_enabled and "analytics_enabled" in server.model_fields_set and not _NO_ANALYTICS_SETTINGS:
+        # kept referenced: a collected context would restore the old settings
         _NO_ANALYTICS_SETTINGS.append(temporary_settings(updates={PREFECT_SERVER_ANALYTICS_ENABLED: False}))
         _NO_ANALYTICS_SETTINGS[0].__enter__()
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clausegate.stack.environment import base_env
 from clausegate.stack.state import StackPaths
 
@@ -29,10 +31,13 @@ print("analytics=" + str(seen.get("PREFECT_SERVER_ANALYTICS_ENABLED")).lower())
 """
 
 
-def test_the_temporary_server_of_a_command_runs_without_analytics(tmp_path):
+@pytest.mark.parametrize("configured", [None, "true"])  # not set (Prefect's default: on), or switched on
+def test_the_temporary_server_of_a_command_runs_without_analytics(tmp_path, configured):
     env = {k: v for k, v in os.environ.items()
            if k not in ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_API_URL", "CLAUSEGATE_PROJECT_DIR")}
     env["PREFECT_HOME"] = str(tmp_path / "prefect")
+    if configured:
+        env["PREFECT_SERVER_ANALYTICS_ENABLED"] = configured
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
