@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from prefect import flow
 
+from clausegate.pipeline import parameters as p
 from clausegate.pipeline.review import REVIEW_FLOW_OPTIONS, review_contract
 
 
 @flow(**REVIEW_FLOW_OPTIONS)
-def contract_review(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports"):
+def contract_review(source: p.ContractSource, playbook: p.Playbook = "default", extractor: p.Extractor = None,
+                    out_dir: p.OutDir = "reports"):
     """Review one contract PDF against a playbook; write JSON + Markdown reports to ``out_dir``.
 
     ``extractor``: 'offline' (default: the playbook's) or a model block such as

@@ -14,16 +14,17 @@ from prefect import flow
 from prefect.states import State
 
 from clausegate.ops import alerts
+from clausegate.pipeline import parameters as p
 
 
 @flow(name="failure-alert", validate_parameters=True)
 def failure_alert(
-    threshold_pct: float = 5.0,
-    window_minutes: float = 60,
-    min_runs: int = 1,
-    cooldown_minutes: float = 10,
-    slack_block: str | None = None,
-    flow_name: str = "contract-review",
+    threshold_pct: p.ThresholdPct = 5.0,
+    window_minutes: p.WindowMinutes = 60,
+    min_runs: p.MinRuns = 1,
+    cooldown_minutes: p.CooldownMinutes = 10,
+    slack_block: p.SlackBlock = None,
+    flow_name: p.FlowName = "contract-review",
 ) -> dict | State:
     """Alert when more than ``threshold_pct`` % of the contract reviews (``flow_name`` runs and batch
     reviews) that finished in the last ``window_minutes`` failed.  ``slack_block``: SlackSettings block name (default

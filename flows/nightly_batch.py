@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from prefect import flow
 
 from clausegate.batch.dispatch import DEFAULT_DEPLOYMENT
+from clausegate.pipeline import parameters as p
 from clausegate.pipeline.batch import BATCH_FLOW_OPTIONS, review_batch
 
 
 @flow(**BATCH_FLOW_OPTIONS)
 def nightly_batch(
-    source: str = "inbox",
-    playbook: str = "default",
-    out_dir: str = "reports",
-    extractor: str | None = None,
-    work_queue: Literal["high", "normal", "low"] = "low",
-    max_in_flight: int = 4,
-    max_parallel_runs: int = 2,
-    retry_failed: bool = True,
-    limit: int | None = None,
-    timeout_minutes: float = 360,
-    poll_seconds: float = 2.0,
-    deployment: str | None = DEFAULT_DEPLOYMENT,
+    source: p.BatchSource = "inbox",
+    playbook: p.Playbook = "default",
+    out_dir: p.OutDir = "reports",
+    extractor: p.Extractor = None,
+    work_queue: p.WorkQueue = "low",
+    max_in_flight: p.MaxInFlight = 4,
+    max_parallel_runs: p.MaxParallelRuns = 2,
+    retry_failed: p.RetryFailed = True,
+    limit: p.Limit = None,
+    timeout_minutes: p.TimeoutMinutes = 360,
+    poll_seconds: p.PollSeconds = 2.0,
+    deployment: p.ReviewDeployment = DEFAULT_DEPLOYMENT,
 ) -> dict:
     """Review every new contract in ``source`` (a folder, ``list:MANIFEST`` or ``python:module:factory``) with
     ``playbook`` as tasks of this run, ``max_in_flight`` at a time; a deployment run with more contracts

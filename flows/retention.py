@@ -11,15 +11,16 @@ from prefect import flow
 from prefect.states import State
 
 from clausegate.ops import retention as ops_retention
+from clausegate.pipeline import parameters as p
 
 
 @flow(name="retention", validate_parameters=True)
 def retention(
-    days: float | None = None,
-    uploads_dirs: list[str] | None = None,
-    reports_dirs: list[str] | None = None,
-    results_dir: str | None = None,
-    dry_run: bool = False,
+    days: p.RetentionDays = None,
+    uploads_dirs: p.UploadsDirs = None,
+    reports_dirs: p.ReportsDirs = None,
+    results_dir: p.ResultsDir = None,
+    dry_run: p.DryRun = False,
 ) -> list[dict] | State:
     """Delete what is older than ``days`` (default ``$CLAUSEGATE_RETENTION_DAYS`` or 30).
 

@@ -12,10 +12,11 @@ from prefect import flow
 from prefect.states import State
 
 from clausegate.ops import sla
+from clausegate.pipeline import parameters as p
 
 
 @flow(name="sla-sweeper", log_prints=False)
-def sla_sweeper(dry_run: bool = False) -> list[dict] | State:
+def sla_sweeper(dry_run: p.DryRun = False) -> list[dict] | State:
     """Escalate every waiting gate past its SLA; return what was done (one entry per overdue gate)."""
     return sla.sweep(dry_run)
 

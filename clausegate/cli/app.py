@@ -13,7 +13,12 @@ _ACTIVE_SETTINGS: list = []
 
 @app.callback()
 def _prefect_credential() -> None:
-    """Every command that talks to a configured Prefect server sends the API credential."""
+    """Every command that talks to a configured Prefect server sends the API credential; a temporary Prefect
+    server a command starts (no API URL, no stack) runs without analytics (this machine may have no internet:
+    "Failed to send telemetry")."""
+    from clausegate.stack.environment import no_analytics  # local import: Prefect; keeps `clausegate` start-up lean
+
+    no_analytics()
     if os.environ.get("PREFECT_API_URL"):
         use_api_credential()
 
@@ -35,14 +40,17 @@ def use_api_credential() -> None:
 
 
 def use_stack_api_url() -> str | None:
-    """PREFECT_API_URL, or the URL of a running `clausegate up` stack in this folder (with its API credential)."""
+    """PREFECT_API_URL, or the URL of a running `clausegate up` stack (with its API credential), found the way
+    `clausegate status` finds it: the state file of the project folder (``CLAUSEGATE_PROJECT_DIR`` or the
+    current folder) and the server's health check."""
     if os.environ.get("PREFECT_API_URL"):
         use_api_credential()
         return os.environ["PREFECT_API_URL"]
+    from clausegate.config import settings  # local import: keeps `clausegate` start-up lean
     from clausegate.stack.processes import api_healthy  # local import: httpx; keeps `clausegate` start-up lean
     from clausegate.stack.state import StackPaths, read_state  # local import: keeps `clausegate` start-up lean
 
-    state = read_state(StackPaths.for_project(Path.cwd()))
+    state = read_state(StackPaths.for_project(settings().project_dir or Path.cwd()))
     if state and state.get("api_url") and api_healthy(state["api_url"]):
         use_api_credential()
         # Prefect reads its settings when first imported: set the variable *and* the live settings.

@@ -2,25 +2,86 @@
 
 `clausegate review` runs :func:`clausegate.pipeline.review.review_contract` as an in-process
 ``contract-review`` flow run (the deployment's entry point is flows/contract_review.py; the library
-never imports ``flows``)."""
+never imports ``flows``), on the Prefect server of ``PREFECT_API_URL``, else on the running local stack's
+(`clausegate up`, found like `clausegate status` finds it), else on a temporary server it starts (~10 s more).
+
+An expected failure (a ``CG-*`` error such as an encrypted or corrupt PDF) prints its code, message and next
+step only; Prefect's traceback and error lines stay in the run's logs, off the console.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from clausegate.cli.app import app, console
+from clausegate.cli.app import app, console, use_stack_api_url
 from clausegate.errors import ClauseGateError
 from clausegate.review.document.codes import NOT_FOUND
 
+RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
+# The Failed state's message of a review a step stopped (clausegate/pipeline/review.py).
+STOPPED = re.compile(r"^(?P<code>CG-[A-Z0-9-]+) at step '(?P<step>[^']*)': (?:\[(?P=code)\] )?(?P<message>.*?)"
+                     r"(?: Next step: (?P<hint>.*?))?(?: Partial report: (?P<report>.+))?$", re.S)
 
-def _server_label() -> str:
-    url = os.environ.get("PREFECT_API_URL")
-    return f"Prefect server {url}" if url else "a temporary local Prefect server (set PREFECT_API_URL to use yours)"
+
+def choose_server() -> tuple[str | None, str]:
+    """The Prefect server this review runs on, and how to say so: PREFECT_API_URL's, the running local
+    stack's, or (None) a temporary one Prefect starts for this command."""
+    configured = os.environ.get("PREFECT_API_URL")
+    url = use_stack_api_url()
+    if url is None:
+        return None, ("a temporary Prefect server (no local stack is up; `clausegate up` starts one, and reviews "
+                      "on it start in seconds)")
+    return url, f"Prefect server {url} (PREFECT_API_URL)" if configured else f"the local stack's Prefect server {url}"
+
+
+class HideExpectedFailures(logging.Filter):
+    """Console only: drop the traceback of a ``CG-*`` error and the flow/task-run error and "Finished in state
+    Failed" lines (the CLI prints the code, message and next step once); the run's logs (API handler) keep all
+    of it.  An unexpected exception's traceback still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, ClauseGateError):
+            return False
+        if error is not None or not record.name.startswith(RUN_LOGGERS):
+            return True
+        return record.levelno < logging.ERROR and not str(record.msg).startswith("Finished in state Failed")
+
+
+def hide_expected_failures_on_console() -> None:
+    for handler in logging.getLogger().handlers:  # Prefect's console handler sits on the root logger
+        if not any(isinstance(f, HideExpectedFailures) for f in handler.filters):
+            handler.addFilter(HideExpectedFailures())
+
+
+def run_link(api_url: str | None, flow_run_id) -> str:
+    """Where the run and its logs are: the server's UI, or (temporary server) its id in PREFECT_HOME's database."""
+    if api_url:
+        return f"{api_url.removesuffix('/api')}/runs/flow-run/{flow_run_id}"
+    return f"flow run {flow_run_id} (kept in the temporary server's database under PREFECT_HOME)"
+
+
+def print_failure(message: str | None, run_url: str | None) -> None:
+    """The code, message and next step of a review that did not complete, then where its logs are."""
+    stopped = STOPPED.match(message or "")
+    if stopped:
+        console.print(f"[red][{stopped['code']}][/red] {stopped['message']} (step '{stopped['step']}')",
+                      highlight=False)
+        if stopped["hint"]:
+            console.print(f"Next step: {stopped['hint']}", highlight=False)
+        if stopped["report"]:
+            console.print(f"Partial report: {stopped['report']}", highlight=False)
+    else:
+        console.print(f"[red]Review did not complete:[/red] {message}", highlight=False)
+    if run_url:
+        console.print(f"Run logs (with the details): {run_url}", highlight=False)
 
 
 def findings_table(review) -> Table:
@@ -50,7 +111,8 @@ def review(
     file: Annotated[Path, typer.Argument(help="the contract PDF")],
     playbook: Annotated[str, typer.Option(help="built-in playbook name or path to a YAML playbook")] = "default",
     out: Annotated[Path, typer.Option(help="folder for the JSON and Markdown reports")] = Path("reports"),
-    extractor: Annotated[str | None, typer.Option(help="'offline' or a provider; default: the playbook's")] = None,
+    extractor: Annotated[str | None, typer.Option(
+        help="'offline' or a model block (e.g. anthropic-model/NAME); default: the playbook's")] = None,
 ) -> None:
     """Review FILE with the contract-review flow and write its report."""
     from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean
@@ -64,7 +126,8 @@ def review(
         console.print(f"[red][{NOT_FOUND}] {file} does not exist.[/red] Next step: check the path.")
         raise typer.Exit(2)
 
-    console.print(f"Reviewing [bold]{file.name}[/bold] with playbook [bold]{playbook}[/bold] on {_server_label()}")
+    api_url, server = choose_server()
+    console.print(f"Reviewing [bold]{file.name}[/bold] with playbook [bold]{playbook}[/bold] on {server}")
     from prefect import flow  # local import: keeps CLI start-up lean
 
     from clausegate.pipeline.review import (  # local import: Prefect; keeps CLI start-up lean
@@ -72,12 +135,13 @@ def review(
         review_contract,
     )
 
+    hide_expected_failures_on_console()
     contract_review = flow(**REVIEW_FLOW_OPTIONS)(review_contract)
     with console.status("running the contract-review flow…"):
         state = contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
                                 out_dir=str(out.resolve()), return_state=True)
     if not state.is_completed():
-        console.print(f"[red]Review did not complete:[/red] {state.message}")
+        print_failure(state.message, run_link(api_url, state.state_details.flow_run_id))
         raise typer.Exit(1)
     result = state.result()
     console.print(findings_table(result))
@@ -86,6 +150,7 @@ def review(
     for warning in result.warnings:
         console.print(f"[yellow]{warning.code}[/yellow] {warning.message}")
     console.print(f"Report: {out.resolve()}")
+    console.print(f"Run: {run_link(api_url, state.state_details.flow_run_id)}", highlight=False)
 
 
 @app.command()

@@ -35,8 +35,15 @@ def _escape(text: str) -> str:
 
 
 def _cut(text: str, width: int) -> str:
+    """One line: whitespace (line breaks too) collapsed, cut to ``width``."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: max(width - 1, 0)].rstrip() + "…"
+
+
+def _fit(text: str, limit: int) -> str:
+    """Multi-line mrkdwn cut to ``limit``: its line breaks stay (Slack renders a "\n" in a section's text as
+    a line break; collapsing them ran the reason bullets and the SLA line together)."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
 
 
 def findings_table(findings: list[Finding], *, width: int = 100, max_rows: int = MAX_ROWS) -> str:
@@ -73,15 +80,15 @@ def _suggestion_blocks(record: GateRecord) -> list[dict[str, Any]]:
     lines = [f"*{_escape(x.category)}* (p. {','.join(map(str, x.pages))}): {_escape(_cut(x.redline, 300))}"
              + "".join(f"\n   ? {_escape(_cut(q, 150))}" for q in x.questions[:3]) for x in record.suggestions]
     return [{"type": "section", "text": {"type": "mrkdwn",
-                                         "text": _cut("*Suggested redlines*\n" + "\n".join(lines), SECTION_LIMIT)}}]
+                                         "text": _fit("*Suggested redlines*\n" + "\n".join(lines), SECTION_LIMIT)}}]
 
 
 def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
     cats = ", ".join(record.categories)
-    reasons = "".join(f"\n• *{_escape(c)}*: {_escape(r)}" for c, r in record.reasons.items() if r)
+    reasons = "".join(f"\n• *{_escape(c)}*: {_escape(_cut(r, 500))}" for c, r in record.reasons.items() if r)
     return [
         {"type": "header", "text": {"type": "plain_text", "text": _cut(f"Decision needed: {record.filename}", 150)}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": _cut(
+        {"type": "section", "text": {"type": "mrkdwn", "text": _fit(
             f"*{_escape(record.filename)}* (playbook `{record.playbook}`): {len(record.findings)} finding(s) "
             f"that need a person: {_escape(cats)}.{reasons}\n*SLA:* decide by {_when(record.sla_deadline)} "
             f"({record.sla_hours:g} h); then it escalates to legal.", SECTION_LIMIT)}},

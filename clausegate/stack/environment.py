@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+from prefect.settings import (
+    PREFECT_API_AUTH_STRING,
+    PREFECT_API_URL,
+    PREFECT_SERVER_ANALYTICS_ENABLED,
+    get_current_settings,
+    temporary_settings,
+)
 
 from clausegate.security import credentials
 from clausegate.stack.state import StackPaths
@@ -41,6 +47,24 @@ def local_timezone() -> str:
     return "UTC"
 
 
+# Every Prefect server ClauseGate starts or causes (`clausegate up`'s, the temporary server of a command run
+# without a stack) runs without analytics: no "Failed to send telemetry" on a machine without internet.
+NO_ANALYTICS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+_NO_ANALYTICS_SETTINGS: list = []
+
+
+def no_analytics() -> None:
+    """Analytics off for a temporary Prefect server this process may start: Prefect starts it with this
+    process's environment overlaid with its explicitly set settings (prefect/server/api/server.py), so set the
+    variable, and the setting too when a profile or the environment had switched analytics on."""
+    os.environ.update(NO_ANALYTICS)
+    server = get_current_settings().server
+    if server.analytics_enabled and "analytics_enabled" in server.model_fields_set and not _NO_ANALYTICS_SETTINGS:
+        # kept referenced: a collected context would restore the old settings
+        _NO_ANALYTICS_SETTINGS.append(temporary_settings(updates={PREFECT_SERVER_ANALYTICS_ENABLED: False}))
+        _NO_ANALYTICS_SETTINGS[0].__enter__()
+
+
 def base_env(paths: StackPaths, api_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of every process the stack starts: its Prefect home, API URL and API credential."""
     env = dict(os.environ)
@@ -51,7 +75,7 @@ def base_env(paths: StackPaths, api_url: str, extra: dict[str, str] | None = Non
     env.update({
         "PREFECT_HOME": str(paths.prefect_home),
         "PREFECT_API_URL": api_url,
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        **NO_ANALYTICS,
         "CLAUSEGATE_PROJECT_DIR": str(paths.project),
         "PYTHONUNBUFFERED": "1",
     })

@@ -147,3 +147,21 @@ def _deactivate_schedules() -> None:
             for sched in dep.schedules:
                 if sched.active:
                     client.update_deployment_schedule(dep.id, sched.id, active=False)
+
+
+@pytest.mark.slow
+def test_review_without_a_stack_starts_a_quiet_temporary_server(tmp_path):
+    """No PREFECT_API_URL and no stack up: `clausegate review` says so and runs on a temporary server, which runs
+    without analytics (no "Failed to send telemetry" on a machine without internet)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "CLAUSEGATE_PROJECT_DIR",
+                        "PREFECT_SERVER_API_AUTH_STRING", "PREFECT_API_AUTH_STRING")}
+    # a fresh database: migrations on a loaded machine can outlast Prefect's 20 s start-up wait
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
+               COLUMNS="160")
+    pdf = make_text_pdf(tmp_path / "alone.pdf", ["Governing Law. The laws of the State of New York govern."])
+    done = subprocess.run([sys.executable, "-m", "clausegate.cli", "review", str(pdf), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "on a temporary Prefect server (no local stack is up" in done.stdout
+    assert "telemetry" not in (done.stdout + done.stderr).lower()

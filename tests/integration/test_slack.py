@@ -24,6 +24,7 @@ from clausegate.gates.slack_view import (
     gate_message,
     person_escalation_message,
 )
+from clausegate.review.schemas import Suggestion
 from clausegate.slack import SlackError, call_slack
 from tests.support.gates import FINDINGS, slack_settings
 from tests.support.prefect_server import free_port
@@ -145,6 +146,24 @@ def test_gate_message_has_findings_buttons_link_and_run_id(fake, client):
     assert client.chat_postMessage(channel="C1", text=text, blocks=blocks)["ok"]
     text, blocks = escalation_message(rec, "http://prefect.example", "Overdue by 5m.")
     assert "SLA passed" in text and client.chat_postMessage(channel="C1", text=text, blocks=blocks)["ok"]
+
+
+def test_gate_message_keeps_its_line_breaks():
+    """Each reason is a bullet on its own line and the SLA line is its own line (mrkdwn needs real line breaks in
+    one section's text; they used to be collapsed into one run-on paragraph)."""
+    rec = record(reasons={"Uncapped Liability": "no cap\non damages", "Liquidated Damages": "fixed sum per day"})
+    _, blocks = gate_message(rec, "http://prefect.example/runs/flow-run/" + rec.flow_run_id)
+    summary = blocks[1]["text"]
+    assert blocks[1]["type"] == "section" and summary["type"] == "mrkdwn"
+    lines = summary["text"].split("\n")
+    assert lines[1:] == ["• *Uncapped Liability*: no cap on damages", "• *Liquidated Damages*: fixed sum per day",
+                         "*SLA:* decide by 2025-03-01 17:00 UTC (8 h); then it escalates to legal."]
+    assert lines[0].startswith("*master-services.pdf* (playbook `payment-liability`): 2 finding(s)")
+    rec = record(suggestions=[Suggestion(category="Uncapped Liability", pages=[4], redline="Cap at 12 months' fees.",
+                                         questions=["Why uncapped?", "Insurance?"])])
+    (redlines,) = [b["text"]["text"] for b in gate_message(rec, "http://x")[1] if "Suggested" in str(b)]
+    assert redlines.split("\n") == ["*Suggested redlines*", "*Uncapped Liability* (p. 4): Cap at 12 months' fees.",
+                                     "   ? Why uncapped?", "   ? Insurance?"]
 
 
 def test_person_escalation_notice_names_who_and_how(client):
