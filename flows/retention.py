@@ -11,10 +11,11 @@ from prefect import flow
 from prefect.states import State
 
 from clausegate.ops import retention as ops_retention
+from clausegate.pipeline.sync_body import run_sync_body
 
 
 @flow(name="retention", validate_parameters=True)
-def retention(
+async def retention(
     days: float | None = None,
     uploads_dirs: list[str] | None = None,
     reports_dirs: list[str] | None = None,
@@ -28,5 +29,5 @@ def retention(
     result storage (``PREFECT_HOME/storage``) and the ``review-*`` artifacts in the Prefect database.
     ``dry_run``: count only.
     """
-    return ops_retention.sweep_all(days=days, uploads_dirs=uploads_dirs, reports_dirs=reports_dirs,
-                                   results_dir=results_dir, dry_run=dry_run)
+    return await run_sync_body(ops_retention.sweep_all, days=days, uploads_dirs=uploads_dirs, reports_dirs=reports_dirs,
+                               results_dir=results_dir, dry_run=dry_run)

@@ -6,6 +6,7 @@ never imports ``flows``)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Annotated
@@ -71,11 +72,12 @@ def review(
         REVIEW_FLOW_OPTIONS,
         review_contract,
     )
+    from clausegate.pipeline.sync_body import async_body  # local import: Prefect; keeps CLI start-up lean
 
-    contract_review = flow(**REVIEW_FLOW_OPTIONS)(review_contract)
+    contract_review = flow(**REVIEW_FLOW_OPTIONS)(async_body(review_contract))  # async: see sync_body.py
     with console.status("running the contract-review flow…"):
-        state = contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
-                                out_dir=str(out.resolve()), return_state=True)
+        state = asyncio.run(contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
+                                            out_dir=str(out.resolve()), return_state=True))
     if not state.is_completed():
         console.print(f"[red]Review did not complete:[/red] {state.message}")
         raise typer.Exit(1)

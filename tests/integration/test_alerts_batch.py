@@ -9,6 +9,7 @@ session Prefect server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import time
@@ -105,7 +106,7 @@ def test_a_contract_failing_inside_a_batch_run_counts_for_the_failure_alert(tmp_
     assert f"• broken.pdf — `CG-PDF-CORRUPT` — in batch run <http://ui/runs/{batch_run_id}|{batch_run_name}>" in text
 
     # The failure-alert flow itself counts it (no Slack block here: CG-ALERT-NO-CHANNEL, not sent).
-    result = failure_alert(threshold_pct=0, window_minutes=60, min_runs=1, cooldown_minutes=0,
-                           slack_block="no-such-slack-block")
+    result = asyncio.run(failure_alert(threshold_pct=0, window_minutes=60, min_runs=1, cooldown_minutes=0,
+                                       slack_block="no-such-slack-block"))
     assert result["alerted"] and result["failed"] >= 1 and result["codes"].get("CG-PDF-CORRUPT", 0) >= 1
     assert result["delivered"] is False and result["code"] == alerts.NO_CHANNEL
