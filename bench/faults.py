@@ -30,6 +30,7 @@ Uses PREFECT_API_URL if set, else a temporary local server.  Contracts: held-out
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import tempfile
@@ -110,7 +111,7 @@ def review_all(pdfs: list[Path], book: str, out: Path) -> tuple[int, int, int, d
     codes: dict[str, int] = {}
     started = time.perf_counter()
     for pdf in pdfs:
-        state = contract_review(str(pdf), playbook=book, out_dir=str(out), return_state=True)
+        state = asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(out), return_state=True))
         if state.is_completed():
             finished += 1
         elif state.is_failed() and state.message and state.message.startswith("CG-"):

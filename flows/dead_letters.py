@@ -14,9 +14,10 @@ from prefect import flow
 
 from clausegate.ops import dead_letters
 from clausegate.pipeline import parameters as p
+from clausegate.pipeline.sync_body import run_sync_body
 
 
 @flow(name="dead-letters", validate_parameters=True)
-def handle_dead_letters(flow_run_id: p.CrashedRunId = None, slack_block: p.SlackBlock = None) -> list[dict]:
+async def handle_dead_letters(flow_run_id: p.CrashedRunId = None, slack_block: p.SlackBlock = None) -> list[dict]:
     """``flow_run_id``: the crashed run (a UUID or ``prefect.flow-run.<uuid>``); none = sweep the last 24 h."""
-    return dead_letters.handle_crashed_runs(flow_run_id, slack_block)
+    return await run_sync_body(dead_letters.handle_crashed_runs, flow_run_id, slack_block)

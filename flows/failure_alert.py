@@ -15,10 +15,11 @@ from prefect.states import State
 
 from clausegate.ops import alerts
 from clausegate.pipeline import parameters as p
+from clausegate.pipeline.sync_body import run_sync_body
 
 
 @flow(name="failure-alert", validate_parameters=True)
-def failure_alert(
+async def failure_alert(
     threshold_pct: p.ThresholdPct = 5.0,
     window_minutes: p.WindowMinutes = 60,
     min_runs: p.MinRuns = 1,
@@ -29,5 +30,6 @@ def failure_alert(
     """Alert when more than ``threshold_pct`` % of the contract reviews (``flow_name`` runs and batch
     reviews) that finished in the last ``window_minutes`` failed.  ``slack_block``: SlackSettings block name (default
     ``$CLAUSEGATE_SLACK_BLOCK`` or ``clausegate``); the message goes to its ``alert_channel``."""
-    return alerts.check_failure_rate(threshold_pct=threshold_pct, window_minutes=window_minutes, min_runs=min_runs,
-                                     cooldown_minutes=cooldown_minutes, slack_block=slack_block, flow_name=flow_name)
+    return await run_sync_body(alerts.check_failure_rate, threshold_pct=threshold_pct, window_minutes=window_minutes,
+                               min_runs=min_runs, cooldown_minutes=cooldown_minutes, slack_block=slack_block,
+                               flow_name=flow_name)

@@ -12,10 +12,11 @@ from prefect.states import State
 
 from clausegate.ops import retention as ops_retention
 from clausegate.pipeline import parameters as p
+from clausegate.pipeline.sync_body import run_sync_body
 
 
 @flow(name="retention", validate_parameters=True)
-def retention(
+async def retention(
     days: p.RetentionDays = None,
     uploads_dirs: p.UploadsDirs = None,
     reports_dirs: p.ReportsDirs = None,
@@ -29,5 +30,5 @@ def retention(
     result storage (``PREFECT_HOME/storage``) and the ``review-*`` artifacts in the Prefect database.
     ``dry_run``: count only.
     """
-    return ops_retention.sweep_all(days=days, uploads_dirs=uploads_dirs, reports_dirs=reports_dirs,
-                                   results_dir=results_dir, dry_run=dry_run)
+    return await run_sync_body(ops_retention.sweep_all, days=days, uploads_dirs=uploads_dirs, reports_dirs=reports_dirs,
+                               results_dir=results_dir, dry_run=dry_run)

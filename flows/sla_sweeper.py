@@ -8,18 +8,21 @@ Logic and timing (SLA vs Prefect's suspend timeout): :mod:`clausegate.ops.sla`.
 
 from __future__ import annotations
 
+import asyncio
+
 from prefect import flow
 from prefect.states import State
 
 from clausegate.ops import sla
 from clausegate.pipeline import parameters as p
+from clausegate.pipeline.sync_body import run_sync_body
 
 
 @flow(name="sla-sweeper", log_prints=False)
-def sla_sweeper(dry_run: p.DryRun = False) -> list[dict] | State:
+async def sla_sweeper(dry_run: p.DryRun = False) -> list[dict] | State:
     """Escalate every waiting gate past its SLA; return what was done (one entry per overdue gate)."""
-    return sla.sweep(dry_run)
+    return await run_sync_body(sla.sweep, dry_run)
 
 
 if __name__ == "__main__":
-    sla_sweeper()
+    asyncio.run(sla_sweeper())

@@ -8,6 +8,7 @@ deployment runs when the stack has the deployment and a live worker; otherwise t
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -112,6 +113,7 @@ def batch_command(
     from clausegate.batch.summary import BatchSummary  # local import: keeps CLI start-up lean
     from clausegate.errors import ClauseGateError  # local import: keeps CLI start-up lean
     from clausegate.pipeline.batch import BATCH_FLOW_OPTIONS, review_batch  # local import: keeps CLI start-up lean
+    from clausegate.pipeline.sync_body import async_body  # local import: keeps CLI start-up lean
     from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean
 
     if local and deployments:
@@ -137,11 +139,11 @@ def batch_command(
                   f"{max_in_flight} at a time · contracts that need a person: "
                   f"{'contract-review runs' if gate_deployment else 'stay pending_decision'} ({why})")
 
-    batch_flow = flow(**BATCH_FLOW_OPTIONS)(review_batch)
-    state = batch_flow(str(folder.expanduser().resolve()), playbook, str(out.expanduser().resolve()),
-                       extractor=extractor, work_queue=queue, max_in_flight=max_in_flight, retry_failed=retry_failed,
-                       limit=limit, timeout_minutes=timeout_minutes, poll_seconds=1.0, deployment=gate_deployment,
-                       return_state=True)
+    batch_flow = flow(**BATCH_FLOW_OPTIONS)(async_body(review_batch))  # async: clausegate/pipeline/sync_body.py
+    state = asyncio.run(batch_flow(str(folder.expanduser().resolve()), playbook, str(out.expanduser().resolve()),
+                                   extractor=extractor, work_queue=queue, max_in_flight=max_in_flight,
+                                   retry_failed=retry_failed, limit=limit, timeout_minutes=timeout_minutes,
+                                   poll_seconds=1.0, deployment=gate_deployment, return_state=True))
     if not state.is_completed():
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(2)

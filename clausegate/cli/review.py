@@ -11,6 +11,7 @@ step only; Prefect's traceback and error lines stay in the run's logs, off the c
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -134,12 +135,13 @@ def review(
         REVIEW_FLOW_OPTIONS,
         review_contract,
     )
+    from clausegate.pipeline.sync_body import async_body  # local import: Prefect; keeps CLI start-up lean
 
     hide_expected_failures_on_console()
-    contract_review = flow(**REVIEW_FLOW_OPTIONS)(review_contract)
+    contract_review = flow(**REVIEW_FLOW_OPTIONS)(async_body(review_contract))  # async: see sync_body.py
     with console.status("running the contract-review flow…"):
-        state = contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
-                                out_dir=str(out.resolve()), return_state=True)
+        state = asyncio.run(contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
+                                            out_dir=str(out.resolve()), return_state=True))
     if not state.is_completed():
         print_failure(state.message, run_link(api_url, state.state_details.flow_run_id))
         raise typer.Exit(1)

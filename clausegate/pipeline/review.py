@@ -2,7 +2,8 @@
 by name on the review's configured :class:`~clausegate.pipeline.tasks.ReviewTasks`), the model path
 (``clausegate.pipeline.cascade``), the human gate and the report, inside whatever flow run calls it.
 
-``flows/contract_review.py`` (the flow) and ``clausegate review`` make it a flow with :data:`REVIEW_FLOW_OPTIONS`.
+``flows/contract_review.py`` (the flow) and ``clausegate review`` make it a flow with :data:`REVIEW_FLOW_OPTIONS`
+(an ``async`` one around this synchronous body: :mod:`clausegate.pipeline.sync_body`).
 The nightly batch (:mod:`clausegate.pipeline.batch`) calls it directly inside its own runs
 (``ask_person=False``), so a contract costs a few task runs instead of a flow run of its own.  There the
 human gate is not asked (it would suspend the whole batch): a review that needs a person ends

@@ -16,6 +16,7 @@ written to ``$PREFECT_HOME/gate-latency.json``.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import json
 import os
@@ -435,7 +436,7 @@ def test_sla_sweeper_escalates_an_unanswered_gate(stack, runs):
         from flows.sla_sweeper import sla_sweeper
 
         clicked_at = time.time()
-        done = sla_sweeper()
+        done = asyncio.run(sla_sweeper())
     finally:
         os.environ.pop("CLAUSEGATE_SLACK_BLOCK", None)
     mine = next(d for d in done if d["flow_run_id"] == review.id)

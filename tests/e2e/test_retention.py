@@ -9,6 +9,7 @@ step from the cache (the records the sweep kept), while the expired decoys are g
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -219,7 +220,7 @@ def test_retention_flow_keeps_what_a_suspended_review_needs_and_deletes_the_expi
     for path in (gated.path, *needed, old_upload.path, old_result, old_report):
         age(path, 45)
 
-    rows = retention(days=30, uploads_dirs=[str(settings.uploads_dir)], reports_dirs=[str(reports)])
+    rows = asyncio.run(retention(days=30, uploads_dirs=[str(settings.uploads_dir)], reports_dirs=[str(reports)]))
     by_area = {row["area"]: row for row in rows}
 
     assert gated.path.is_file(), "the suspended run's upload was deleted"

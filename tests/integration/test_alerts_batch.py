@@ -9,6 +9,7 @@ session Prefect server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import time
@@ -22,6 +23,7 @@ from prefect.variables import Variable
 
 from clausegate.ops import alerts, review_events
 from clausegate.pipeline.batch import review_batch
+from clausegate.pipeline.sync_body import async_body
 from clausegate.review.document.sandbox import fingerprint
 from flows.failure_alert import failure_alert
 from tests.support.pdf_factory import make_truncated_pdf
@@ -65,9 +67,9 @@ def test_a_contract_failing_inside_a_batch_run_counts_for_the_failure_alert(tmp_
     book = tmp_path / "alert-batch-test.yaml"
     book.write_text(PLAYBOOK)
 
-    batch = flow(name="nightly-batch", validate_parameters=True)(review_batch)
-    state = batch(str(inbox), str(book), str(out), max_in_flight=2, poll_seconds=0.2, deployment=None,
-                  return_state=True)
+    batch = flow(name="nightly-batch", validate_parameters=True)(async_body(review_batch))  # as flows/nightly_batch.py
+    state = asyncio.run(batch(str(inbox), str(book), str(out), max_in_flight=2, poll_seconds=0.2, deployment=None,
+                              return_state=True))
     assert state.is_completed(), state.message
     batch_run_id = str(state.state_details.flow_run_id)
     with get_client(sync_client=True) as client:
@@ -105,7 +107,7 @@ def test_a_contract_failing_inside_a_batch_run_counts_for_the_failure_alert(tmp_
     assert f"• broken.pdf — `CG-PDF-CORRUPT` — in batch run <http://ui/runs/{batch_run_id}|{batch_run_name}>" in text
 
     # The failure-alert flow itself counts it (no Slack block here: CG-ALERT-NO-CHANNEL, not sent).
-    result = failure_alert(threshold_pct=0, window_minutes=60, min_runs=1, cooldown_minutes=0,
-                           slack_block="no-such-slack-block")
+    result = asyncio.run(failure_alert(threshold_pct=0, window_minutes=60, min_runs=1, cooldown_minutes=0,
+                                       slack_block="no-such-slack-block"))
     assert result["alerted"] and result["failed"] >= 1 and result["codes"].get("CG-PDF-CORRUPT", 0) >= 1
     assert result["delivered"] is False and result["code"] == alerts.NO_CHANNEL

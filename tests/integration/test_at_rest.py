@@ -9,6 +9,7 @@ plain pickles / JSON).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -185,7 +186,7 @@ def test_review_of_an_upload_leaves_no_contract_text_on_disk_and_still_caches(pr
     stored = store(plain.read_bytes(), "secret.pdf", "upload", settings)
     out = tmp_path / "reports"
 
-    first = contract_review(str(stored.path), playbook="default", out_dir=str(out), return_state=True)
+    first = asyncio.run(contract_review(str(stored.path), playbook="default", out_dir=str(out), return_state=True))
     assert first.is_completed(), first.message
     review = first.result()
     assert review.contract_id == stored.sha256 and review.filename == "secret.pdf"
@@ -204,7 +205,7 @@ def test_review_of_an_upload_leaves_no_contract_text_on_disk_and_still_caches(pr
     # A second review of the same upload, then of the same contract given as a plain PDF by path:
     # every content-keyed step comes from the encrypted cache.
     for source in (stored.path, plain):
-        again = contract_review(str(source), playbook="default", out_dir=str(out), return_state=True)
+        again = asyncio.run(contract_review(str(source), playbook="default", out_dir=str(out), return_state=True))
         states = task_states(again.state_details.flow_run_id, expected=5)
         assert again.is_completed(), again.message
         assert steps_by_state(states, "Cached") == MODEL_STEPS | {"write-report"}, states
@@ -216,12 +217,13 @@ def test_review_of_an_upload_leaves_no_contract_text_on_disk_and_still_caches(pr
 def test_a_changed_key_is_a_coded_error_not_garbage_or_a_silent_recompute(prefect_server, tmp_path, monkeypatch):
     pdf = make_text_pdf(tmp_path / "keyed.pdf", SECRET_PAGES[:2])
     stored = store(pdf.read_bytes(), "keyed.pdf", "upload", InboxSettings(data_dir=tmp_path / "inbox"))
-    first = contract_review(str(pdf), playbook="default", out_dir=str(tmp_path / "out"), return_state=True)
+    first = asyncio.run(contract_review(str(pdf), playbook="default", out_dir=str(tmp_path / "out"), return_state=True))
     assert first.is_completed(), first.message
 
     monkeypatch.setenv("CLAUSEGATE_AT_REST_KEY", new_at_rest_key())  # the key was lost / replaced
     for source in (pdf, stored.path):  # a cached plain PDF, and a sealed upload
-        state = contract_review(str(source), playbook="default", out_dir=str(tmp_path / "out"), return_state=True)
+        state = asyncio.run(contract_review(str(source), playbook="default", out_dir=str(tmp_path / "out"),
+                                            return_state=True))
         assert state.is_failed()
         assert "[CG-AT-REST-KEY] persisted results were encrypted with another at-rest key" in state.message
         assert "restore the key" in state.message

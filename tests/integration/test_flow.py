@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
 def run_review(pdf: Path, out: Path, playbook: str = "default"):
-    state = contract_review(str(pdf), playbook=playbook, out_dir=str(out), return_state=True)
+    state = asyncio.run(contract_review(str(pdf), playbook=playbook, out_dir=str(out), return_state=True))
     return state, task_states(state.state_details.flow_run_id, expected=5)
 
 

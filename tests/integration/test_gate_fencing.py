@@ -160,7 +160,7 @@ def test_a_deployed_run_that_cannot_suspend_fails_instead_of_completing(tmp_path
 
     child = parent()
     assert child.parent_task_run_id is not None
-    state = run_flow(contract_review, flow_run=child, return_type="state")
+    state = asyncio.run(run_flow(contract_review, flow_run=child, return_type="state"))
     assert state.is_failed(), (state.type, state.message)
     assert state.message.startswith("CG-GATE-CANNOT-SUSPEND at step 'gate'"), state.message
     report = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
@@ -176,7 +176,8 @@ def test_a_plain_review_without_deployment_still_ends_pending_decision_but_is_no
 
     monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block")
     pdf = make_text_pdf(tmp_path / "gated.pdf", GATED_PAGES)
-    state = contract_review(str(pdf), playbook="payment-liability", out_dir=str(tmp_path / "out"), return_state=True)
+    state = asyncio.run(contract_review(str(pdf), playbook="payment-liability", out_dir=str(tmp_path / "out"),
+                                        return_state=True))
     review = state.result()
     assert state.is_completed() and review.status == "pending_decision" and review.decisions == []
     assert status_of("COMPLETED", review) == "failed"

@@ -225,7 +225,7 @@ def test_sweeper_fails_visibly_when_the_escalation_notice_cannot_be_delivered(fa
     try:
         from flows.sla_sweeper import sla_sweeper
 
-        state = sla_sweeper(return_state=True)
+        state = asyncio.run(sla_sweeper(return_state=True))
     finally:
         os.environ.pop("CLAUSEGATE_SLACK_BLOCK", None)
     assert state.is_failed(), state

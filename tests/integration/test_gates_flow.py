@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -18,7 +19,8 @@ def test_run_without_deployment_completes_pending_decision(tmp_path, monkeypatch
 
     monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block")
     pdf = make_text_pdf(tmp_path / "gated.pdf", GATED_PAGES)
-    state = contract_review(str(pdf), playbook="payment-liability", out_dir=str(tmp_path / "out"), return_state=True)
+    state = asyncio.run(contract_review(str(pdf), playbook="payment-liability", out_dir=str(tmp_path / "out"),
+                                        return_state=True))
     assert state.is_completed(), state.message
     review = state.result()
     assert set(review.gated_categories) & {"Uncapped Liability", "Liquidated Damages"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import threading
 import time
@@ -145,7 +146,7 @@ def test_sla_sweeper_escalates_only_overdue_gates(fake_slack):
     try:
         from flows.sla_sweeper import sla_sweeper
 
-        done = sla_sweeper()
+        done = asyncio.run(sla_sweeper())
     finally:
         os.environ.pop("CLAUSEGATE_SLACK_BLOCK", None)
     mine = [d for d in done if d["flow_run_id"] == overdue.flow_run_id]

@@ -7,6 +7,7 @@ step timeout that cannot hold the HTTP calls is rejected at load; a 503's Retry-
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -319,7 +320,7 @@ def test_step_timeout_shorter_than_the_http_calls_is_rejected_at_load(tmp_path, 
     pdf = make_text_pdf(tmp_path / "t.pdf", LIABILITY_PAGES)
     block = save_block("anthropic", anthropic, read_timeout_seconds=4.0, connect_timeout_seconds=1.0)
     book = playbook(tmp_path, block, extract=", timeout_seconds: 3")
-    state = contract_review(str(pdf), playbook=book, out_dir=str(tmp_path / "reports"), return_state=True)
+    state = asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(tmp_path / "reports"), return_state=True))
     assert state.is_failed()
     message = state.message
     assert "CG-PLAYBOOK-INVALID" in message and "steps.extract.timeout_seconds" in message and "= 10 s" in message

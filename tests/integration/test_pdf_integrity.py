@@ -9,6 +9,7 @@ the reviewed text, and make the review ask a person instead of ending `complete`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -172,7 +173,7 @@ def test_review_flow_is_not_complete(tmp_path, monkeypatch, no_tesseract, kind):
         pdf = factory.make_hidden_text_pdf(tmp_path / "hostile.pdf", VISIBLE, HIDDEN, "render-mode-3")
     else:
         pdf = factory.make_garbled_pdf(tmp_path / "mojibake.pdf", VISIBLE)
-    state = contract_review(str(pdf), out_dir=str(tmp_path / "out"), return_state=True)
+    state = asyncio.run(contract_review(str(pdf), out_dir=str(tmp_path / "out"), return_state=True))
     assert state.is_completed(), state.message
     review = state.result()
     assert review.status == "pending_decision", "a run without deployment cannot wait: it says a person must decide"

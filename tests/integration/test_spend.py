@@ -8,6 +8,7 @@ delivered, usable or not.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -88,7 +89,7 @@ steps:
 
 
 def review(pdf: Path, book: str, out: Path):
-    return contract_review(str(pdf), playbook=book, out_dir=str(out), return_state=True)
+    return asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(out), return_state=True))
 
 
 def report_of(out: Path, pdf: Path) -> dict:

@@ -9,6 +9,7 @@ Fake servers for these tests expect the key ``KEY``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -56,5 +57,5 @@ steps:
 
 def review(tmp_path, pdf, book, out="reports"):
     """One in-process contract-review run: (its final state, task name -> final state name)."""
-    state = contract_review(str(pdf), playbook=book, out_dir=str(tmp_path / out), return_state=True)
+    state = asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(tmp_path / out), return_state=True))
     return state, task_states(state.state_details.flow_run_id, expected=5)
