@@ -6,8 +6,10 @@
 strings), arrays as lists, dictionaries as dicts), with one regular expression instead of pypdf's byte-by-byte reader:
 about ten times faster, which is what lets the worker check every page for hidden text and still
 read ~150+ pages a second.  It returns ``None`` for anything it does not handle exactly like pypdf
-(inline images, malformed tokens, unbalanced strings or arrays, pypdf's token budget exceeded): the
-caller then parses the stream with pypdf, so pypdf's safety limits and quirks still apply there.
+(inline images, nested parentheses, malformed tokens, unbalanced strings or arrays, duplicate dictionary
+keys, "1 0 R", names pypdf decodes its own way, a vertical tab outside strings, pypdf's token, element,
+length and nesting limits): the caller then parses the stream with pypdf, so pypdf's safety limits and
+quirks still apply there.  ``tests/unit/test_pdf_tokens.py`` holds it to pypdf's output.
 """
 
 from __future__ import annotations
@@ -16,9 +18,16 @@ import re
 from typing import Any
 
 MAX_TOKENS = 2_000_000  # pypdf's stream_parsing_work_maximum_count: beyond it, pypdf raises LimitReachedError
+MAX_ELEMENTS = 100_000  # pypdf's array_maximum_element_count and dictionary_maximum_element_count
+MAX_DEPTH = 100  # nested arrays/dictionaries: pypdf reads them recursively (RecursionError when very deep)
+# pypdf reads a name, an operator or a number in 16-byte chunks and raises beyond 4096, 128 or 64 bytes: longer
+# tokens than these (with a chunk to spare) are left to pypdf.
+MAX_NAME, MAX_OPERATOR, MAX_NUMBER = 4000, 100, 40
 
 _WS = rb"\x00\t\n\x0c\r "
-_REGULAR = rb"[^\x00\t\n\x0c\r ()<>\[\]{}/%]"
+# A name or operator runs to Python's \s (with \x0b, not \x00: pypdf's NameObject.delimiter_pattern) or a delimiter;
+# \x0b then stops the tokenizer (pypdf skips it inside arrays only).
+_REGULAR = rb"[^\t\n\x0b\x0c\r ()<>\[\]{}/%]"
 # One match per token, its leading whitespace included; the group that matched says what it is.
 _TOKEN = re.compile(
     rb"[" + _WS + rb"]*(?:"
@@ -35,11 +44,14 @@ _TOKEN = re.compile(
 )
 _COMMENT, _NUMBER, _NAME, _OPERATOR, _LITERAL, _HEX, _OPEN, _CLOSE = range(1, 9)
 _HEX_SPACE = re.compile(rb"[" + _WS + rb"]")
-_ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|(\r\n|\r|\n)|(.))", re.S)
+_ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|([\r\n][\r\n]?)|(.))", re.S)  # pypdf drops any two EOL bytes
 _ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f"}
 _ESCAPES.update({c: c for c in (b"(", b")", b"/", b"\\", b" ", b"%", b"<", b">", b"[", b"]", b"#", b"_", b"&", b"$")})
 _KEYWORDS = {b"true": True, b"false": False, b"null": None}
 _NAME_ESCAPE = re.compile(rb"#([0-9A-Fa-f]{2})")
+# pypdf reads "<int> <int> R" as an indirect reference, which a content stream cannot have (it raises).
+_REFERENCE = re.compile(rb"[0-9][\x00\t\n\x0b\x0c\r ]+[0-9]+[\x00\t\n\x0b\x0c\r ]+R(?![A-Za-z])")
+_STREAM_KEYWORD = re.compile(rb"[\x00\t\n\x0c\r ]*stream")  # after ">>": pypdf reads a stream object
 
 
 class _Unsupported(Exception):
@@ -48,6 +60,8 @@ class _Unsupported(Exception):
 
 def operations(data: bytes) -> list[tuple[list[Any], bytes]] | None:
     """pypdf's ``ContentStream.operations`` for ``data`` (the stream's decoded bytes), or None (use pypdf)."""
+    if _REFERENCE.search(data):
+        return None
     try:
         return _parse(data)
     except (_Unsupported, ValueError, UnicodeDecodeError):
@@ -75,6 +89,9 @@ def _hex(token: bytes) -> bytes:
 
 def _name(token: bytes) -> str:
     if b"#" in token:
+        escapes = _NAME_ESCAPE.findall(token)
+        if len(escapes) != token.count(b"#"):  # pypdf's int(..., 16) also reads "#f", "#+1", "#-0": its business
+            raise _Unsupported("a '#' in a name without two hex digits")
         token = _NAME_ESCAPE.sub(lambda m: bytes((int(m.group(1), 16),)), token)
     return token.decode("utf-8")
 
@@ -93,9 +110,14 @@ def _parse(data: bytes) -> list[tuple[list[Any], bytes]]:
         if budget < 0:
             raise _Unsupported("token budget")
         if kind == _NUMBER:
-            target.append(float(m.group(kind)))
+            token = m.group(kind)
+            if len(token) > MAX_NUMBER:
+                raise _Unsupported("long number")
+            target.append(float(token))
         elif kind == _OPERATOR:
             token = m.group(kind)
+            if len(token) > MAX_OPERATOR:
+                raise _Unsupported("long operator")
             if stack:
                 if token not in _KEYWORDS:
                     raise _Unsupported("operator inside an array or dictionary")
@@ -106,13 +128,18 @@ def _parse(data: bytes) -> list[tuple[list[Any], bytes]]:
                 ops.append((operands, token))
                 operands = target = []
         elif kind == _NAME:
-            target.append(_name(m.group(kind)))
+            token = m.group(kind)
+            if len(token) > MAX_NAME:
+                raise _Unsupported("long name")
+            target.append(_name(token))
         elif kind == _LITERAL:
             raw = m.group(kind)
             target.append(_ESCAPE.sub(_unescape, raw) if b"\\" in raw else raw)
         elif kind == _HEX:
             target.append(_hex(m.group(kind)))
         elif kind == _OPEN:
+            if len(stack) >= MAX_DEPTH:
+                raise _Unsupported("deeply nested")
             stack.append((target, m.group(kind) == b"<<"))
             target = []
         elif kind == _CLOSE:
@@ -121,10 +148,15 @@ def _parse(data: bytes) -> list[tuple[list[Any], bytes]]:
                 raise _Unsupported("unbalanced array or dictionary")
             items = target
             target, is_dict = stack.pop()
+            if len(items) > (2 * MAX_ELEMENTS if is_dict else MAX_ELEMENTS):
+                raise _Unsupported("too many elements")
             if is_dict:
-                if len(items) % 2 or not all(isinstance(k, str) for k in items[::2]):
-                    raise _Unsupported("malformed dictionary")
-                target.append(dict(zip(items[::2], items[1::2], strict=True)))
+                keys = items[::2]
+                if len(items) % 2 or not all(isinstance(k, str) for k in keys) or len(set(keys)) < len(keys):
+                    raise _Unsupported("malformed dictionary")  # pypdf keeps the first of duplicate keys
+                if _STREAM_KEYWORD.match(data, m.end()):
+                    raise _Unsupported("a dictionary followed by 'stream'")
+                target.append(dict(zip(keys, items[1::2], strict=True)))
             else:
                 target.append(items)
         elif kind is not None:  # nested parentheses in a string, a stray delimiter, ...
