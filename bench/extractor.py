@@ -1,11 +1,14 @@
 """Benchmark the offline extractor on CUAD's HOLDOUT split (``tools.cuad.is_holdout``).
 
     python bench/extractor.py [--limit N] [--png docs/quality/extractor.png] [--json FILE]
-                              [--previous docs/quality/extractor-previous.json]
+                              [--previous docs/quality/extractor-previous.json] [--extractor cache|pypdf|pdfium]
 
-Pipeline per holdout contract: pypdf page text -> ``prefilter`` (all 41 categories) ->
-``extract_offline``.  Prints per-category precision / recall / F1 and the issue-13 table with
-its targets:
+Pipeline per holdout contract: page text -> ``prefilter`` (all 41 categories) ->
+``extract_offline``.  The page text is pypdf's ``extract_text()`` cached by ``tools.cuad.load_pages``
+(``--extractor cache``, the default, what the model was trained on), or the product's parse worker's text
+(``clausegate.review.document.worker``, in this process, OCR off) with that extractor (``pypdf`` or ``pdfium``):
+compare the two to see what the parse step's extractor does to the extractor's quality.  Prints per-category
+precision / recall / F1 and the issue-13 table with its targets:
 
 * contract level ("is the clause present"): predicted when at least one clause of the
   category is found (``possible`` clauses are not findings; "found or possible" is shown apart
@@ -71,6 +74,21 @@ def ece(conf: list[float], right: list[bool], bins: int = 10) -> tuple[float, li
             table.append({"bin": b, "n": int(m.sum()), "confidence": float(conf_a[m].mean()),
                           "accuracy": float(right_a[m].mean())})
     return float(total), table
+
+
+def worker_pages(entry: dict, extractor: str) -> list[str]:
+    """The page texts the product's parse worker gives for a CUAD PDF with ``extractor`` (OCR off)."""
+    from clausegate.review.document import worker  # local import: only --extractor pypdf/pdfium parses PDFs
+
+    options = {"timeout": 3600.0, "max_chars": 10**9, "memory_mb": 4096, "ocr": "off", "extractor": extractor}
+    result = worker._extract((cuad.cuad_dir() / entry["pdf"]).read_bytes(), options)
+    return [page["text"] for page in result.get("pages", [])]
+
+
+def load_docs(limit: int, extractor: str) -> list:
+    if extractor == "cache":
+        return load_holdout(limit)
+    return [(entry, worker_pages(entry, extractor), rows) for entry, _, rows in load_holdout(limit, pages=False)]
 
 
 def evaluate(docs) -> dict:
@@ -150,6 +168,7 @@ def evaluate(docs) -> dict:
 def print_report(res: dict, prev: dict | None) -> None:
     old = (prev or {}).get("per_category", {})
     print(f"ClauseGate offline extractor - CUAD holdout ({res['split']}): {res['contracts']} contracts, "
+          f"page text {res.get('page_text', 'cache')}, "
           f"model {res['model_version']}" + (f" (previous: {prev['model_version']})" if prev else ""))
     header = (f"{'category':<36} {'n':>3} | {'contract P':>10} {'R':>5} {'F1':>5} {'prev':>5} | "
               f"{'passage P':>9} {'R':>5} {'F1':>5}")
@@ -263,11 +282,14 @@ def main() -> None:
     ap.add_argument("--previous", default=str(DOCS / "extractor-previous.json"))
     ap.add_argument("--json", default=None, help="write this run's results here (e.g. docs/quality/extractor.json)")
     ap.add_argument("--png", default=str(DOCS / "extractor.png"), help="'' for no picture")
+    ap.add_argument("--extractor", default="cache", choices=["cache", "pypdf", "pdfium"],
+                    help="page text: pypdf's cached by tools.cuad (default), or the parse worker's with this extractor")
     args = ap.parse_args()
     t0 = time.time()
     if not cuad.cuad_available():
         sys.exit(f"CUAD not found at {cuad.cuad_dir()}")
-    res = evaluate(load_holdout(args.limit))
+    res = evaluate(load_docs(args.limit, args.extractor))
+    res["page_text"] = args.extractor
     prev_path = Path(args.previous) if args.previous else None
     prev = json.loads(prev_path.read_text()) if prev_path and prev_path.is_file() else None
     if prev and prev.get("model_version") == res["model_version"]:

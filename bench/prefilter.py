@@ -81,7 +81,7 @@ def parsed_document(entry: dict, pages: list[str]) -> ParsedDocument:
     )
 
 
-def load_holdout(limit: int):
+def load_holdout(limit: int, pages: bool = True):
     manifest = cuad.load_manifest()
     annotations = cuad.load_annotations()
     hold = sorted((e for e in manifest if cuad.is_holdout(e["filename"])), key=lambda e: e["filename"])
@@ -89,8 +89,7 @@ def load_holdout(limit: int):
         hold = hold[:limit]
     docs = []
     for entry in hold:
-        pages = cuad.load_pages(entry)
-        docs.append((entry, pages, annotations.get(entry["filename"], [])))
+        docs.append((entry, cuad.load_pages(entry) if pages else [], annotations.get(entry["filename"], [])))
     return docs
 
 

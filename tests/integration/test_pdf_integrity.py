@@ -204,7 +204,8 @@ def test_a_failed_hidden_text_check_is_reported_not_silent(tmp_path, monkeypatch
     def broken(page, pdf):
         raise ValueError("unexpected operator")
 
-    monkeypatch.setattr(hidden_text, "read_page", broken)
+    monkeypatch.setattr(hidden_text, "read_page", broken)  # the check pypdf runs (extractor "pypdf")
+    monkeypatch.setattr(hidden_text, "has_hidden", broken)  # the check before PDFium reads a page (default)
     data = factory.make_text_pdf(tmp_path / "plain.pdf", [VISIBLE]).read_bytes()
     result = worker._extract(data, {"timeout": 60, "max_chars": 100_000, "ocr": "off", "tesseract": None})
     assert "liability shall be" in " ".join(result["pages"][0]["text"].split())

@@ -52,7 +52,9 @@ INTEGRITY_CATEGORY = "Document integrity"
 
 # What the parser produces: bump when its output changes for the same bytes (the parse-pdf task's cache
 # key should include it, so parses cached before a change are not reused; see clausegate/pipeline/tasks.py).
-PARSER_VERSION = "2-integrity"  # 2: hidden text left out and reported, garbled pages reported / OCR'd
+# 2: hidden text left out and reported, garbled pages reported / OCR'd; 3: PDFium reads the text of pages
+# without hidden text (clausegate/review/document/text.py)
+PARSER_VERSION = "3-pdfium"
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_CHARS = 500_000

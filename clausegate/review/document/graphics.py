@@ -19,6 +19,7 @@ from typing import Any
 
 from pypdf.generic import ContentStream, NameObject
 
+from clausegate.review.document import tokens
 from clausegate.review.document.geometry import Path
 from clausegate.review.document.geometry import apply as _apply
 from clausegate.review.document.geometry import bbox as _bbox
@@ -177,8 +178,9 @@ def _font_unit(font: Any) -> tuple[float, float]:
 class Scanner:
     """Walks one page: a shared list of painted regions (painter's order) and a form budget."""
 
-    def __init__(self, pdf: Any) -> None:
+    def __init__(self, pdf: Any, fast: bool = False) -> None:
         self.pdf = pdf
+        self.fast = fast  # forms parsed with the fast tokenizer, nothing swapped (a check only: no text extracted)
         self.regions: list[tuple[tuple, Any]] = []
         self.forms_seen = 0
         self.swapped: list[tuple[Any, Any, Any]] = []  # (/XObject dict, name, original entry)
@@ -308,11 +310,14 @@ class Scanner:
         self.forms_seen += 1
         if self.forms_seen > MAX_FORM_INVOCATIONS:
             return
-        parsed = _parsed(xobject, self.pdf)
-        if parsed is not xobject:  # pypdf's extract_text() then reuses the parsed operators (see restore())
-            self.swapped.append((xobjects, name, xobjects.raw_get(name)))
-            xobjects[name] = xobject = parsed
-        ops = xobject.operations
+        if self.fast:
+            ops = tokens.operations(xobject.get_data()) or _parsed(xobject, self.pdf).operations
+        else:
+            parsed = _parsed(xobject, self.pdf)
+            if parsed is not xobject:  # pypdf's extract_text() then reuses the parsed operators (see restore())
+                self.swapped.append((xobjects, name, xobjects.raw_get(name)))
+                xobjects[name] = xobject = parsed
+            ops = xobject.operations
         matrix = _get(xobject, "/Matrix")
         inner = gs.copy()
         if isinstance(matrix, list) and len(matrix) == 6:

@@ -13,6 +13,10 @@ paths, images and clip paths — and classifies every text-showing operator (Tj,
 * Hidden operators: the page is re-extracted from a rewritten content stream without them (the
   visible text), and once more with only them (the excerpt for the warning).
 
+``has_hidden`` is the same check, faster (the content parsed by :mod:`clausegate.review.document.tokens`,
+nothing rewritten or extracted): the worker reads a page that passes it with PDFium and gives a page that
+fails it to ``read_page``.
+
 Invisible text lying over an image is a scanner's OCR text layer, not hidden: it is kept.  The
 page background is assumed white where nothing was painted.
 """
@@ -26,6 +30,7 @@ from typing import Any
 from pypdf import PageObject
 from pypdf.generic import ArrayObject, ContentStream, DictionaryObject, NameObject, StreamObject
 
+from clausegate.review.document import tokens
 from clausegate.review.document.geometry import intersect as _intersect
 from clausegate.review.document.graphics import Scan, Scanner, State, _get
 
@@ -130,6 +135,24 @@ def read_page(page: Any, pdf: Any) -> tuple[str, HiddenText | None]:
     finally:  # the reader keeps the page: do not let it keep the parsed operators (memory)
         page[NameObject("/Contents")] = original
         scanner.restore()
+
+
+def has_hidden(page: Any, pdf: Any) -> bool:
+    """Does the page draw any hidden text?  (``read_page``'s check; True also for hidden text it would keep.)"""
+    contents = page.get("/Contents")
+    if not isinstance(contents.get_object() if contents is not None else None, (ArrayObject, StreamObject)):
+        return False
+    content = ContentStream(contents, pdf, "bytes")
+    data = content.get_data()
+    if not _TEXT_OPERATOR.search(data):
+        return False
+    ops = tokens.operations(data)
+    if ops is None:
+        ops = content.operations  # pypdf parses what the tokenizer does not handle (and applies its limits)
+    resources = page.get_inherited("/Resources", None)
+    resources = resources.get_object() if resources is not None else None
+    box = _page_box(page) or (-1e9, -1e9, 1e9, 1e9)
+    return Scanner(pdf, fast=True).scan(ops, resources, State(clip=box)).has_hidden()
 
 
 def _read_checked(page: Any, pdf: Any, content: Any, scanner: Scanner) -> tuple[str, HiddenText | None]:

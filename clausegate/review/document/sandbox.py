@@ -29,7 +29,7 @@ sees.  The worker (:mod:`clausegate.review.document.worker`) therefore also
 These integrity notices (``INTEGRITY_CODES``) make the review ask a person
 (:func:`clausegate.review.assemble.assemble_review` gates them as ``INTEGRITY_CATEGORY``).
 
-Text is normalised lightly (:func:`clausegate.review.document.worker.normalise_text`): NULs
+Text is normalised lightly (:func:`clausegate.review.document.text.normalise_text`): NULs
 removed, CR/CRLF turned into LF, other control characters (except tab and LF) replaced by a
 space, lone surrogates replaced by U+FFFD.  Line breaks are
 kept; otherwise the text is pypdf's ``extract_text()`` of the page (of its visible text only,

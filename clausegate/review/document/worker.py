@@ -1,12 +1,13 @@
 """The sandboxed side of :func:`clausegate.review.document.sandbox.parse_pdf`: runs as ``python -I -c <boot>``
 in a child process under an address-space cap and an alarm, reads the PDF's bytes on stdin and writes one JSON
 result on stdout (``{"ok": true, "pages": [...], "notices": [...]}`` or a failure with a ``CG-PDF-*`` code,
-message and hint).  The parent never imports it (it loads pypdf).
+message and hint).  The parent never imports it (it loads pypdf and PDFium).
 
-Per page: the text without hidden text (:func:`clausegate.review.document.hidden.read_page`; hidden text is
-reported as ``CG-PDF-HIDDEN-TEXT``), then its quality (:mod:`clausegate.review.document.text_quality`): a garbled
-page is OCR'd when tesseract can read its images, else reported as ``CG-PDF-GARBLED-TEXT``; a page without text
-is OCR'd or reported as ``CG-PDF-NEEDS-OCR``.
+pypdf opens, decrypts and checks the file.  Per page: the text without hidden text
+(:func:`clausegate.review.document.text.page_text`: PDFium's text of a page without hidden text, else pypdf's;
+hidden text is reported as ``CG-PDF-HIDDEN-TEXT``), then its quality
+(:mod:`clausegate.review.document.text_quality`): a garbled page is OCR'd when tesseract can read its images, else
+reported as ``CG-PDF-GARBLED-TEXT``; a page without text is OCR'd or reported as ``CG-PDF-NEEDS-OCR``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import json
 import logging
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -28,7 +28,6 @@ from typing import Any
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
 
-from clausegate.review.document import hidden as hidden_text
 from clausegate.review.document import text_quality
 from clausegate.review.document.codes import (
     CORRUPT,
@@ -54,22 +53,12 @@ from clausegate.review.document.codes import (
     TOO_MUCH_TEXT,
     failure,
 )
+from clausegate.review.document.text import DEFAULT_EXTRACTOR, normalise_text, open_pdfium, page_text
 
 try:
     import resource
 except ImportError:  # not POSIX: the parent's timeout is the only guard
     resource = None
-
-_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def normalise_text(text: str) -> str:
-    """Light clean-up of extracted text: keeps line breaks, removes what breaks JSON/Markdown/files."""
-    text = text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL.sub(" ", text)
-    return _SURROGATE.sub("\ufffd", text)
-
 
 class _Stop(Exception):
     """A definitive failure inside the worker, carried to the parent as a result dict."""
@@ -133,7 +122,6 @@ def _too_complex(exc: BaseException, memory_mb: int | None = None) -> dict[str, 
 def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     deadline = started + float(options["timeout"])
-    max_chars = int(options["max_chars"])
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns a lot about harmless quirks
 
@@ -189,13 +177,23 @@ def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
                     "check that the right file was sent; ask the sender for the complete contract.")
 
     tesseract = options.get("tesseract") if options.get("ocr") == "auto" else None
+    document = open_pdfium(data, options.get("extractor", DEFAULT_EXTRACTOR), page_count)
+    try:
+        return _read_pages(reader, document, page_count, tesseract, options, deadline, notices)
+    except LimitReachedError as exc:
+        return _too_complex(exc)
+    finally:
+        if document is not None:
+            document.close()
+
+
+def _read_pages(reader: Any, document: Any, page_count: int, tesseract: str | None, options: dict[str, Any],
+                deadline: float, notices: list[dict[str, Any]]) -> dict[str, Any]:
+    max_chars = int(options["max_chars"])
     pages: list[dict[str, Any]] = []
     unreadable = total = 0
     for number in range(1, page_count + 1):
-        try:
-            entry = _read_page(reader, number, tesseract, options.get("ocr"), deadline, notices)
-        except LimitReachedError as exc:
-            return _too_complex(exc)
+        entry = _read_page(reader, document, number, tesseract, options.get("ocr"), deadline, notices)
         if entry is None:
             unreadable += 1
             pages.append({"number": number, "text": "", "needs_ocr": False, "ocr_used": False})
@@ -235,7 +233,7 @@ def _notice(code: str, page: int | None, message: str) -> dict[str, Any]:
     return {"code": code, "message": message, "page": page}
 
 
-def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None, deadline: float,
+def _read_page(reader: Any, document: Any, number: int, tesseract: str | None, ocr: str | None, deadline: float,
                notices: list[dict[str, Any]]) -> dict[str, Any] | None:
     """One page's entry (visible text, OCR'd if needed), its notices appended; None if it cannot be read."""
     entry: dict[str, Any] = {"number": number, "text": "", "needs_ocr": False, "ocr_used": False}
@@ -243,7 +241,7 @@ def _read_page(reader: Any, number: int, tesseract: str | None, ocr: str | None,
     try:
         page = reader.pages[number - 1]
         try:
-            raw, hidden = hidden_text.read_page(page, reader)
+            raw, hidden = page_text(page, reader, number, document)
         except (MemoryError, RecursionError, LimitReachedError):
             raise
         except Exception as exc:  # the check failed, not necessarily the page: read it as before
