@@ -244,7 +244,7 @@ def wait_for_answer(form, record: GateRecord) -> GateInput:
     try:
         return suspend_flow_run(wait_for_input=form, timeout=record.suspend_timeout_seconds, key=key)
     except RuntimeError as exc:  # the server refused to suspend
-        ensure_current("failing the gate")  # refused because another attempt owns the run: exit, change nothing
+        ensure_current("failing the gate", max_age=0)  # refused: another attempt may own the run; read
         logger.error("gate %s: CG-GATE-CANNOT-SUSPEND: Prefect refused to suspend the run (%s); it fails instead of "
                      "completing without a decision", key, exc)
         raise GateError(f"{categories} need a person's decision, but Prefect refused to suspend this run to wait "

@@ -26,13 +26,37 @@ it. Nothing may catch it (it is a BaseException; ClauseGate code catches only Ex
 
 Called by the contract-review flow before each step, before the gate opens or suspends, before the
 report and before the run's result is returned (clausegate/pipeline/review.py,
-clausegate/gates/step.py). A check costs one API read (~5 ms). The window between the last check
-and the engine's final state proposal is milliseconds; the zombie window is minutes.
+clausegate/gates/step.py). The window between the last check and the engine's final state proposal
+is milliseconds; the zombie window is minutes.
+
+Freshness window (issue 12): a read costs ~20 ms on a loaded SQLite server, and a fully cached review passes
+six checks in ~0.3 s.  So a check within :data:`FRESH_SECONDS` (2 s) of this attempt's last confirmation
+(the moment that read was *sent*, by the clock below) reuses it instead of reading again.  Why that cannot
+let a stale attempt act:
+
+* An attempt goes stale through the zombie path: the zombie automation marks the run Crashed only after
+  ``CLAUSEGATE_ZOMBIE_SECONDS`` (≥ 45 s; heartbeats come every 30 s) without a heartbeat from this
+  process.  The process was stopped or hung for that long (SIGSTOP, a stall, a suspended machine), and the
+  clock kept running meanwhile: ``CLOCK_BOOTTIME`` counts SIGSTOP, stalls *and* system suspend (plain
+  ``CLOCK_MONOTONIC`` stops during suspend).  After such a pause the last confirmation is ≥ 45 s old, far
+  outside 2 s, so the next check reads the server.  A skipped read also needs the wall clock to agree
+  (0 ≤ elapsed < 2 s), so a paused VM whose clocks are stepped forward on resume also re-reads.
+* Anything else that moves the run (a person crashes or reschedules it, dead-letters requeues it) while
+  this process keeps running is a race the fence always had: the read and the action were never atomic,
+  and a step runs between two checks.  The window widens that race from milliseconds to ≤ 2 s of the
+  process's own running time, and only for checks that follow one another quickly (a long step takes
+  longer than the window, so the check after it reads).
+* Where a refusal by the server is the hint that the run moved on (Prefect refused to suspend at the
+  gate: ``ensure_current(..., max_age=0)`` in clausegate/gates/step.py), the check always reads.  The gate
+  itself cannot be skipped through the window: suspending is checked by the server, and a refusal re-reads.
+* The confirmation belongs to one attempt (flow run id + the state id it started with): a new attempt,
+  an in-process retry or another run in the same process never reuses it.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import NamedTuple
 from uuid import UUID
 
@@ -42,6 +66,7 @@ from prefect.context import FlowRunContext
 from prefect.exceptions import Abort
 
 STALE = "CG-RUN-STALE-ATTEMPT"
+FRESH_SECONDS = 2.0  # a confirmation younger than this is reused (see "Freshness window" above); zombie window ≥ 45 s
 log = logging.getLogger("clausegate.pipeline.attempts")
 
 
@@ -81,11 +106,39 @@ def stale_reason(attempt: Attempt, server_run) -> str | None:
             f"{attempt.run_count}")
 
 
-def ensure_current(where: str, *, client=None) -> None:
-    """Raise :class:`StaleAttempt` when the server no longer considers this process's attempt current."""
+def clocks() -> tuple[float, float]:
+    """(a clock that keeps counting while the process is stopped or the machine suspended, the wall clock)."""
+    boot = getattr(time, "CLOCK_BOOTTIME", None)  # Linux; elsewhere the monotonic clock
+    return (time.clock_gettime(boot) if boot is not None else time.monotonic()), time.time()
+
+
+class _Confirmed(NamedTuple):
+    attempt: Attempt
+    at: tuple[float, float]  # clocks() when the confirming read was sent
+
+
+_confirmed: _Confirmed | None = None
+
+
+def confirmed_recently(attempt: Attempt, max_age: float) -> bool:
+    """This attempt was confirmed current by a read sent less than ``max_age`` seconds ago (both clocks agree)."""
+    last = _confirmed
+    if last is None or last.attempt != attempt or max_age <= 0:
+        return False
+    now = clocks()
+    return all(0 <= current - then < max_age for current, then in zip(now, last.at, strict=True))
+
+
+def ensure_current(where: str, *, client=None, max_age: float = FRESH_SECONDS) -> None:
+    """Raise :class:`StaleAttempt` when the server no longer considers this process's attempt current.
+
+    A confirmation of this attempt younger than ``max_age`` seconds stands in for the read (``max_age=0``:
+    always read); see "Freshness window" in the module docstring."""
+    global _confirmed
     attempt = this_attempt()
-    if attempt is None:
+    if attempt is None or confirmed_recently(attempt, max_age):
         return
+    sent = clocks()
     if client is None:
         with get_client(sync_client=True) as own:
             server_run = own.read_flow_run(UUID(attempt.flow_run_id))
@@ -93,7 +146,9 @@ def ensure_current(where: str, *, client=None) -> None:
         server_run = client.read_flow_run(UUID(attempt.flow_run_id))
     reason = stale_reason(attempt, server_run)
     if reason is None:
+        _confirmed = _Confirmed(attempt, sent)
         return
+    _confirmed = None
     message = (f"{STALE}: stopping before '{where}' without changing flow run {attempt.flow_run_id}: {reason}. "
                "Another attempt (or a person) owns the run now; nothing to do.")
     _log(message)

@@ -136,6 +136,63 @@ def test_outside_a_flow_run_there_is_nothing_to_fence():
     assert ensure_current("anywhere") is None
 
 
+def test_a_recent_confirmation_stands_in_for_the_read_only_within_the_window(monkeypatch):
+    """Issue 12: checks in quick succession share one read; after the window (or a pause the clocks saw) and
+    with ``max_age=0`` the server is read again, and the crash made meanwhile is seen."""
+    from prefect import flow
+    from prefect.context import FlowRunContext
+    from prefect.states import Crashed
+
+    from clausegate.pipeline import attempts
+
+    now = [1000.0, 1_700_000_000.0]  # the boot clock, the wall clock
+    monkeypatch.setattr(attempts, "clocks", lambda: tuple(now))
+
+    def tick(boot, wall):
+        now[0] += boot
+        now[1] += wall
+
+    reads = []
+
+    class Counting:
+        def __init__(self, client):
+            self.client = client
+
+        def read_flow_run(self, run_id):
+            reads.append(run_id)
+            return self.client.read_flow_run(run_id)
+
+    def check(client, where, **options):
+        try:
+            attempts.ensure_current(where, client=client, **options)
+            return "current"
+        except attempts.StaleAttempt:
+            return "stale"
+
+    @flow(name="clausegate-fencing-probe", persist_result=False)
+    def probe():
+        run_id = FlowRunContext.get().flow_run.id
+        seen = []
+        with _client() as own:
+            client = Counting(own)
+            seen.append((check(client, "parse"), len(reads)))  # the first check reads
+            tick(0.5, 0.5)
+            seen.append((check(client, "prefilter"), len(reads)))  # 0.5 s later: no read
+            tick(0, 120)  # the wall clock jumped (a paused VM whose clock is stepped on resume): read
+            seen.append((check(client, "extract"), len(reads)))
+            tick(0.1, 0.1)
+            own.set_flow_run_state(run_id, Crashed(message="zombie: no heartbeat"), force=True)
+            seen.append((check(client, "generate"), len(reads)))  # within the window: no read (the race it allows)
+            tick(45, 45)  # stopped for the zombie window: the boot clock ran on, so the next check reads
+            seen.append((check(client, "report"), len(reads)))
+            seen.append((check(client, "failing the gate", max_age=0), len(reads)))  # max_age=0: always reads
+        return seen
+
+    assert probe() == [("current", 1), ("current", 1), ("current", 2), ("current", 2), ("stale", 3), ("stale", 4)]
+    now[0] += 0.1  # a new run in this process does not reuse another attempt's confirmation
+    assert probe()[0] == ("current", 5)
+
+
 # --------------------------------------------------------------------------- the gate cannot be skipped
 
 
