@@ -36,7 +36,7 @@ class BatchTotals(BaseModel):
 
 # How the summary names a review's steps (clausegate/pipeline/tasks.py, ``timed_step``), in the order they run.
 STEP_LABELS = {"parse": "parse (fingerprint + sandboxed parse)", "prefilter": "pre-filter", "extract": "extract",
-               "suggestions": "suggestions (model)", "report": "report (files + review artifact)"}
+               "suggestions": "suggestions (model)", "report": "report (files)"}
 
 
 class TimeBreakdown(BaseModel):
@@ -150,7 +150,9 @@ def table_rows(summary: BatchSummary) -> list[dict[str, Any]]:
             for r in summary.rows]
 
 
-def summary_markdown(summary: BatchSummary, files: Iterable[Path] = ()) -> str:
+def summary_markdown(summary: BatchSummary, files: Iterable[Path] = (), reports: str | Path | None = None) -> str:
+    """The summary artifact; ``reports``: the folder of the contracts' reports (a batch review publishes no
+    artifact of its own, so this is where the UI points for each contract's review)."""
     t = summary.totals
     lines = [
         f"# Batch review: {summary.source}",
@@ -165,6 +167,9 @@ def summary_markdown(summary: BatchSummary, files: Iterable[Path] = ()) -> str:
     if failed:
         lines += ["", "## Failed or unfinished", "", "| Contract | Code | Detail |", "|---|---|---|"]
         lines += [f"| {r.file} | `{r.error_code}` | {r.detail.replace('|', '/')[:160]} |" for r in failed]
+    if reports is not None:
+        lines += ["", f"Reports: `{reports}/<file>-<contract id, 12 hex>-{summary.playbook}.json|md`, one per "
+                      "contract (the batch's reviews publish no Markdown artifact each; a contract-review run does)"]
     files = list(files)
     if files:
         lines += ["", "Summary files: " + ", ".join(f"`{f}`" for f in files)]

@@ -59,8 +59,8 @@ def publish(summary: BatchSummary, out_dir: str) -> list[str]:
     csv_path, json_path = write_summary(summary, Path(out_dir) / "batches", stem)
     create_table_artifact(key="nightly-batch-contracts", table=table_rows(summary),
                           description=f"Nightly batch: one row per contract ({summary.source})")
-    create_markdown_artifact(key="nightly-batch-summary", markdown=summary_markdown(summary, [csv_path, json_path]),
-                             description="Nightly batch totals")
+    markdown = summary_markdown(summary, [csv_path, json_path], reports=out_dir)
+    create_markdown_artifact(key="nightly-batch-summary", markdown=markdown, description="Nightly batch totals")
     return [str(csv_path), str(json_path)]
 
 

@@ -55,7 +55,7 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     """Review one contract PDF; write JSON + Markdown reports to ``out_dir``.  Returns the review, or a
     Failed state carrying the partial review when a step stopped it.  ``ask_person=False``: never
     suspend for a gate; mark the review ``pending_decision`` instead (and skip the attempt checks:
-    batch chunk runs never decide a gate)."""
+    batch chunk runs never decide a gate), and publish no review artifact (the batch's summary lists it)."""
     logger = get_run_logger()
     checkpoint = ensure_current if ask_person else _unchecked
     book = load_playbook(playbook)
@@ -126,7 +126,7 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     review = review.model_copy(update={"decisions": decisions, "status": status,
                                        "warnings": [*review.warnings, *notices]})
     checkpoint("report")
-    paths = tasks.publish_report(review, out_dir)
+    paths = tasks.publish_report(review, out_dir, artifact=ask_person)  # the batch: no artifact per contract
     logger.info("5/5 report: %s (cost %s, %d model calls; %s reused from cache)", ", ".join(paths),
                 eur_text(review.cost.eur), review.cost.calls, eur_text(review.cost.reused_eur))
     checkpoint("finishing the run")

@@ -172,13 +172,17 @@ def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens:
 
 @task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)
 @timed_step("report")  # the batch summary's "where the time went"
-def publish_report(review: Review, out_dir: str) -> list[str]:
+def publish_report(review: Review, out_dir: str, artifact: bool = True) -> list[str]:
+    """Write the JSON + Markdown reports; ``artifact``: also publish the review as the run's Markdown artifact
+    (a contract-review run).  The nightly batch passes False: one API write per contract was most of its
+    report step, and its summary artifact lists every contract (the reports are in ``out_dir``)."""
     json_path, md_path = write_report(review, out_dir)
-    create_markdown_artifact(
-        key=f"review-{review.contract_id[:16]}",
-        markdown=render_markdown(review),
-        description=f"ClauseGate review of {review.filename} ({review.status})",
-    )
+    if artifact:
+        create_markdown_artifact(
+            key=f"review-{review.contract_id[:16]}",
+            markdown=render_markdown(review),
+            description=f"ClauseGate review of {review.filename} ({review.status})",
+        )
     return [str(json_path), str(md_path)]
 
 

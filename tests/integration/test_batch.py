@@ -23,6 +23,7 @@ from clausegate.cli import app
 from clausegate.pipeline.batch import run_count
 from clausegate.pipeline.runs import RUN_CRASHED, RUN_FAILED
 from clausegate.review.document.sandbox import fingerprint
+from tests.support.flow_runs import review_artifact_keys
 from tests.support.pdf_factory import make_encrypted_pdf, make_text_pdf
 
 PAGES = [
@@ -333,7 +334,7 @@ def assert_time_breakdown(markdown: str, *, reviews: int, max_in_flight: int) ->
     total = float(re.search(rf"{reviews} contracts reviewed as tasks: ([\d.]+) s", markdown).group(1))
     parts = {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| ([^|]+?) \| ([\d.]+) \| ", markdown, re.M)}
     assert {"parse (fingerprint + sandboxed parse)", "pre-filter", "extract (offline)",
-            "report (files + review artifact)", "Prefect / orchestration (the rest)"} <= set(parts), parts
+            "report (files)", "Prefect / orchestration (the rest)"} <= set(parts), parts
     assert all(v >= 0 for v in parts.values()) and parts["parse (fingerprint + sandboxed parse)"] > 0
     assert sum(parts.values()) == pytest.approx(total, abs=0.1 * len(parts))
     assert total <= wall * max_in_flight + 0.1
@@ -362,6 +363,9 @@ def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     assert any(line.startswith("locked.pdf") and "failed" in line and "CG-PDF-ENCRYPTED" in line for line in lines)
     assert sum(line.startswith("contract-0") and "complete" in line for line in lines) == 2
     assert_time_breakdown(summary_artifact(data["rows"][0]["flow_run_id"]), reviews=3, max_in_flight=2)
+    # Issue 12: a batch review publishes no Markdown artifact of its own; the summary points at the reports.
+    assert review_artifact_keys(data["rows"][0]["flow_run_id"]) == []
+    assert f"Reports: `{out.resolve()}/<file>-<contract id" in summary_artifact(data["rows"][0]["flow_run_id"])
 
     # Second night: the two reviewed contracts are skipped by content hash; the failed one is tried again.
     for old in (out / "batches").iterdir():

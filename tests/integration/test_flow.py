@@ -11,7 +11,7 @@ import pytest
 
 from flows.contract_review import contract_review
 from tests.support.contracts import SUPPLY_PAGES
-from tests.support.flow_runs import MODEL_STEPS, steps_by_state, task_states
+from tests.support.flow_runs import MODEL_STEPS, review_artifact_keys, steps_by_state, task_states
 from tests.support.pdf_factory import make_text_pdf
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -42,6 +42,8 @@ def test_review_caches_on_content_and_repeats_no_finished_task(tmp_path):
     assert set(review.gated_categories) <= {"Uncapped Liability"}
     assert review.status == ("pending_decision" if review.gated_categories else "complete")
     assert "Governing Law" in next(out.glob("*.md")).read_text()
+    # A contract-review run publishes the review as its Markdown artifact (the batch's reviews do not).
+    assert review_artifact_keys(first.state_details.flow_run_id) == [f"review-{review.contract_id[:16]}"]
 
     # Same PDF again: every content-keyed step comes from cache; only the fingerprint re-reads the file.
     second, states = run_review(pdf, out)

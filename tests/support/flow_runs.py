@@ -6,7 +6,7 @@ import time
 from collections import Counter
 
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
 
 
 def task_states(flow_run_id, expected: int, timeout: float = 20.0) -> dict[str, str]:
@@ -35,3 +35,11 @@ MODEL_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
 def steps_by_state(states: dict[str, str], name: str) -> set[str]:
     """The tasks of ``task_states(...)`` that ended in state ``name``."""
     return {task for task, state in states.items() if state == name}
+
+
+def review_artifact_keys(flow_run_id: str) -> list[str]:
+    """The per-contract review artifacts (``review-*``) of a run."""
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    return [a.key for a in found if (a.key or "").startswith("review-")]
