@@ -93,3 +93,37 @@ def test_bad_pdf_gives_an_explicit_failed_review(tmp_path):
     report = json.loads(next(out.glob("*.json")).read_text())
     assert report["status"] == "failed"
     assert report["failure"]["step"] == "parse" and report["failure"]["code"] == "CG-PDF-NOT-PDF"
+
+
+def test_a_changed_input_misses_the_cache(tmp_path, monkeypatch):
+    """Issue 12: whatever makes the cache cheaper, a rerun with other categories, another minimum confidence or
+    a retrained offline model recomputes what depends on it (and only that)."""
+    import clausegate.pipeline.review as review_module
+
+    pdf = make_text_pdf(tmp_path / "supply.pdf", SUPPLY_PAGES)
+    out = tmp_path / "reports"
+
+    def book(name: str, categories: str, extra: str = "") -> str:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(f"name: cache-test\ncategories: [{categories}]\n{extra}")
+        return str(path)
+
+    two = book("two", "Governing Law, Cap on Liability")
+    first, _ = run_review(pdf, out, two)
+    assert first.is_completed(), first.message
+    _, states = run_review(pdf, out, two)
+    assert steps_by_state(states, "Cached") == MODEL_STEPS | {"write-report"}
+
+    _, states = run_review(pdf, out, book("one", "Governing Law"))  # other categories
+    assert "parse-pdf" in steps_by_state(states, "Cached")
+    assert {"prefilter", "extract-clauses"} <= steps_by_state(states, "Completed")
+
+    strict = book("strict", "Governing Law, Cap on Liability", "steps:\n  extract:\n    min_confidence: 0.99\n")
+    _, states = run_review(pdf, out, strict)  # another minimum confidence: a different review to report
+    assert steps_by_state(states, "Cached") == MODEL_STEPS
+    assert "write-report" in steps_by_state(states, "Completed")
+
+    monkeypatch.setattr(review_module, "offline_model_version", lambda: "retrained")  # another model version
+    _, states = run_review(pdf, out, two)
+    assert "parse-pdf" in steps_by_state(states, "Cached")  # (write-report too when the review came out the same)
+    assert {"prefilter", "extract-clauses"} <= steps_by_state(states, "Completed")
