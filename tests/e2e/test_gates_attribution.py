@@ -19,14 +19,13 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate
 from clausegate.gates.model import RECEIPT_FIELD, UNVERIFIED_MARK, receipt_key
 from clausegate.ops import audit
-from tests.support.gates import slack_settings, state_of, wait_for_state
+from tests.support.gates import api_resume, slack_settings, state_of, wait_for_state
 from tests.support.processes import start_served, stop_process_group
 
 DEPLOYMENT = "attribution"
@@ -81,18 +80,6 @@ def probes(prefect_server, fake, tmp_path_factory):
         stop_process_group(serve)
         print(f"\nserve log: {log}")
 
-
-def api_resume(run_id: str, run_input: dict) -> dict:
-    """The Prefect API's resume, as the UI form (or anyone holding the API credential) sends it."""
-    url = os.environ["PREFECT_API_URL"]
-    auth = tuple(os.environ["PREFECT_API_AUTH_STRING"].split(":", 1))
-    for _ in range(10):
-        response = httpx.post(f"{url}/flow_runs/{run_id}/resume", json={"run_input": run_input}, auth=auth, timeout=30)
-        if response.status_code != 503:
-            response.raise_for_status()
-            return response.json()
-        time.sleep(1.0)  # SQLite "database is locked"
-    raise AssertionError(response.text)
 
 
 def audit_events(run_id: str, action: str, *, at_least: int = 1, timeout: float = 30.0, settle: float = 1.5) -> list:

@@ -15,7 +15,6 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -23,7 +22,7 @@ from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate
 from clausegate.gates.model import RECEIPT_FIELD, UNVERIFIED_MARK, receipt_key
 from clausegate.ops import audit
-from tests.support.gates import open_synthetic_gate, slack_settings, state_of
+from tests.support.gates import api_resume, open_synthetic_gate, slack_settings, state_of
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -53,17 +52,6 @@ def wait_events(predicate, *, prefix: str = audit.PREFIX + "gate.", timeout: flo
             return found
         time.sleep(0.3)
 
-
-def api_resume(run_id: str, run_input: dict) -> dict:
-    url = os.environ["PREFECT_API_URL"]
-    auth = tuple(os.environ["PREFECT_API_AUTH_STRING"].split(":", 1))
-    for _ in range(10):
-        response = httpx.post(f"{url}/flow_runs/{run_id}/resume", json={"run_input": run_input}, auth=auth, timeout=30)
-        if response.status_code != 503:
-            response.raise_for_status()
-            return response.json()
-        time.sleep(1.0)
-    raise AssertionError(response.text)
 
 
 def decision_of(run_id: str, gate: str):
