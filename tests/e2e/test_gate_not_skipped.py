@@ -23,6 +23,10 @@ and ClauseGate act:
 
 Both then answer the gate and check that the run completes with that decision, and that the inbox
 never said ``done`` before.  Measured timings are printed (``-s``).
+
+Each scenario waits out Prefect's zombie window (45 s at least) and a worker's kill grace, so the two run
+at the same time, in one test, on separate work queues (hung: ``normal``; stale: ``low``; their workers
+poll only that queue), while an ops worker on ``high`` runs dead-letters and the failure alerts for both.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ import json
 import os
 import signal
 import time
+import traceback
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -112,13 +118,13 @@ def _gated_slow_pdf(folder: Path, label: str) -> Path:
     return out
 
 
-def _submit(tmp_path: Path, label: str):
+def _submit(tmp_path: Path, label: str, queue: str):
     from prefect.deployments import run_deployment
 
     book = tmp_path / "gate-skip-test.yaml"
     book.write_text(PLAYBOOK)
     pdf = _gated_slow_pdf(tmp_path, label)
-    return run_deployment("contract-review/contract-review", timeout=0, work_queue_name="high", tags=["gate-skip-test"],
+    return run_deployment("contract-review/contract-review", timeout=0, work_queue_name=queue, tags=["gate-skip-test"],
                           parameters={"source": str(pdf), "playbook": str(book), "out_dir": str(tmp_path / "out")})
 
 
@@ -205,11 +211,12 @@ def _answer_and_finish(run_id, watch: InboxWatch) -> dict:
     return view.review.model_dump()
 
 
-def test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(stack_ready, fake_slack, tmp_path):
-    worker = start_worker(tmp_path / "worker.log", name="gate-skip-worker", limit=3,
+def _hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(tmp_path: Path) -> None:
+    """The issue's scenario: the worker stays up (queue ``normal``)."""
+    worker = start_worker(tmp_path / "worker.log", name="gate-skip-worker", limit=3, queues=["normal"],
                           extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
     watch = InboxWatch(tmp_path)
-    run = _submit(tmp_path, "hung")
+    run = _submit(tmp_path, "hung", "normal")
     pid = None
     try:
         pid = _stop_when_hung(run.id)
@@ -243,7 +250,6 @@ def test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(stack
             os.kill(pid, signal.SIGKILL)
             os.kill(pid, signal.SIGCONT)
         stop_worker(worker)
-        cancel_unfinished(["contract-review", "failure-alert", "dead-letters"])
 
 
 def _gate_posts(fake, run_id) -> list:
@@ -252,22 +258,22 @@ def _gate_posts(fake, run_id) -> list:
             if c.args.get("channel") == "C0GATES" and str(run_id) in json.dumps(c.args)]
 
 
-def test_a_stale_process_that_wakes_up_later_changes_nothing(stack_ready, fake_slack, tmp_path):
+def _a_stale_process_that_wakes_up_later_changes_nothing(tmp_path: Path, fake_slack) -> None:
     """The whole machine freezes (worker and flow-run process stopped), another worker takes over; the machine
-    wakes up while the requeued attempt runs: the stale process must leave the run to that attempt."""
+    wakes up while the requeued attempt runs: the stale process must leave the run to that attempt (queue ``low``)."""
     # The first worker reports its heartbeat every 5 s, so the server sees it offline ~15 s after it freezes.
-    first = start_worker(tmp_path / "worker-1.log", name="gate-skip-freezes", limit=3,
+    first = start_worker(tmp_path / "worker-1.log", name="gate-skip-freezes", limit=3, queues=["low"],
                          extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK, "PREFECT_WORKER_HEARTBEAT_SECONDS": "5"})
     second = None
     watch = InboxWatch(tmp_path)
-    run = _submit(tmp_path, "stale")
+    run = _submit(tmp_path, "stale", "low")
     pid = None
     frozen = False
     try:
         pid = _stop_when_hung(run.id)
         os.killpg(first.pid, signal.SIGSTOP)  # the worker freezes with it (its own process group)
         frozen = True
-        second = start_worker(tmp_path / "worker-2.log", name="gate-skip-takes-over", limit=3,
+        second = start_worker(tmp_path / "worker-2.log", name="gate-skip-takes-over", limit=3, queues=["low"],
                               extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
         # The requeued attempt runs (and parses, ~10 s) on the second worker: now the machine wakes up.
         _watch_until(watch, run.id, lambda v: v.attempts >= 2 and v.state in ("Running", "Suspended", "Completed"),
@@ -313,4 +319,29 @@ def test_a_stale_process_that_wakes_up_later_changes_nothing(stack_ready, fake_s
         stop_worker(first)
         if second is not None:
             stop_worker(second)
+
+
+def test_hung_processes_cannot_skip_the_gate(stack_ready, fake_slack, tmp_path):
+    """Both scenarios at once (see the module docstring); each failure is reported with its scenario's name."""
+    for folder in ("hung", "stale"):
+        (tmp_path / folder).mkdir()
+    ops = start_worker(tmp_path / "ops-worker.log", name="gate-skip-ops", limit=4, queues=["high"],
+                       extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
+    scenarios = {
+        "hung process, worker up": lambda: _hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(
+            tmp_path / "hung"),
+        "machine frozen, another worker takes over": lambda: _a_stale_process_that_wakes_up_later_changes_nothing(
+            tmp_path / "stale", fake_slack),
+    }
+    try:
+        with ThreadPoolExecutor(max_workers=len(scenarios)) as pool:
+            futures = {name: pool.submit(run) for name, run in scenarios.items()}
+            failures = {name: future.exception() for name, future in futures.items()}
+    finally:
+        stop_worker(ops)
         cancel_unfinished(["contract-review", "failure-alert", "dead-letters"])
+    failed = {name: exc for name, exc in failures.items() if exc is not None}
+    if failed:
+        for name, exc in failed.items():
+            print(f"\n--- {name} ---\n" + "".join(traceback.format_exception(exc)))
+        raise AssertionError("; ".join(f"{name}: {exc!r}"[:800] for name, exc in failed.items()))

@@ -71,8 +71,9 @@ def deploy_once(tmp_root: Path) -> dict:
 
 
 def start_worker(log: Path, *, name: str, limit: int, extra_env: dict[str, str] | None = None,
-                 warm: bool = False) -> subprocess.Popen:
-    """A process worker on the `clausegate` pool; ``warm``: with a warm-start process (clausegate up --warm-start)."""
+                 warm: bool = False, queues: list[str] | None = None) -> subprocess.Popen:
+    """A process worker on the `clausegate` pool; ``warm``: with a warm-start process (clausegate up --warm-start);
+    ``queues``: only these work queues of the pool (default: all)."""
     env = {**os.environ, "CLAUSEGATE_PROJECT_DIR": str(ROOT), "PREFECT_WORKER_QUERY_SECONDS": "1",
            **(extra_env or {})}
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -85,8 +86,9 @@ def start_worker(log: Path, *, name: str, limit: int, extra_env: dict[str, str] 
         assert sock.exists(), (log.parent / "warm-start.log").read_text()
         env[WARM_SOCKET_ENV] = str(sock)
     set_pool_command(os.environ["PREFECT_API_URL"], warm_command() if warm else None)
+    only = [arg for queue in queues or [] for arg in ("--work-queue", queue)]
     proc = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", POOL, "--name", name,
-                             "--limit", str(limit)], env=env, cwd=str(ROOT), stdout=open(log, "wb"),
+                             "--limit", str(limit), *only], env=env, cwd=str(ROOT), stdout=open(log, "wb"),
                             stderr=subprocess.STDOUT, start_new_session=True)
     proc.zygote = zygote  # type: ignore[attr-defined]
     return proc
