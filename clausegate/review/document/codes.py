@@ -61,6 +61,7 @@ DEFAULT_MAX_CHARS = 500_000
 DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_MEMORY_MB = 1024
 MIN_MEMORY_MB = 128
+POOL_MAX_PARSES = 50  # a pooled parser process is replaced after this many parses (bounds slow leaks)
 
 # Where users raise the limits (named in hints; keep in sync with clausegate/review/playbook.py).
 SETTING_MAX_CHARS = "the playbook's `steps.parse.max_chars`"
