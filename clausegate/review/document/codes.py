@@ -53,8 +53,10 @@ INTEGRITY_CATEGORY = "Document integrity"
 # What the parser produces: bump when its output changes for the same bytes (the parse-pdf task's cache
 # key should include it, so parses cached before a change are not reused; see clausegate/pipeline/tasks.py).
 # 2: hidden text left out and reported, garbled pages reported / OCR'd; 3: PDFium reads the text of pages
-# without hidden text (clausegate/review/document/text.py)
-PARSER_VERSION = "3-pdfium"
+# without hidden text (clausegate/review/document/text.py); 4: a page PDFium's page objects show to be plainly
+# visible skips pypdf's content-stream check (clausegate/review/document/plain_page.py), so a page that check would
+# have failed on is no longer read by pypdf with CG-PDF-INTEGRITY-UNCHECKED
+PARSER_VERSION = "4-pdfium-objects"
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_CHARS = 500_000
