@@ -200,3 +200,24 @@ def test_shutdown_stops_every_worker(tmp_path):
     pool.shutdown()
     assert pids and all(_wait_dead(pid) for pid in pids)
     assert pool._POOL is None
+
+
+def test_a_forked_child_starts_its_own_pool(tmp_path):
+    """A process forked after the pool started (e.g. by a warm-start zygote) leaves the parent's workers alone."""
+    pdf = _text_pdf(tmp_path, "fine.pdf", "Warranties survive termination.")
+    _parse(pdf)
+    parent_pids = _pool().pids()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: parse once on its own pool, report its worker, exit without cleanup
+        try:
+            ok = "survive termination" in _parse(pdf).pages[0].text
+            os.write(write, f"{int(ok)} {_pool().pids()[0]}".encode())
+            pool.shutdown()
+        finally:
+            os._exit(0)
+    os.close(write)
+    ok, child_worker = os.read(read, 100).decode().split()
+    os.waitpid(pid, 0)
+    assert ok == "1" and int(child_worker) not in parent_pids
+    assert _pool().pids() == parent_pids and "survive termination" in _parse(pdf).pages[0].text

@@ -287,9 +287,17 @@ def shutdown() -> None:
 
 
 def _forget_after_fork() -> None:
-    """In a forked child: the workers belong to the parent; this process starts its own pool if it parses."""
+    """In a forked child: the workers belong to the parent (their pipes are closed here, so a worker still sees
+    its end of input when the parent exits); this process starts its own pool if it parses."""
     global _POOL, _LOCK
-    _POOL, _LOCK = None, threading.Lock()
+    inherited, _POOL, _LOCK = _POOL, None, threading.Lock()
+    for worker in list(inherited._all) if inherited is not None else []:
+        for stream in (worker.proc.stdin, worker.proc.stdout, worker.proc.stderr):
+            try:
+                stream.close()  # never used through the file objects (os.read/os.write), so no lock is held
+            except OSError:
+                pass
+        worker.proc.returncode = 0  # not this process's child: never wait for it or signal it
 
 
 atexit.register(shutdown)
