@@ -1,6 +1,7 @@
 """Text extraction per extractor: speed (pages/s on one core) and quality (CUAD's labelled spans found).
 
     python bench/parse.py [--limit N] [--extractors pypdf,pdfium]
+    python bench/parse.py --sandbox [--limit 30] [--threads 1,2]
 
 For each CUAD HOLDOUT contract (``tools.cuad.is_holdout``; data in ``../shared/data/cuad``) and each
 extractor, the PDF is parsed by the sandboxed worker's own code (``clausegate.review.document.worker._extract``,
@@ -15,6 +16,11 @@ start-up).  Figures:
   ("alnum": robust to punctuation and spacing differences between CUAD's .txt and any PDF extractor);
 * notices: the CG-PDF-* notices per extractor (the integrity checks must agree).
 
+``--sandbox``: the whole ``parse_pdf`` as the product calls it (fingerprint, a sandboxed child with its caps,
+default limits, OCR off) per contract, one-shot children (``pool_size=0``) vs the parse pool (``pool_size=2``,
+started by the first parse: its start-up is included), sequentially and from N threads at once; per-contract
+wall ms and the one-shot/pool ratio, in one run.
+
 CUAD v1 (Hendrycks et al., NeurIPS 2021), CC BY 4.0.
 """
 
@@ -22,15 +28,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clausegate.review.document import worker  # noqa: E402
+from clausegate.review.document import pool, worker  # noqa: E402
+from clausegate.review.document.sandbox import fingerprint, parse_pdf  # noqa: E402
 from clausegate.review.document.text import EXTRACTORS  # noqa: E402
 from clausegate.review.passages import split_passages  # noqa: E402
 from tools import cuad  # noqa: E402
@@ -51,13 +60,59 @@ def document_text(result: dict) -> str:
     return " ".join(" ".join(split_passages(page["text"])) for page in result.get("pages", []))
 
 
+def _timed_parse(path: Path, pool_size: int) -> tuple[float, int]:
+    started = time.perf_counter()
+    document = parse_pdf(fingerprint(path), ocr="off", pool_size=pool_size)
+    return (time.perf_counter() - started) * 1000, len(document.pages)
+
+
+def sandbox_bench(limit: int, thread_counts: list[int]) -> None:
+    """parse_pdf per contract: one-shot children vs the parse pool, sequentially and from threads."""
+    files = [cuad.cuad_dir() / e["pdf"] for e in cuad.load_manifest() if cuad.is_holdout(e["filename"])][:limit]
+    modes = {"one-shot": 0, "pool": 2}
+    runs: dict[tuple[str, int], tuple[list[float], float]] = {}
+    pages: list[int] = []
+    for threads in thread_counts:
+        for mode, size in modes.items():
+            pool.shutdown()  # each pool run starts cold: the workers' start-up is part of its figures
+            started = time.perf_counter()
+            with ThreadPoolExecutor(threads) as executor:
+                done = list(executor.map(lambda f, size=size: _timed_parse(f, size), files))
+            runs[(mode, threads)] = ([ms for ms, _ in done], time.perf_counter() - started)
+            pages = [n for _, n in done]
+    pool.shutdown()
+    print(f"bench/parse.py --sandbox: {len(files)} CUAD holdout contracts ({sum(pages)} pages), parse_pdf with default "
+          f"caps, OCR off; pool = 2 workers; {os.cpu_count()} cores, the machine may be shared (compare ratios)")
+    if 1 in thread_counts:
+        print(f"{'contract':<60} {'pages':>5} {'one-shot ms':>12} {'pool ms':>8}")
+        one, pooled = runs[("one-shot", 1)][0], runs[("pool", 1)][0]
+        for path, n, a, b in zip(files, pages, one, pooled, strict=True):
+            print(f"{path.name[:60]:<60} {n:>5} {a:>12.0f} {b:>8.0f}")
+    print(f"{'threads':>7} {'mode':<9} {'median ms':>10} {'mean ms':>8} {'p90 ms':>7} {'wall s':>7} "
+          f"{'contracts/s':>12}")
+    for threads in thread_counts:
+        for mode in modes:
+            times, wall = runs[(mode, threads)]
+            p90 = sorted(times)[int(0.9 * (len(times) - 1))]
+            print(f"{threads:>7} {mode:<9} {statistics.median(times):>10.0f} {statistics.fmean(times):>8.0f} "
+                  f"{p90:>7.0f} {wall:>7.2f} {len(times) / wall:>12.2f}")
+        one, pooled = runs[("one-shot", threads)], runs[("pool", threads)]
+        ratio = statistics.median(one[0]) / statistics.median(pooled[0])
+        print(f"{threads:>7} one-shot/pool: median per contract {ratio:.1f}x, wall {one[1] / pooled[1]:.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=int, default=0, help="first N holdout contracts (0 = all)")
+    parser.add_argument("--limit", type=int, default=0, help="first N holdout contracts (0 = all; --sandbox: 30)")
     parser.add_argument("--extractors", default=",".join(reversed(EXTRACTORS)), help="comma-separated, in order")
+    parser.add_argument("--sandbox", action="store_true", help="parse_pdf per contract: one-shot children vs pool")
+    parser.add_argument("--threads", default="1,2", help="--sandbox: parses at once, comma-separated")
     args = parser.parse_args()
     if not cuad.cuad_available():
         sys.exit(f"CUAD data not found at {cuad.cuad_dir()}")
+    if args.sandbox:
+        sandbox_bench(args.limit or 30, [int(t) for t in args.threads.split(",") if t.strip()])
+        return
     extractors = [e.strip() for e in args.extractors.split(",") if e.strip()]
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core

@@ -167,6 +167,9 @@ class Settings(BaseSettings):
                                      "prefect.yaml's 0 2 * * *")
     warmstart_socket: Path | None = Field(None, description="Unix socket of the warm-start zygote; set by "
                                           "`clausegate up` for the worker (unset: flow runs start a new Python)")
+    parse_pool_size: int = Field(2, ge=0, description="sandboxed PDF parser processes each flow-run process keeps "
+                                 "running and reuses (clausegate/review/document/pool.py); 0 = a new parser "
+                                 "process per contract")
     inbox: InboxSettings = Field(default_factory=InboxSettings, description="CLAUSEGATE_INBOX_*")
     gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="CLAUSEGATE_GATEWAY_*")
 

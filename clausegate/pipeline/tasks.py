@@ -32,6 +32,7 @@ from prefect import Task, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
 
+from clausegate.config import settings
 from clausegate.errors import BudgetExceeded
 from clausegate.pipeline.model_calls import (
     BudgetContext,
@@ -129,7 +130,7 @@ def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: 
     with at_rest.plaintext_path(source.path, max_plain_bytes=source.size_bytes) as plain:
         view = source if plain is None else source.model_copy(update={"path": str(plain)})
         return sandbox.parse_pdf(view, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb,
-                                 ocr=ocr)
+                                 ocr=ocr, pool_size=settings().parse_pool_size)
 
 
 @task(name="prefilter", cache_policy=INPUT_KEYED, **_COMMON)

@@ -25,7 +25,7 @@ from clausegate.gates.slack_view import findings_table
 from clausegate.gates.step import describe_for_ui
 from clausegate.review import assemble
 from clausegate.review.document import hidden as hidden_text
-from clausegate.review.document import text_quality, worker
+from clausegate.review.document import plain_page, text_quality, worker
 from clausegate.review.document.sandbox import fingerprint, parse_pdf
 from clausegate.review.report import render_markdown
 from flows.contract_review import contract_review
@@ -206,6 +206,8 @@ def test_a_failed_hidden_text_check_is_reported_not_silent(tmp_path, monkeypatch
 
     monkeypatch.setattr(hidden_text, "read_page", broken)  # the check pypdf runs (extractor "pypdf")
     monkeypatch.setattr(hidden_text, "has_hidden", broken)  # the check before PDFium reads a page (default)
+    # PDFium's pre-check: when it cannot judge (or fails), has_hidden decides, so it must not hide the failure above
+    monkeypatch.setattr(plain_page, "plainly_visible", lambda *_: False)
     data = factory.make_text_pdf(tmp_path / "plain.pdf", [VISIBLE]).read_bytes()
     result = worker._extract(data, {"timeout": 60, "max_chars": 100_000, "ocr": "off", "tesseract": None})
     assert "liability shall be" in " ".join(result["pages"][0]["text"].split())

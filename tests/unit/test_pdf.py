@@ -18,7 +18,7 @@ import pytest
 from pypdf import PdfReader
 
 from clausegate.errors import ConfigurationError, DocumentError
-from clausegate.review.document import codes, sandbox
+from clausegate.review.document import child, codes, sandbox
 from clausegate.review.document.sandbox import fingerprint, parse_pdf
 from clausegate.review.document.worker import normalise_text
 from clausegate.review.schemas import ParsedDocument
@@ -129,7 +129,7 @@ def test_fingerprint_refuses_a_pipe(tmp_path):
 def test_worker_gets_no_secrets(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
-    env = sandbox._worker_env()
+    env = child.worker_env()
     assert "ANTHROPIC_API_KEY" not in env and "SLACK_BOT_TOKEN" not in env
     assert env["OMP_THREAD_LIMIT"] == "1"
 
@@ -208,7 +208,7 @@ code = sys.argv[sys.argv.index("-c") + 1]  # called as: <python> -I -c <boot cod
 sys.argv = ["-c", *sys.argv[sys.argv.index("-c") + 2:]]
 exec(code)
 """)
-    monkeypatch.setattr(sandbox.sys, "executable", str(wrapper))
+    monkeypatch.setattr(sys, "executable", str(wrapper))
     path = factory.make_empty_password_pdf(tmp_path / "aes.pdf", algorithm="AES-256")
     error = expect_error(path, "CG-PDF-CRYPTO-MISSING")
     assert "cryptography" in error.message
@@ -331,7 +331,7 @@ def test_hostile_structures_fail_cleanly(tmp_path, objects):
 )
 def test_worker_crashes_become_coded_errors(tmp_path, monkeypatch, body, code):
     fake = _script(tmp_path / "fake-python", f"#!{sys.executable} -I\n{body}\n")
-    monkeypatch.setattr(sandbox.sys, "executable", str(fake))
+    monkeypatch.setattr(sys, "executable", str(fake))
     error = expect_error(factory.make_text_pdf(tmp_path / "fine.pdf", ["ok"]), code)
     assert error.transient is (code == "CG-PDF-WORKER-FAILED")
 

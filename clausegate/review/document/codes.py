@@ -53,14 +53,17 @@ INTEGRITY_CATEGORY = "Document integrity"
 # What the parser produces: bump when its output changes for the same bytes (the parse-pdf task's cache
 # key should include it, so parses cached before a change are not reused; see clausegate/pipeline/tasks.py).
 # 2: hidden text left out and reported, garbled pages reported / OCR'd; 3: PDFium reads the text of pages
-# without hidden text (clausegate/review/document/text.py)
-PARSER_VERSION = "3-pdfium"
+# without hidden text (clausegate/review/document/text.py); 4: a page PDFium's page objects show to be plainly
+# visible skips pypdf's content-stream check (clausegate/review/document/plain_page.py), so a page that check would
+# have failed on is no longer read by pypdf with CG-PDF-INTEGRITY-UNCHECKED
+PARSER_VERSION = "4-pdfium-objects"
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_CHARS = 500_000
 DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_MEMORY_MB = 1024
 MIN_MEMORY_MB = 128
+POOL_MAX_PARSES = 50  # a pooled parser process is replaced after this many parses (bounds slow leaks)
 
 # Where users raise the limits (named in hints; keep in sync with clausegate/review/playbook.py).
 SETTING_MAX_CHARS = "the playbook's `steps.parse.max_chars`"

@@ -54,7 +54,7 @@ class HiddenText:
         return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"
 
 
-def _page_box(page: Any) -> tuple | None:
+def page_box(page: Any) -> tuple | None:
     """The visible area: media box ∩ crop box (None when the boxes are unreadable or do not overlap)."""
     try:
         boxes = [[float(v) for v in box[:4]] for box in (page.mediabox, page.cropbox)]
@@ -151,7 +151,7 @@ def has_hidden(page: Any, pdf: Any) -> bool:
         ops = content.operations  # pypdf parses what the tokenizer does not handle (and applies its limits)
     resources = page.get_inherited("/Resources", None)
     resources = resources.get_object() if resources is not None else None
-    box = _page_box(page) or (-1e9, -1e9, 1e9, 1e9)
+    box = page_box(page) or (-1e9, -1e9, 1e9, 1e9)
     return Scanner(pdf, fast=True).scan(ops, resources, State(clip=box)).has_hidden()
 
 
@@ -160,7 +160,7 @@ def _read_checked(page: Any, pdf: Any, content: Any, scanner: Scanner) -> tuple[
         return page.extract_text() or "", None
     resources = page.get_inherited("/Resources", None)
     resources = resources.get_object() if resources is not None else None
-    box = _page_box(page) or (-1e9, -1e9, 1e9, 1e9)  # a degenerate page box: do not call everything off-page
+    box = page_box(page) or (-1e9, -1e9, 1e9, 1e9)  # a degenerate page box: do not call everything off-page
     scan = scanner.scan(content.operations, resources, State(clip=box))
     # A visitor makes pypdf use the parsed operators as they are instead of re-serialising them.
     text = page.extract_text(visitor_operand_after=_noop) or ""

@@ -35,6 +35,10 @@ space, lone surrogates replaced by U+FFFD.  Line breaks are
 kept; otherwise the text is pypdf's ``extract_text()`` of the page (of its visible text only,
 when hidden text was found on it).
 
+The child process is new per contract, or (``pool_size`` > 0) one of a pool of long-lived children with the
+same caps (:mod:`clausegate.review.document.pool`): it saves the child's start-up (Python, pypdf, PDFium) on
+every contract but the first few.
+
 Where the bytes are read: :func:`fingerprint` (hashing) and :func:`_read_verified` (the bytes
 handed to the worker on stdin).  The worker never opens the file itself.
 """
@@ -42,19 +46,16 @@ handed to the worker on stdin).  The worker never opens the file itself.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
-import signal
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from clausegate.errors import ConfigurationError, DocumentError
+from clausegate.review.document import pool
+from clausegate.review.document.child import PdfWorkerError, run_one_shot
 from clausegate.review.document.codes import (
     CHANGED,
     CORRUPT,
@@ -62,36 +63,25 @@ from clausegate.review.document.codes import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_SECONDS,
-    EXIT_NO_MEMORY,
     MIN_MEMORY_MB,
     NOT_FOUND,
     NOT_PDF,
+    POOL_MAX_PARSES,
     SETTING_MAX_CHARS,
     SETTING_MAX_FILE,
     SETTING_MEMORY,
     SETTING_OCR,
     SETTING_TIMEOUT,
-    TIMEOUT,
-    TOO_COMPLEX,
     TOO_LARGE,
     UNREADABLE,
     WORKER_FAILED,
 )
-from clausegate.review.document.codes import failure as _failure
 from clausegate.review.schemas import ContractSource, Notice, Page, ParsedDocument
 
 log = logging.getLogger(__name__)
 
 _MAGIC = b"%PDF-"
 _MAGIC_WINDOW = 1024
-_STDERR_TAIL = 2000
-
-
-class PdfWorkerError(DocumentError):
-    """The parser process could not be started or answered garbage: an environment fault, retryable."""
-
-    code = WORKER_FAILED
-    transient = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,8 +165,15 @@ def parse_pdf(
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     memory_mb: int = DEFAULT_MEMORY_MB,
     ocr: Literal["auto", "off"] = "auto",
+    pool_size: int = 0,
+    pool_max_parses: int = POOL_MAX_PARSES,
 ) -> ParsedDocument:
     """Extract per-page text from ``source`` in a sandboxed child process.
+
+    ``pool_size`` 0: a new child for this contract (one-shot).  Above 0: one of up to ``pool_size`` long-lived
+    children of this process's parse pool (:mod:`clausegate.review.document.pool`; same caps, a child is replaced
+    after a crash, a cap hit or a timeout, and after ``pool_max_parses`` parses); the caller reads the size
+    from its settings (``CLAUSEGATE_PARSE_POOL_SIZE``, see clausegate/pipeline/tasks.py).
 
     Raises :class:`DocumentError` with one of the ``CG-PDF-*`` codes; returns a
     :class:`ParsedDocument` with 1-based pages and notices otherwise.
@@ -194,6 +191,10 @@ def parse_pdf(
             f"parse_pdf: memory_mb={memory_mb} is below the {MIN_MEMORY_MB} MB the parser process needs to start.",
             hint=f"raise {SETTING_MEMORY}.",
         )
+    if pool_size < 0 or pool_max_parses < 1:
+        raise ConfigurationError(f"parse_pdf: pool_size={pool_size} must be 0 (one-shot) or more and "
+                                 f"pool_max_parses={pool_max_parses} at least 1.",
+                                 hint="fix CLAUSEGATE_PARSE_POOL_SIZE (0 = a new parser process per contract).")
 
     name = source.filename
     data = _read_verified(source)
@@ -202,7 +203,10 @@ def parse_pdf(
     tesseract = shutil.which("tesseract") if ocr == "auto" else None
     options = {"max_chars": max_chars, "timeout": float(timeout_seconds), "memory_mb": int(memory_mb),
                "ocr": ocr, "tesseract": tesseract}
-    result = _run_worker(name, data, options)
+    if pool_size:
+        result = pool.parse(name, data, options, size=pool_size, max_parses=pool_max_parses)
+    else:
+        result = run_one_shot(name, data, options)
 
     if not result.get("ok"):
         code = str(result.get("code") or CORRUPT)
@@ -286,110 +290,3 @@ def check_pdf_magic(name: str, data: bytes) -> None:
         hint=f"{todo}.",
         code=NOT_PDF,
     )
-
-
-def _run_worker(name: str, data: bytes, options: dict[str, Any]) -> dict[str, Any]:
-    """Run the sandboxed worker on ``data``; map every way it can end to a result dict."""
-    timeout = float(options["timeout"])
-    cmd = [sys.executable, "-I", "-c", _WORKER_BOOT, _PACKAGE_PARENT, json.dumps(options)]
-    env = _worker_env()
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, close_fds=True, env=env,
-        )
-    except OSError as exc:
-        raise PdfWorkerError(
-            f"'{name}': the PDF parser process could not be started ({exc}).",
-            hint="the machine may be out of processes or memory; retry later.",
-        ) from exc
-    try:
-        try:
-            out, err = proc.communicate(input=data, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.communicate()
-            raise DocumentError(
-                f"'{name}': parsing stopped after {timeout:g} s, the time cap for one contract "
-                "(the PDF is very large or built to be slow to read).",
-                hint=f"if the contract is legitimate and long, raise {SETTING_TIMEOUT}; otherwise ask the sender "
-                "for a simpler export (e.g. 'print to PDF').",
-                code=TIMEOUT,
-            ) from None
-    finally:
-        if proc.returncode is None:  # an exception (e.g. cancellation) interrupted us: leave no child behind
-            _kill_group(proc)
-            proc.wait()
-    elapsed = time.monotonic() - started
-    tail = err[-_STDERR_TAIL:].decode("utf-8", "replace")
-    if tail.strip():
-        log.debug("pdf worker stderr for %s: %s", name, tail)
-
-    if proc.returncode == 0:
-        try:
-            result = json.loads(out)
-            if isinstance(result, dict):
-                return result
-        except ValueError:
-            pass
-        return _failure(WORKER_FAILED, f"the PDF parser process returned unreadable output ({len(out)} bytes).",
-                        "this is a ClauseGate bug or a broken installation; rerun, and report it if it repeats.")
-    rc = proc.returncode
-    if rc == -signal.SIGALRM or rc == -getattr(signal, "SIGXCPU", -999):
-        return _failure(TIMEOUT, f"parsing stopped after {elapsed:.1f} s, the time cap for one contract.",
-                        f"raise {SETTING_TIMEOUT} if the contract is legitimate and long.")
-    if rc == EXIT_NO_MEMORY or rc < 0:
-        how = "ran out of memory" if rc == EXIT_NO_MEMORY else f"was killed by signal {-rc} ({_signame(-rc)})"
-        return _failure(
-            TOO_COMPLEX,
-            f"the PDF parser process {how}: the PDF needs more than the {options['memory_mb']} MB memory cap "
-            "or is built to exhaust the parser.",
-            f"if the contract is legitimate, raise {SETTING_MEMORY}; otherwise ask the sender for a simpler "
-            "export (e.g. 'print to PDF').",
-        )
-    return _failure(
-        WORKER_FAILED,
-        f"the PDF parser process failed with exit status {rc}: {_last_line(tail) or 'no error output'}.",
-        "check that pypdf is installed in the same environment as ClauseGate; rerun, and report it if it repeats.",
-    )
-
-
-# The worker runs the same clausegate source as the caller (even when clausegate is importable only
-# through the caller's sys.path), in isolated mode (-I: no PYTHON* variables, no user site, no cwd).
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
-_WORKER_BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from clausegate.review.document.worker import _worker_main; sys.exit(_worker_main(sys.argv[2:]))"
-)
-# The worker handles hostile input: it gets only the variables it needs, never API keys or tokens.
-_WORKER_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "HOME", "TESSDATA_PREFIX",
-                    "SYSTEMROOT")
-
-
-def _worker_env() -> dict[str, str]:
-    env = {key: os.environ[key] for key in _WORKER_ENV_KEEP if key in os.environ}
-    env["OMP_THREAD_LIMIT"] = "1"  # tesseract: one thread, predictable memory
-    return env
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker and any tesseract it started
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-
-
-def _signame(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return "unknown"
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""

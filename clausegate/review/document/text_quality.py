@@ -131,16 +131,16 @@ def _known(token: str, known: frozenset[str]) -> bool:
 
 def assess(text: str) -> Quality:
     """Score raw extracted text (before control characters are normalised away)."""
-    chars = len(text) - sum(1 for c in text if c.isspace())
+    chars = len("".join(text.split()))  # str.split() splits at exactly the characters str.isspace() accepts
     bad = _bad_count(text)
     known = vocabulary()
     tokens = words = 0
-    for match in _WORD.finditer(text):
-        token = match.group().lower()
+    for match in _WORD.findall(text):
+        token = match.lower()
         if len(token) < 2:
             continue
         tokens += 1
-        words += _known(token, known)
+        words += token in known or _known(token, known)
     return Quality(chars=chars, bad=bad, tokens=tokens, words=words)
 
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -53,12 +51,9 @@ from clausegate.review.document.codes import (
     TOO_MUCH_TEXT,
     failure,
 )
+from clausegate.review.document.limits import arm, cap_memory
 from clausegate.review.document.text import DEFAULT_EXTRACTOR, normalise_text, open_pdfium, page_text
 
-try:
-    import resource
-except ImportError:  # not POSIX: the parent's timeout is the only guard
-    resource = None
 
 class _Stop(Exception):
     """A definitive failure inside the worker, carried to the parent as a result dict."""
@@ -69,20 +64,8 @@ class _Stop(Exception):
 
 
 def _apply_limits(memory_mb: int, timeout: float) -> None:
-    if resource is None:
-        return
-    cap = int(memory_mb) * 1024 * 1024
-    for limit, value in ((resource.RLIMIT_AS, cap), (resource.RLIMIT_CORE, 0)):
-        try:
-            soft, hard = resource.getrlimit(limit)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(limit, (value, hard))
-        except (ValueError, OSError):
-            pass
-    # Belt and braces: the worker ends itself shortly after the parent would have killed it,
-    # even if the parent died.
-    signal.alarm(max(1, math.ceil(timeout) + 5))
+    cap_memory(memory_mb)
+    arm(timeout)
 
 
 def _worker_main(argv: list[str]) -> int:
@@ -90,19 +73,23 @@ def _worker_main(argv: list[str]) -> int:
     _apply_limits(options["memory_mb"], options["timeout"])
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but the result may reach the parent's stdout
-    try:
-        data = sys.stdin.buffer.read()
-        result = _extract(data, options)
-    except _Stop as stop:
-        result = stop.result
-    except (MemoryError, RecursionError) as exc:
-        result = _too_complex(exc, options.get("memory_mb"))
+    result = answer(sys.stdin.buffer.read(), options)
     try:
         out.write(json.dumps(result).encode("ascii"))
         out.flush()
     except MemoryError:
         os._exit(EXIT_NO_MEMORY)
     return 0
+
+
+def answer(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
+    """The result dict for one PDF: its pages and notices, or a definitive failure."""
+    try:
+        return _extract(data, options)
+    except _Stop as stop:
+        return stop.result
+    except (MemoryError, RecursionError) as exc:
+        return _too_complex(exc, options.get("memory_mb"))
 
 
 def _too_complex(exc: BaseException, memory_mb: int | None = None) -> dict[str, Any]:
