@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator
 import httpx
 from prefect.client.orchestration import PrefectClient, get_client
 
-WRITES_AT_ONCE = 2
+WRITES_AT_ONCE = 2  # measured at 20 parallel uploads on SQLite: 1 slower, 4 and 16 much slower
 QUICK_RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4)  # seconds (± half), then Prefect's client retries (2 s, 4 s, ...)
 
 

@@ -61,6 +61,9 @@ from clausegate.pipeline.tags import CLAUSEGATE, contract_tag, playbook_tag, rea
 from clausegate.review.schemas import Review
 
 RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
+OPEN = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED, StateType.CANCELLING)  # no longer "live"
+RETRIED = ("FAILED", "CRASHED", "CANCELLED")  # earlier attempts: a new submission of the content is a new run
+PAGE = 200  # the most runs the Prefect API serves per read
 FINAL = (StateType.COMPLETED, StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 
 
@@ -101,13 +104,14 @@ class Inbox:
         return self._deployment_id
 
     async def _runs(self, client, tags: list[str], states: tuple[str, ...] | None = None, *, not_states=None,
-                    limit: int = 50, offset: int = 0, sort=FlowRunSort.EXPECTED_START_TIME_DESC) -> list[FlowRun]:
+                    any_tags: list[str] | None = None, limit: int = 50, offset: int = 0,
+                    sort=FlowRunSort.EXPECTED_START_TIME_DESC) -> list[FlowRun]:
         state = None
         if states:
             state = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in states]))
         elif not_states:
             state = FlowRunFilterState(type=FlowRunFilterStateType(not_any_=list(not_states)))
-        run_filter = FlowRunFilter(tags=FlowRunFilterTags(all_=tags), state=state)
+        run_filter = FlowRunFilter(tags=FlowRunFilterTags(all_=tags, any_=any_tags), state=state)
         return await client.read_flow_runs(flow_run_filter=run_filter, sort=sort, limit=limit, offset=offset)
 
     # ------------------------------------------------------------------ submit
@@ -121,18 +125,12 @@ class Inbox:
                      playbook: str, idempotency_key: str | None) -> tuple[Submitted, bool]:
         """(the task, created?) — an existing task is returned for a repeated submission."""
         base = [TAG, tag("sender", sender), contract_tag(contract.sha256), playbook_tag(playbook)]
-        open_states = [StateType.FAILED, StateType.CRASHED, StateType.CANCELLED, StateType.CANCELLING]
+        key_tag = None
+        if idempotency_key is not None:
+            key = f"inbox:{sender}:key:{idempotency_key}"
+            key_tag = tag("key", hashlib.sha256(key.encode()).hexdigest()[:24])
         async with self._client() as client:
-            # The look-ups are independent reads: asked at once (one round trip of waiting, not three).
-            key_tag = None
-            lookups = {"live": self._runs(client, base, not_states=open_states, limit=1)}
-            if idempotency_key is not None:
-                key = f"inbox:{sender}:key:{idempotency_key}"
-                key_tag = tag("key", hashlib.sha256(key.encode()).hexdigest()[:24])
-                lookups["earlier"] = self._runs(client, [TAG, key_tag], limit=1)
-            else:
-                lookups["attempts"] = self._runs(client, base, states=("FAILED", "CRASHED", "CANCELLED"), limit=200)
-            found = dict(zip(lookups, await asyncio.gather(*lookups.values()), strict=True))
+            found = await self._earlier_runs(client, base, key_tag)
             if found.get("earlier"):
                 run = found["earlier"][0]
                 if contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags:
@@ -143,7 +141,7 @@ class Inbox:
             if found["live"]:
                 return await self._existing(client, caller, found["live"][0], "same contract and playbook"), False
             if idempotency_key is None:
-                key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{len(found['attempts'])}"
+                key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{found['attempts']}"
             tags = [CLAUSEGATE, *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
             tags += [key_tag] if key_tag else []
             # Prefect's idempotency key is unique server-side: of concurrent submissions with one key exactly
@@ -166,6 +164,23 @@ class Inbox:
                 filename=contract.filename, size_bytes=contract.size_bytes, origin=contract.origin,
                 idempotency_key=idempotency_key))
         return Submitted(task_id=str(run.id), status="pending", links=self._links(str(run.id))), True
+
+    async def _earlier_runs(self, client, base: list[str], key_tag: str | None) -> dict:
+        """What a submission must know before it creates a run, in one read of the sender's runs of this contract
+        (or this idempotency key), newest first: ``earlier`` (the run of the key), ``live`` (one of the contract
+        and playbook that is not failed or cancelled), ``attempts`` (how many of those failed or were cancelled).
+        A sender with more such runs than one page gets the exact, separate reads instead."""
+        who, contract, book = base[:2], base[2], base[3]
+        runs = await self._runs(client, who, any_tags=[contract] + ([key_tag] if key_tag else []), limit=PAGE)
+        if len(runs) >= PAGE:
+            live, attempts = await asyncio.gather(self._runs(client, base, not_states=list(OPEN), limit=1),
+                                                  self._runs(client, base, states=RETRIED, limit=PAGE))
+            earlier = await self._runs(client, [TAG, key_tag], limit=1) if key_tag else []
+            return {"earlier": earlier, "live": live, "attempts": len(attempts)}
+        same = [r for r in runs if contract in r.tags and book in r.tags]
+        return {"earlier": [r for r in runs if key_tag in r.tags][:1] if key_tag else [],
+                "live": [r for r in same if r.state_type not in OPEN][:1],
+                "attempts": sum(1 for r in same if r.state_type is not None and r.state_type.value in RETRIED)}
 
     async def _create_run(self, client, **fields) -> tuple[FlowRun, bool]:
         """(the run, created?): ``create_flow_run_from_deployment`` that also says whether the run is new.
