@@ -73,6 +73,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
+def proc_cpu(pid: int) -> float:
+    """CPU seconds a live process used so far (from /proc; 0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stack_pids(paths) -> dict[str, int]:
+    from clausegate.stack.processes import records
+    from clausegate.stack.state import read_state
+
+    return {r.name: r.pid for r in records(read_state(paths)) if r.alive()} if paths is not None else {}
+
+
 def start_stack(args, base: Path) -> tuple[str, str, object]:
     from clausegate.stack.lifecycle import up
     from clausegate.stack.state import StackOptions, StackPaths
@@ -234,7 +250,14 @@ def main() -> None:
                 print(f"warm-up submission: {r.status_code} in {time.perf_counter() - t0:.2f} s")
                 if r.status_code not in (200, 201):
                     raise SystemExit(f"warm-up refused: {r.text[:500]}")
+            pids = stack_pids(paths)
+            cpu_before = {name: proc_cpu(pid) for name, pid in pids.items()}
+            own_before = time.process_time()
             results, wall = asyncio.run(burst(gateway_url, key, files, args.n, args.per_client, topic))
+            cpu = {name: proc_cpu(pid) - cpu_before[name] for name, pid in pids.items()}
+            cpu["bench clients"] = time.process_time() - own_before
+            print("CPU seconds during the burst: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items())
+                  + f" (wall {wall:.1f} s, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f})")
             lost = asyncio.run(check_lost(gateway_url, key, results, topic))
             figures = report(args.n, args.per_client, results, wall, lost)
         if args.json:
