@@ -80,7 +80,11 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
     async def lifespan(app: FastAPI):
         if getattr(app.state, "config", None) is None:
             app.state.config = load_config(block_name)
-        yield
+        try:
+            yield
+        finally:
+            if app.state.config.inbox is not None:
+                await app.state.config.inbox.aclose()  # the shared Prefect client (clausegate/inbox/connection.py)
 
     app = FastAPI(title="ClauseGate gateway", version="1", lifespan=lifespan,
                   description="The inbox for review tasks (`/inbox`), and Slack interactivity and slash commands "

@@ -19,9 +19,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response, UploadFile, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from prefect.client.orchestration import get_client
 from pydantic import BaseModel, Field, ValidationError
 from python_multipart.multipart import parse_options_header
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUploadFile
 from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
@@ -52,10 +52,10 @@ def get_inbox(config: Annotated[GatewayConfig, Depends(get_config)]) -> Inbox:
 
 
 async def get_key(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-                  _inbox: Annotated[Inbox, Depends(get_inbox)]) -> tuple[Caller, ApiKeyRecord]:
+                  inbox: Annotated[Inbox, Depends(get_inbox)]) -> tuple[Caller, ApiKeyRecord]:
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthorized("no API key", hint="send 'Authorization: Bearer cgk_…' (`clausegate inbox keys create`)")
-    async with get_client() as client:
+    async with inbox.prefect.use() as client:  # the gateway's one Prefect client (clausegate/inbox/connection.py)
         return await authenticate(client, credentials.credentials)
 
 
@@ -169,16 +169,18 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
                           playbooks=inbox.settings.playbooks(), source_path=fields.source_path,
                           source_url=fields.source_url)
     settings = inbox.settings
+    # File work (reading a referenced file; hashing, sealing and writing the upload) runs in a worker thread:
+    # on the event loop it would hold up every other request of the gateway while it runs.
     if kind == "file":
         data = await intake.read_capped(_chunks(file), settings.max_upload_bytes, f"the upload '{clip(file.filename)}'")
         name, origin = intake.safe_filename(file.filename), "upload"
     elif kind == "source_path":
-        data, name = intake.read_reference(fields.source_path, settings)
+        data, name = await run_in_threadpool(intake.read_reference, fields.source_path, settings)
         name, origin = intake.safe_filename(name), f"path:{fields.source_path}"
     else:
         data, name = await intake.fetch_url(fields.source_url, settings)
         origin = f"url:{fields.source_url}"
-    stored = intake.store(data, name, origin, settings)
+    stored = await run_in_threadpool(intake.store, data, name, origin, settings)  # durable before the run exists
     submitted, created = await inbox.submit(caller, stored, sender=who, topic=fields.topic, priority=fields.priority,
                                             playbook=fields.playbook, idempotency_key=fields.idempotency_key)
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK

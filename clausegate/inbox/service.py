@@ -36,6 +36,7 @@ import clausegate.security.at_rest  # noqa: F401 - registers the serializer that
 from clausegate.config import InboxSettings
 from clausegate.gates import store
 from clausegate.inbox import limits
+from clausegate.inbox.connection import SharedClient
 from clausegate.inbox.errors import Conflict, TaskNotFound, Unavailable, clip, redact_paths
 from clausegate.inbox.fields import decode_cursor, encode_cursor
 from clausegate.inbox.intake import StoredContract
@@ -60,6 +61,9 @@ from clausegate.pipeline.tags import CLAUSEGATE, contract_tag, playbook_tag, rea
 from clausegate.review.schemas import Review
 
 RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
+OPEN = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED, StateType.CANCELLING)  # no longer "live"
+RETRIED = ("FAILED", "CRASHED", "CANCELLED")  # earlier attempts: a new submission of the content is a new run
+PAGE = 200  # the most runs the Prefect API serves per read
 FINAL = (StateType.COMPLETED, StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 
 
@@ -70,10 +74,14 @@ class Inbox:
         self.settings = settings
         self.ui_url = (ui_url or "").rstrip("/") or None
         self._deployment_id: UUID | None = None
+        self.prefect = SharedClient()  # one client, its connections reused by every request (connection.py)
 
     # ------------------------------------------------------------------ helpers
     def _client(self):
-        return get_client()
+        return self.prefect.use()
+
+    async def aclose(self) -> None:
+        await self.prefect.aclose()
 
     def public(self, text: str | None) -> str:
         """``text`` as a client may see it: the server's folders (inbox data, source folder...) replaced."""
@@ -96,19 +104,20 @@ class Inbox:
         return self._deployment_id
 
     async def _runs(self, client, tags: list[str], states: tuple[str, ...] | None = None, *, not_states=None,
-                    limit: int = 50, offset: int = 0, sort=FlowRunSort.EXPECTED_START_TIME_DESC) -> list[FlowRun]:
+                    any_tags: list[str] | None = None, limit: int = 50, offset: int = 0,
+                    sort=FlowRunSort.EXPECTED_START_TIME_DESC) -> list[FlowRun]:
         state = None
         if states:
             state = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in states]))
         elif not_states:
             state = FlowRunFilterState(type=FlowRunFilterStateType(not_any_=list(not_states)))
-        run_filter = FlowRunFilter(tags=FlowRunFilterTags(all_=tags), state=state)
+        run_filter = FlowRunFilter(tags=FlowRunFilterTags(all_=tags, any_=any_tags), state=state)
         return await client.read_flow_runs(flow_run_filter=run_filter, sort=sort, limit=limit, offset=offset)
 
     # ------------------------------------------------------------------ submit
     async def admit(self, caller: Caller, record: ApiKeyRecord) -> None:
         """Rate-limit a submission before its upload is read (429 when over)."""
-        async with self._client() as client:
+        async with self.prefect.writing() as client:  # a write: see clausegate/inbox/connection.py
             rate = record.rate_per_minute or self.settings.rate_per_minute
             await limits.take_submission_slot(client, caller.sender, rate)
 
@@ -116,26 +125,23 @@ class Inbox:
                      playbook: str, idempotency_key: str | None) -> tuple[Submitted, bool]:
         """(the task, created?) — an existing task is returned for a repeated submission."""
         base = [TAG, tag("sender", sender), contract_tag(contract.sha256), playbook_tag(playbook)]
+        key_tag = None
+        if idempotency_key is not None:
+            key = f"inbox:{sender}:key:{idempotency_key}"
+            key_tag = tag("key", hashlib.sha256(key.encode()).hexdigest()[:24])
         async with self._client() as client:
-            if idempotency_key is not None:
-                key = f"inbox:{sender}:key:{idempotency_key}"
-                key_tag = tag("key", hashlib.sha256(key.encode()).hexdigest()[:24])
-                earlier = await self._runs(client, [TAG, key_tag], limit=1)
-                if earlier:
-                    run = earlier[0]
-                    if contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags:
-                        raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
-                                       f"playbook (task {run.id})",
-                                       hint="use a new idempotency_key for a different request")
-                    return await self._existing(client, caller, run, "same idempotency key"), False
-            live = await self._runs(client, base, not_states=[StateType.FAILED, StateType.CRASHED, StateType.CANCELLED,
-                                                                StateType.CANCELLING], limit=1)
-            if live:
-                return await self._existing(client, caller, live[0], "same contract and playbook"), False
+            found = await self._earlier_runs(client, base, key_tag)
+            if found.get("earlier"):
+                run = found["earlier"][0]
+                if contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags:
+                    raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
+                                   f"playbook (task {run.id})",
+                                   hint="use a new idempotency_key for a different request")
+                return await self._existing(client, caller, run, "same idempotency key"), False
+            if found["live"]:
+                return await self._existing(client, caller, found["live"][0], "same contract and playbook"), False
             if idempotency_key is None:
-                earlier_attempts = await self._runs(client, base, states=("FAILED", "CRASHED", "CANCELLED"), limit=200)
-                key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{len(earlier_attempts)}"
-                key_tag = None
+                key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{found['attempts']}"
             tags = [CLAUSEGATE, *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
             tags += [key_tag] if key_tag else []
             # Prefect's idempotency key is unique server-side: of concurrent submissions with one key exactly
@@ -159,6 +165,23 @@ class Inbox:
                 idempotency_key=idempotency_key))
         return Submitted(task_id=str(run.id), status="pending", links=self._links(str(run.id))), True
 
+    async def _earlier_runs(self, client, base: list[str], key_tag: str | None) -> dict:
+        """What a submission must know before it creates a run, in one read of the sender's runs of this contract
+        (or this idempotency key), newest first: ``earlier`` (the run of the key), ``live`` (one of the contract
+        and playbook that is not failed or cancelled), ``attempts`` (how many of those failed or were cancelled).
+        A sender with more such runs than one page gets the exact, separate reads instead."""
+        who, contract, book = base[:2], base[2], base[3]
+        runs = await self._runs(client, who, any_tags=[contract] + ([key_tag] if key_tag else []), limit=PAGE)
+        if len(runs) >= PAGE:
+            live, attempts = await asyncio.gather(self._runs(client, base, not_states=list(OPEN), limit=1),
+                                                  self._runs(client, base, states=RETRIED, limit=PAGE))
+            earlier = await self._runs(client, [TAG, key_tag], limit=1) if key_tag else []
+            return {"earlier": earlier, "live": live, "attempts": len(attempts)}
+        same = [r for r in runs if contract in r.tags and book in r.tags]
+        return {"earlier": [r for r in runs if key_tag in r.tags][:1] if key_tag else [],
+                "live": [r for r in same if r.state_type not in OPEN][:1],
+                "attempts": sum(1 for r in same if r.state_type is not None and r.state_type.value in RETRIED)}
+
     async def _create_run(self, client, **fields) -> tuple[FlowRun, bool]:
         """(the run, created?): ``create_flow_run_from_deployment`` that also says whether the run is new.
 
@@ -169,9 +192,11 @@ class Inbox:
         create = DeploymentFlowRunCreate(state=to_state_create(Scheduled()), **fields)
         if work_queue_name:
             create.work_queue_name = work_queue_name
-        response = await client.request("POST", "/deployments/{id}/create_flow_run",
-                                        path_params={"id": await self._deployment(client)},
-                                        json=create.model_dump(mode="json", exclude_unset=True))
+        deployment_id = await self._deployment(client)
+        async with self.prefect.writing():
+            response = await client.request("POST", "/deployments/{id}/create_flow_run",
+                                            path_params={"id": deployment_id},
+                                            json=create.model_dump(mode="json", exclude_unset=True))
         return FlowRun.model_validate(response.json()), response.status_code == 201
 
     async def _existing(self, client, caller: Caller, run: FlowRun, why: str) -> Submitted:
@@ -299,7 +324,8 @@ class Inbox:
             message = f"CG-INBOX-CANCELLED: cancelled by '{caller.sender}' through the inbox"
             executing = run.state_type in (StateType.RUNNING, StateType.PENDING)
             new = State(type=StateType.CANCELLING, message=message) if executing else Cancelled(message=message)
-            result = await client.set_flow_run_state(run.id, new, force=not executing)
+            async with self.prefect.writing():
+                result = await client.set_flow_run_state(run.id, new, force=not executing)
             if result.status.value not in ("ACCEPT",):
                 raise Conflict(f"Prefect did not accept cancelling task {task_id}: {result.details}",
                                hint="GET the task: it may have just finished")
@@ -313,8 +339,9 @@ class Inbox:
             if run.state_type not in RETRYABLE:
                 raise Conflict(f"task {task_id} is {status_of(run.state_type.value if run.state_type else None)}; "
                                "only failed or cancelled tasks can be retried", hint="GET the task for its status")
-            result = await client.set_flow_run_state(
-                run.id, Scheduled(message=f"retried by '{caller.sender}' through the inbox"), force=True)
+            async with self.prefect.writing():
+                result = await client.set_flow_run_state(
+                    run.id, Scheduled(message=f"retried by '{caller.sender}' through the inbox"), force=True)
             if result.status.value != "ACCEPT":
                 raise Conflict(f"Prefect did not accept retrying task {task_id}: {result.details}", hint="try again")
             event = audit.audit_event("inbox.retried", actor=caller.sender, flow_run_id=task_id,

@@ -163,6 +163,11 @@ def test_idempotency_key_and_content_dedupe_return_the_existing_task(env, tmp_pa
     # The key reused for another contract is a conflict, not a silent mix-up.
     other = submit(env, env["acme"], pdf_bytes(tmp_path, "Another contract."), idempotency_key="mail-4711")
     assert other.status_code == 409 and other.json()["detail"]["code"] == "CG-INBOX-CONFLICT"
+    # ... also when that other contract has a pending task of its own: the key decides first.
+    third = pdf_bytes(tmp_path, "A third contract.")
+    assert submit(env, env["acme"], third).status_code == 201
+    reused = submit(env, env["acme"], third, idempotency_key="mail-4711")
+    assert reused.status_code == 409 and reused.json()["detail"]["code"] == "CG-INBOX-CONFLICT"
     # Another sender with the same bytes gets its own task (isolation wins over dedupe).
     theirs = submit(env, env["globex"], data)
     assert theirs.status_code == 201 and theirs.json()["task_id"] != first.json()["task_id"]

@@ -2,6 +2,7 @@
 
 * Parallel submissions with one idempotency key: exactly one 201; the same content again is 200 with
   that task, other content is 409 (Prefect's flow-run idempotency key decides, server-side).
+* The gateway keeps answering while a submission's upload is being stored (file work runs off the event loop).
 * No field, however malformed (NUL bytes, over-long paths, control or odd unicode characters, 1 MB
   values), gets a 5xx; every error is the documented ``{"detail": {code, message, hint}}``, names no
   server path and echoes at most ~100 characters of what the client sent.
@@ -13,13 +14,17 @@ import asyncio
 import hashlib
 import os
 import tempfile
+import threading
+import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.states import Failed
 
+from clausegate.config import InboxSettings
 from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox.service import Inbox
 from clausegate.pipeline.tags import contract_tag
@@ -271,3 +276,49 @@ def test_a_failed_task_shows_its_error_without_the_servers_folders(env, tmp_path
     assert message.startswith("CG-PDF-CORRUPT: could not parse <inbox>/uploads/") and "<source>/deals/ok.pdf" in message
     for path in server_paths(env):
         assert path not in task.text, (path, task.text)
+
+
+STORING = threading.Event()  # a submission reached the storing of its upload
+RELEASE = threading.Event()  # ... which waits for this
+
+
+class SlowStorageSettings(InboxSettings):
+    """The test's inbox settings, except that storing an upload (the first use of ``uploads_dir``, in
+    ``intake.store``) waits until the test releases it: a slow disk, held open on purpose."""
+
+    @property
+    def uploads_dir(self) -> Path:
+        STORING.set()
+        RELEASE.wait(30)
+        return self.data_dir / "uploads"
+
+
+def test_the_gateway_answers_other_requests_while_a_submission_is_being_stored(env, tmp_path):
+    settings = SlowStorageSettings(**inbox_settings(tmp_path / "slow").model_dump())
+    data = pdfs(tmp_path, 1, "slow-disk")[0]
+    STORING.clear()
+    RELEASE.clear()
+    answer: dict = {}
+
+    def submit() -> None:
+        answer["response"] = httpx.post(f"{server.url}/inbox/tasks", headers=auth(env["key"]), timeout=60,
+                                        data={"playbook": "deploy-test"},
+                                        files={"file": ("slow.pdf", data, "application/pdf")})
+
+    with GatewayThread(create_app(GatewayConfig(inbox=Inbox(settings)))) as server:
+        submitter = threading.Thread(target=submit, daemon=True)
+        try:
+            submitter.start()
+            assert STORING.wait(30), "the submission never reached the storing of its upload"
+            with httpx.Client(base_url=server.url, timeout=5) as client:
+                started = time.monotonic()
+                health = client.get("/healthz")  # on the old code: ReadTimeout (the event loop was blocked)
+                listed = client.get("/inbox/tasks", headers=auth(env["key"]), params={"limit": 1})
+                waited = time.monotonic() - started
+            assert health.status_code == 200 and listed.status_code == 200, (health.text, listed.text)
+            assert submitter.is_alive() and "response" not in answer, "the submission should still be storing"
+            assert waited < 5
+        finally:
+            RELEASE.set()
+            submitter.join(60)
+    assert answer["response"].status_code == 201, answer["response"].text
