@@ -200,6 +200,7 @@ CODES: dict[str, Code] = {
     "CG-STACK-START": Code("the server or a process did not start or become healthy", "9"),
     "CG-STACK-DEPLOY": Code("prefect deploy failed", "9"),
     "CG-STACK-CONFIG": Code("creating pool, queues, limits or automations failed (or a bad stack setting)", "9"),
+    "CG-STACK-DATABASE": Code("the embedded PostgreSQL of `clausegate up` did not start", "9"),
     "CG-STACK-AUTH": Code("the Prefect API answered a request without the credential (scale-out check)", "11"),
     "CG-SCALEOUT-NO-POSTGRES": Code("scale-out: a PostgreSQL program was not found (docs/operations.md)", "9"),
     "CG-SCALEOUT-NO-USER": Code("scale-out: the PostgreSQL user could not be created (docs/operations.md)", "9"),

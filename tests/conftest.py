@@ -1,4 +1,5 @@
-"""Fixtures shared by the whole suite, and the session's one real Prefect server (SQLite, temporary PREFECT_HOME).
+"""Fixtures shared by the whole suite, and the session's one real Prefect server (embedded PostgreSQL, temporary
+PREFECT_HOME; ``CLAUSEGATE_TEST_DATABASE=sqlite`` for SQLite, tests/support/prefect_server.py).
 
 Prefect reads its settings when it is first imported, so the server's environment (PREFECT_HOME, API URL,
 API credential) is set right here, when pytest imports this file: before any test module, per-folder

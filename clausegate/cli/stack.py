@@ -49,17 +49,23 @@ def up(
     warm_start: Annotated[bool, typer.Option(help="fork flow runs from a preloaded process instead of starting a new "
                                                   "Python per run (~3x the throughput; after a code change runs use "
                                                   "the normal engine until the stack is restarted)")] = True,
+    database: Annotated[str, typer.Option(
+        envvar="CLAUSEGATE_DATABASE", help="the Prefect server's database: postgres (an embedded PostgreSQL in the "
+                                           "stack folder, no install needed) or sqlite (Prefect's default; "
+                                           "'database is locked' retries under load)")] = "postgres",
     project: ProjectOpt = None,
     home: HomeOpt = None,
 ) -> None:
-    """Start the local stack: Prefect server (SQLite), pool + queues + limits, deployments, worker, gateway."""
+    """Start the local stack: database (embedded PostgreSQL), Prefect server, pool + queues + limits, deployments,
+    worker, gateway."""
     from clausegate.stack import lifecycle  # local import: Prefect's client; keeps `clausegate` start-up lean
 
     paths = _paths(project, home)
     options = StackOptions(host=host, port=port, gateway_port=gateway_port, worker_limit=worker_limit,
                            worker_query_seconds=query_seconds, nightly_cron=nightly_cron, timezone=timezone,
                            api_url=api_url, start_worker=worker, start_gateway=gateway,
-                           slack=slack, fake_slack_port=fake_slack_port, warm_start=warm_start)
+                           slack=slack, fake_slack_port=fake_slack_port, warm_start=warm_start,
+                           database=database.lower())
     try:
         state = lifecycle.up(options, paths, echo=lambda msg: console.print(f"  {msg}"))
     except ClauseGateError as error:
@@ -68,6 +74,8 @@ def up(
     console.print()
     console.print(f"[bold green]ClauseGate is up.[/bold green]  Prefect UI: [link]{state['ui_url']}[/link]")
     console.print(f"  API:      {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
+    if state.get("database"):
+        console.print(f"  Database: {_describe_database(state['database'])}")
     if state.get("server_started"):
         console.print(f"  Login:    the UI and API ask for [bold]{credentials.api_auth_string()}[/bold]  (kept in "
                       f"{credentials.secrets_dir() / credentials.AUTH_FILE}, mode 600; `clausegate auth rotate` "
@@ -87,6 +95,12 @@ def up(
                   + (f"  (skipped: {', '.join(skipped)})" if skipped else ""))
     console.print(f"  Logs:     {paths.logs}/   State: {paths.state_file}")
     console.print("  Try:      clausegate batch samples/   ·   clausegate status   ·   clausegate down")
+
+
+def _describe_database(db: dict) -> str:
+    kind = {"postgres": "PostgreSQL (embedded)", "sqlite": "SQLite", "external": "from PREFECT_SERVER_DATABASE_"
+            "CONNECTION_URL"}.get(db.get("kind"), str(db.get("kind")))
+    return f"{kind}  {db.get('url', '')}" + (f"  (log: {db['log']})" if db.get("log") else "")
 
 
 @app.command()
@@ -119,6 +133,8 @@ def status(project: ProjectOpt = None, home: HomeOpt = None) -> None:
     health = "[green]healthy[/green]" if info["healthy"] else "[red]not answering[/red]"
     console.print(f"Prefect API {info['api_url']}: {health}   UI: {info.get('ui_url') or '-'}   "
                   f"Gateway: {info.get('gateway_url') or '-'}")
+    console.print("Database: " + (_describe_database(info["database"]) if info.get("database") else
+                                  "the server's own (not started here)"))
     if not info["healthy"]:
         raise typer.Exit(1)
     console.print("Queues (priority): " + ", ".join(f"{n}={p}{' (paused)' if paused else ''}"

@@ -1,9 +1,10 @@
 """The local stack behind `clausegate up` / `down` / `status`.
 
-``up`` starts, in the project folder's ``.clausegate/`` (its own PREFECT_HOME, SQLite database,
-logs and a state file):
+``up`` starts, in the project folder's ``.clausegate/`` (its own PREFECT_HOME, database, logs and a state
+file):
 
-1. a Prefect server on SQLite (``prefect server start``; UI on the same port),
+1. an embedded PostgreSQL (``.clausegate/postgres``, Unix socket only; ``--database sqlite`` keeps Prefect's
+   SQLite file) and a Prefect server on it (``prefect server start``; UI on the same port),
 2. configuration, each step idempotent: the ``clausegate`` process work pool with queues
    ``high``/``normal``/``low`` (priorities 1/2/3), the global concurrency and rate limits the flows
    use, the ``clausegate_timezone`` variable (local IANA zone for the 02:00 schedule), the block
@@ -24,6 +25,7 @@ client ``python -m clausegate.stack.warmstart warm-run``, started once per flow 
 - ``lifecycle``      ``up``, ``down``, ``status``
 - ``state``          ``StackPaths``, ``StackOptions``, the state file, ``StackError`` and its codes
 - ``processes``      ``ProcessRecord``; start/stop processes; port and health waits
+- ``database``       the embedded PostgreSQL (start, fast shutdown), SQLite, or the environment's database URL
 - ``environment``    the environment and Prefect client settings of the stack's processes; time zone
 - ``configuration``  work pool, queues, limits, variables, block types; pool command; nightly schedule
 - ``automations``    ``deployments/automations.yaml`` applied by name
@@ -32,5 +34,5 @@ client ``python -m clausegate.stack.warmstart warm-run``, started once per flow 
 - ``warmstart``      the fork server (zygote) and the pool's ``warm-run`` client
 
 Error codes: ``CG-STACK-PORT-IN-USE``, ``CG-STACK-START``, ``CG-STACK-DEPLOY``,
-``CG-STACK-CONFIG``, ``CG-STACK-RUNNING`` (runbook: docs/runbook.md).
+``CG-STACK-CONFIG``, ``CG-STACK-RUNNING``, ``CG-STACK-DATABASE`` (runbook: docs/runbook.md).
 """

@@ -26,6 +26,7 @@ from prefect.exceptions import ObjectNotFound
 
 from clausegate.errors import ClauseGateError
 from clausegate.security import credentials
+from clausegate.stack import database
 from clausegate.stack.configuration import POOL, configure, set_nightly_schedule, set_pool_command
 from clausegate.stack.demo_slack import setup_slack
 from clausegate.stack.deploy import deploy, deployable
@@ -43,7 +44,6 @@ from clausegate.stack.processes import (
     port_free,
     records,
     start_process,
-    stop_process,
     wait_healthy,
     wait_port,
 )
@@ -72,6 +72,9 @@ def up(options: StackOptions, paths: StackPaths, echo: Echo = print) -> dict[str
         raise StackError(f"a stack started from {paths.project} is already running "
                          f"({', '.join(f'{r.name} pid {r.pid}' for r in running)}).", code=ALREADY_RUNNING,
                          hint="`clausegate status` shows it; `clausegate down` stops it")
+    if options.database not in database.CHOICES:
+        raise StackError(f"unknown database {options.database!r}.", code=CONFIG_FAILED,
+                         hint=f"`clausegate up --database {'|'.join(database.CHOICES)}`")
     paths.home.mkdir(parents=True, exist_ok=True)
     paths.logs.mkdir(parents=True, exist_ok=True)
     paths.prefect_home.mkdir(parents=True, exist_ok=True)
@@ -87,7 +90,7 @@ def up(options: StackOptions, paths: StackPaths, echo: Echo = print) -> dict[str
 
     try:
         if options.api_url is None:
-            _start_server(options, paths, api_url, remember, echo)
+            _start_server(options, paths, state, remember, echo)
         elif not api_healthy(api_url, timeout=5):
             raise StackError(f"no healthy Prefect server at {api_url}.", hint="check --api-url")
         state["ui_url"] = api_url[: -len("/api")] if api_url.endswith("/api") else api_url
@@ -138,15 +141,18 @@ def up(options: StackOptions, paths: StackPaths, echo: Echo = print) -> dict[str
     except BaseException:
         # leave nothing half-started behind
         for record in reversed(records(state)):
-            stop_process(record)
+            database.stop(record)
         state["processes"] = []
         state["failed"] = True
         write_state(paths, state)
         raise
 
 
-def _start_server(options: StackOptions, paths: StackPaths, api_url: str, remember: Remember, echo: Echo) -> None:
-    """A Prefect server on SQLite in the stack's PREFECT_HOME, with basic auth on its API and UI."""
+def _start_server(options: StackOptions, paths: StackPaths, state: dict[str, Any], remember: Remember,
+                  echo: Echo) -> None:
+    """The database (embedded PostgreSQL unless asked otherwise), then a Prefect server on it with basic auth on
+    its API and UI (PREFECT_HOME in the stack's folder)."""
+    api_url = state["api_url"]
     if not port_free(options.host, options.port):
         raise StackError(f"port {options.port} on {options.host} is already in use.", code=PORT_IN_USE,
                          hint="stop what uses it, or `clausegate up --port N` (or --api-url to use that server)")
@@ -158,8 +164,9 @@ def _start_server(options: StackOptions, paths: StackPaths, api_url: str, rememb
         "PREFECT_SERVER_API_HOST": options.host, "PREFECT_SERVER_API_PORT": str(options.port),
         "PREFECT_UI_ENABLED": "true" if options.ui else "false", **options.extra_env})
     env.pop("PREFECT_API_URL")  # the server itself needs none
-    echo(f"starting Prefect server on {options.host}:{options.port} (SQLite in {paths.prefect_home}; API "
-         f"credential in {credentials.secrets_dir() / credentials.AUTH_FILE}) …")
+    env.update(_start_database(options, paths, state, remember, echo))
+    echo(f"starting Prefect server on {options.host}:{options.port} (API credential in "
+         f"{credentials.secrets_dir() / credentials.AUTH_FILE}) …")
     server = start_process("server", prefect_argv("server", "start", "--host", options.host,
                                                   "--port", str(options.port)),
                            env=env, log=paths.logs / "server.log", cwd=paths.project)
@@ -168,6 +175,26 @@ def _start_server(options: StackOptions, paths: StackPaths, api_url: str, rememb
     if not wait_healthy(api_url, options.server_ready_timeout, server):
         raise StackError(f"the Prefect server did not become healthy within {options.server_ready_timeout:.0f} s.",
                          hint=f"see {paths.logs / 'server.log'}")
+
+
+def _start_database(options: StackOptions, paths: StackPaths, state: dict[str, Any], remember: Remember,
+                    echo: Echo) -> dict[str, str]:
+    """Start the stack's database (clausegate/stack/database.py); returns the server's environment for it."""
+    external = database.external_url(options.extra_env)
+    if external:
+        state["database"] = {"kind": "external", "url": database.redact(external)}
+        echo(f"database: {state['database']['url']} ({database.URL_ENV} is set; no database started)")
+        return {}
+    if options.database == database.SQLITE:
+        state["database"] = database.sqlite_info(paths)
+        echo(f"database: SQLite in {paths.prefect_home}")
+        return {database.URL_ENV: state["database"]["url"]}
+    began = time.monotonic()
+    record, url, state["database"] = database.start_postgres(paths)
+    remember(record)
+    echo(f"database: embedded PostgreSQL (pid {record.pid}, data in {paths.postgres_data}) ready in "
+         f"{time.monotonic() - began:.1f} s")
+    return {database.URL_ENV: url}
 
 
 def _start_warm_start(options: StackOptions, paths: StackPaths, api_url: str, remember: Remember) -> Path:
@@ -233,7 +260,7 @@ def down(paths: StackPaths, echo: Echo = print) -> list[tuple[str, int, str]]:
         return []
     results: list[tuple[str, int, str]] = []
     for record in reversed(records(state)):
-        outcome = stop_process(record)
+        outcome = database.stop(record)
         results.append((record.name, record.pid, outcome))
         echo(f"{record.name} (pid {record.pid}): {outcome}")
     if state.get("warm_start") and state.get("api_url") and api_healthy(state["api_url"]):
@@ -265,6 +292,7 @@ def status(paths: StackPaths) -> dict[str, Any]:
         "state_file": str(paths.state_file),
         "processes": [{**asdict(r), "alive": r.alive()} for r in records(state)],
         "api_url": state.get("api_url"), "ui_url": state.get("ui_url"), "gateway_url": state.get("gateway_url"),
+        "database": state.get("database"),
         "healthy": bool(state.get("api_url")) and api_healthy(state["api_url"]),
     }
     if not info["healthy"]:

@@ -17,6 +17,7 @@ START_FAILED = "CG-STACK-START"
 DEPLOY_FAILED = "CG-STACK-DEPLOY"
 CONFIG_FAILED = "CG-STACK-CONFIG"
 ALREADY_RUNNING = "CG-STACK-RUNNING"
+DATABASE_FAILED = "CG-STACK-DATABASE"
 
 STATE_VERSION = 1
 
@@ -38,6 +39,10 @@ class StackPaths:
     @property
     def prefect_home(self) -> Path:
         return self.home / "prefect"
+
+    @property
+    def postgres_data(self) -> Path:
+        return self.home / "postgres"
 
     @property
     def logs(self) -> Path:
@@ -75,6 +80,7 @@ class StackOptions:
     warm_start: bool = True         # fork flow runs from a preloaded zygote (clausegate/stack/warmstart.py)
     fake_slack_port: int = 8902
     server_ready_timeout: float = 180.0
+    database: str = "postgres"      # postgres: embedded PostgreSQL (clausegate/stack/database.py); sqlite
     extra_env: dict[str, str] = field(default_factory=dict)
 
 

@@ -26,8 +26,17 @@ from clausegate.cli import app
 from clausegate.stack.configuration import POOL
 from clausegate.stack.lifecycle import down, status, up
 from clausegate.stack.processes import ProcessRecord, api_healthy, port_free, start_process, stop_process
-from clausegate.stack.state import PORT_IN_USE, StackError, StackOptions, StackPaths, read_state, write_state
+from clausegate.stack.state import (
+    DATABASE_FAILED,
+    PORT_IN_USE,
+    StackError,
+    StackOptions,
+    StackPaths,
+    read_state,
+    write_state,
+)
 from tests.support.pdf_factory import make_text_pdf
+from tests.support.prefect_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,3 +174,87 @@ def test_review_without_a_stack_starts_a_quiet_temporary_server(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "on a temporary Prefect server (no local stack is up" in done.stdout
     assert "telemetry" not in (done.stdout + done.stderr).lower()
+
+
+def _minimal(port: int, **kw) -> StackOptions:
+    """A stack with only its database and server (configured; no deploy, worker, gateway or UI)."""
+    return StackOptions(port=port, start_worker=False, start_gateway=False, deploy=False, ui=False, slack="off",
+                        warm_start=False, **kw)
+
+
+def _processes_on(folder: Path) -> list[int]:
+    """Pids of processes whose command line names ``folder`` (a PostgreSQL started on that data folder)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(folder) in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.slow
+def test_up_runs_the_server_on_an_embedded_postgres_and_down_stops_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUSEGATE_SECRETS_DIR", str(tmp_path / "secrets"))
+    monkeypatch.delenv("PREFECT_API_AUTH_STRING", raising=False)
+    monkeypatch.delenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", raising=False)
+    paths = StackPaths.for_project(ROOT, home=tmp_path / "stack")
+    runner = CliRunner()
+    try:
+        state = up(_minimal(free_port()), paths, echo=lambda m: None)
+        db = state["database"]
+        assert db["kind"] == "postgres" and db["data_dir"] == str(paths.postgres_data)
+        socket_dir = db["url"].split("host=", 1)[1]
+        assert db["url"] == f"postgresql+asyncpg://postgres@/prefect?host={socket_dir}"  # no password in it
+        names = [p["name"] for p in state["processes"]]
+        assert names == ["postgres", "server"], names  # the database first: down stops it last
+        pg = next(r for r in (ProcessRecord(**p) for p in state["processes"]) if r.name == "postgres")
+        assert pg.alive()
+        # the server really writes there: the pool `up` configured is a row of Prefect's table in PostgreSQL
+        pools = subprocess.run([str(Path(pg.argv[0]).with_name("psql")), "-X", "-tA", "-c",
+                                "SELECT name FROM work_pool", f"postgresql://postgres@/prefect?host={socket_dir}"],
+                               capture_output=True, text=True, timeout=60)
+        assert pools.returncode == 0 and POOL in pools.stdout.split(), pools.stdout + pools.stderr
+        assert not (paths.prefect_home / "prefect.db").exists(), "the server must not have used SQLite"
+        shown = runner.invoke(app, ["status", "--home", str(paths.home), "--project", str(ROOT)])
+        assert shown.exit_code == 0, shown.output
+        assert "Database: PostgreSQL (embedded)" in " ".join(shown.output.split())  # (rich wraps long lines)
+        assert "postgresql+asyncpg://postgres@/prefect?host=" in "".join(shown.output.split())
+    finally:
+        results = down(paths, echo=lambda m: None)
+    assert [(name, outcome) for name, _, outcome in results] == [("server", "stopped"), ("postgres", "stopped")]
+    assert not pg.alive() and _processes_on(paths.postgres_data) == [], "down must leave no postgres process"
+    assert (paths.postgres_data / "PG_VERSION").exists(), "down keeps the data"
+
+
+@pytest.mark.slow
+def test_up_database_sqlite_keeps_prefects_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUSEGATE_SECRETS_DIR", str(tmp_path / "secrets"))
+    monkeypatch.delenv("PREFECT_API_AUTH_STRING", raising=False)
+    monkeypatch.delenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", raising=False)
+    paths = StackPaths.for_project(ROOT, home=tmp_path / "stack")
+    try:
+        state = up(_minimal(free_port(), database="sqlite"), paths, echo=lambda m: None)
+        assert state["database"]["kind"] == "sqlite" and [p["name"] for p in state["processes"]] == ["server"]
+        assert (paths.prefect_home / "prefect.db").exists() and not paths.postgres_data.exists()
+    finally:
+        down(paths, echo=lambda m: None)
+
+
+def test_a_database_that_does_not_start_is_a_clear_error_and_leaves_nothing(tmp_path, monkeypatch):
+    """A data folder PostgreSQL cannot use (here: written by an unknown PostgreSQL version)."""
+    monkeypatch.delenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", raising=False)
+    paths = StackPaths.for_project(ROOT, home=tmp_path / "stack")
+    paths.postgres_data.mkdir(parents=True)
+    (paths.postgres_data / "PG_VERSION").write_text("9\n")
+    with pytest.raises(StackError) as info:
+        up(_minimal(free_port()), paths, echo=lambda m: None)
+    error = info.value
+    assert error.code == DATABASE_FAILED and str(paths.postgres_data) in error.message
+    assert "--database sqlite" in error.hint and str(paths.postgres_data / "log") in error.hint
+    assert read_state(paths)["processes"] == [] and _processes_on(paths.postgres_data) == []
+    result = CliRunner().invoke(app, ["up", "--database", "mysql", "--home", str(tmp_path / "other"),
+                                      "--project", str(ROOT), "--port", str(free_port())])
+    assert result.exit_code == 1 and "CG-STACK-CONFIG" in result.output
+    assert "--database postgres|sqlite" in " ".join(result.output.split())
