@@ -165,6 +165,8 @@ class Settings(BaseSettings):
                                  "default: this machine's")
     nightly_cron: str | None = Field(None, description="cron of the nightly batch (`clausegate up`); default: "
                                      "prefect.yaml's 0 2 * * *")
+    database: str = Field("postgres", description="the database `clausegate up` starts for its Prefect server: "
+                          "postgres (embedded) or sqlite (`clausegate up --database`)")
     warmstart_socket: Path | None = Field(None, description="Unix socket of the warm-start zygote; set by "
                                           "`clausegate up` for the worker (unset: flow runs start a new Python)")
     parse_pool_size: int = Field(2, ge=0, description="sandboxed PDF parser processes each flow-run process keeps "
