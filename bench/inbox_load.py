@@ -1,10 +1,11 @@
 """Benchmark: N parallel clients upload contracts to the inbox (``POST /inbox/tasks``) at once.
 
     python bench/inbox_load.py [--n 20] [--per-client 1] [--port 4330] [--gateway-port 8330] [--worker] [--keep]
+    python bench/inbox_load.py --database sqlite                  # the stack on SQLite, to compare
     python bench/inbox_load.py --gateway-url http://127.0.0.1:8787 [--key cgk_…]   # a stack that is already up
 
-1. Brings up the local stack as `clausegate up` does (SQLite server, pool/queues, deployments, gateway; no
-   worker unless ``--worker``, Slack off) in a temp folder with its own secrets folder; or uses a running
+1. Brings up the local stack as `clausegate up` does (embedded PostgreSQL, or SQLite with
+   ``--database sqlite``; pool/queues, deployments, gateway; no worker unless ``--worker``, Slack off) in a temp folder with its own secrets folder; or uses a running
    gateway (``--gateway-url``; the Prefect API from PREFECT_API_URL / the stack's credential).
 2. Makes an inbox key for the sender ``bench-load`` (``clausegate.inbox.keys``, as `clausegate inbox keys
    create` does) with a rate limit high enough not to refuse the burst.
@@ -95,7 +96,7 @@ def start_stack(args, base: Path) -> tuple[str, str, object]:
 
     paths = StackPaths.for_project(REPO, home=base / "stack")
     options = StackOptions(port=args.port, gateway_port=args.gateway_port, start_worker=args.worker,
-                           slack="off", ui=False, warm_start=False)
+                           database=args.database, slack="off", ui=False, warm_start=False)
     t0 = time.perf_counter()
     state = up(options, paths, echo=lambda m: None)
     if not state.get("gateway_url"):
@@ -215,6 +216,8 @@ def main() -> None:
     ap.add_argument("--worker", action="store_true", help="also start a worker (runs execute during the burst)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--pdfs", type=Path, default=CUAD_PDFS, help="folder of PDFs to upload (default: CUAD)")
+    ap.add_argument("--database", default="postgres", choices=["postgres", "sqlite"],
+                    help="the stack's database (as `clausegate up --database`)")
     ap.add_argument("--keep", action="store_true", help="leave the stack running")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
