@@ -5,8 +5,9 @@
     python bench/inbox_load.py --gateway-url http://127.0.0.1:8787 [--key cgk_…]   # a stack that is already up
 
 1. Brings up the local stack as `clausegate up` does (embedded PostgreSQL, or SQLite with
-   ``--database sqlite``; pool/queues, deployments, gateway; no worker unless ``--worker``, Slack off) in a temp folder with its own secrets folder; or uses a running
-   gateway (``--gateway-url``; the Prefect API from PREFECT_API_URL / the stack's credential).
+   ``--database sqlite``; pool/queues, deployments, gateway; no worker unless ``--worker``, Slack off) in a
+   temp folder with its own secrets folder; or uses a running gateway (``--gateway-url``; the Prefect API
+   from PREFECT_API_URL / the stack's credential).
 2. Makes an inbox key for the sender ``bench-load`` (``clausegate.inbox.keys``, as `clausegate inbox keys
    create` does) with a rate limit high enough not to refuse the burst.
 3. One warm-up submission (not counted: the sender's rate limit and the deployment id get created/cached).
