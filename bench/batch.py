@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--skip-plain", action="store_true")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--port", type=int, default=None, help="the stack's API port (default: a free port)")
     args = ap.parse_args()
     if not CUAD_PDFS.is_dir():
         sys.exit(f"CUAD PDFs not found at {CUAD_PDFS}")
@@ -167,7 +168,7 @@ def main() -> None:
               f"{len(files) / (plain['wall'] / cores / 60):.0f} contracts/min")
 
     paths = StackPaths.for_project(REPO, home=base / "stack")
-    port = _free_port()
+    port = args.port or _free_port()
     options = StackOptions(port=port, worker_limit=args.worker_limit, worker_query_seconds=args.query_seconds,
                            start_gateway=False, slack="off", ui=False, warm_start=args.warm_start,
                            extra_env={"PREFECT_API_LOG_RETRYABLE_ERRORS": "true",
