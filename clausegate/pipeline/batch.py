@@ -20,6 +20,7 @@ One job for the ``nightly-batch`` flow (flows/nightly_batch.py) and ``clausegate
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from datetime import UTC, datetime
 from functools import partial
@@ -240,6 +241,8 @@ def _merge_chunks(rows: list[ContractOutcome], todo: list[Candidate], chunks: di
         return rows
     final = wait_for_runs(chunks, poll_seconds=poll_seconds, deadline=deadline)
     owners = claims.owners()
+    if all(final.get(run_id) is not None for run_id in chunks):  # nobody claims any more: the rows hold it all
+        shutil.rmtree(claims.folder, ignore_errors=True)
     me, files = str(flow_run.id), {c.contract_id[:12]: c.filename for c in todo}
     merged = [r for r in rows if owners.get(r.contract_id, me) == me]  # unclaimed: this run's timeout rows
     for run_id in chunks:
