@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--skip-plain", action="store_true")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--port", type=int, default=None, help="the stack's API port (default: a free port)")
     args = ap.parse_args()
     if not CUAD_PDFS.is_dir():
         sys.exit(f"CUAD PDFs not found at {CUAD_PDFS}")
@@ -167,7 +168,7 @@ def main() -> None:
               f"{len(files) / (plain['wall'] / cores / 60):.0f} contracts/min")
 
     paths = StackPaths.for_project(REPO, home=base / "stack")
-    port = _free_port()
+    port = args.port or _free_port()
     options = StackOptions(port=port, worker_limit=args.worker_limit, worker_query_seconds=args.query_seconds,
                            start_gateway=False, slack="off", ui=False, warm_start=args.warm_start,
                            extra_env={"PREFECT_API_LOG_RETRYABLE_ERRORS": "true",
@@ -210,8 +211,9 @@ def main() -> None:
         parent = run_deployment("nightly-batch/nightly-batch", timeout=7200, poll_interval=2, parameters={
             "source": str(inbox), "playbook": book, "out_dir": str(out), "poll_seconds": 1.0, **overrides})
         wall = time.perf_counter() - t0
-        stats = _breakdown(parent.id)
+        stats = _breakdown(parent.id, expect=len(files))
         alive = [r for r in records(read_state(paths)) if r.alive()]
+        _wait_children_exit([r.pid for r in alive if r.name != "server"])  # the runs' processes: CPU counted
         per_process = {r.name: _proc_cpu(r.pid) for r in alive}
         batch_cpu = sum(sum(_proc_cpu(r.pid)) - sum(cpu_at_trigger.get(r.pid, (0.0, 0.0))) for r in alive)
         batch_cpu = max(batch_cpu, children_cpu() - k_at_trigger)  # + this process's API polling:
@@ -330,6 +332,24 @@ def _proc_cpu(pid: int) -> tuple[float, float]:
     return ((int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick)
 
 
+def _children(pid: int) -> list[int]:
+    found = []
+    for task_dir in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(x) for x in (task_dir / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _wait_children_exit(pids: list[int], timeout: float = 30.0) -> None:
+    """Wait until the worker / warm-start have no child processes (the batch's flow-run processes end a moment
+    after their run's final state): a process not yet reaped would leave its CPU out of the batch's figure."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_children(pid) for pid in pids):
+        time.sleep(0.2)
+
+
 def _free_port() -> int:
     import socket
 
@@ -338,7 +358,22 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _breakdown(parent_id) -> dict:
+def _breakdown(parent_id, expect: int = 0, settle_seconds: float = 30.0) -> dict:
+    """The batch's records; task runs reach the server as events, which a loaded server records with a lag:
+    read again until every review is in (``expect`` fingerprint task runs) or nothing new comes for 3 s."""
+    deadline, last, seen = time.monotonic() + settle_seconds, -1, 0.0
+    while True:
+        stats = _read_breakdown(parent_id)
+        if stats["reviews"] >= expect or time.monotonic() > deadline:
+            return stats
+        if stats["reviews"] != last:
+            last, seen = stats["reviews"], time.monotonic()
+        elif time.monotonic() - seen > 3.0:
+            return stats
+        time.sleep(1.0)
+
+
+def _read_breakdown(parent_id) -> dict:
     """The batch's runs (parent + chunk runs), their review steps (task runs), and gate runs."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (

@@ -226,8 +226,10 @@ def run_batch(
     poll_seconds: float = 2.0,
     timeout_seconds: float | None = None,
     on_progress: ProgressFn | None = None,
+    claim: Callable[[Candidate], bool] | None = None,
 ) -> list[ContractOutcome]:
-    """Start ``candidates`` keeping at most ``max_in_flight`` unfinished; return one row each."""
+    """Start ``candidates`` keeping at most ``max_in_flight`` unfinished; return one row each.  ``claim``: start
+    only the candidates it returns True for (the others are another run's: no row; clausegate/batch/claims.py)."""
     notify = on_progress or (lambda *_: None)
     queue = list(candidates)
     queue.reverse()
@@ -238,6 +240,8 @@ def run_batch(
         while queue or in_flight:
             while queue and len(in_flight) < max(1, max_in_flight):
                 candidate = queue.pop()
+                if claim is not None and not claim(candidate):
+                    continue
                 try:
                     token = dispatcher.start(candidate)
                 except Exception as exc:  # a contract that cannot be started is one row

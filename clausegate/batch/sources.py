@@ -74,14 +74,15 @@ class ListSource:
         except OSError as exc:
             raise BatchError(f"cannot read the contract list {self.manifest}: {exc.strerror or exc}",
                              hint="the manifest must be on storage every worker can read") from None
-        return [Path(line) for line in lines if line.strip()]
+        return [Path(line) for line in lines if line.strip() and not line.startswith("# ")]
 
 
-def write_manifest(folder: str | Path, name: str, paths: Iterable[str | Path]) -> Path:
-    """``<folder>/<name>.txt`` listing ``paths`` (read back with ``list:<that file>``)."""
+def write_manifest(folder: str | Path, name: str, paths: Iterable[str | Path], *, header: str = "") -> Path:
+    """``<folder>/<name>.txt`` listing ``paths`` (read back with ``list:<that file>``); ``header``: a first
+    line starting ``# `` that ``discover`` skips (the batch's claims folder: clausegate/batch/claims.py)."""
     path = Path(folder) / f"{name}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{p}\n" for p in paths), encoding="utf-8")
+    path.write_text((f"{header}\n" if header else "") + "".join(f"{p}\n" for p in paths), encoding="utf-8")
     return path
 
 

@@ -6,8 +6,9 @@ One job for the ``nightly-batch`` flow (flows/nightly_batch.py) and ``clausegate
    duplicated (:mod:`clausegate.batch.plan`);
 2. review the rest as *tasks of this run* (``review_contract(..., ask_person=False)``: no flow run and no
    process per contract), ``max_in_flight`` at a time.  When this run is a deployment run and it has more
-   contracts than it takes at once, it keeps one share and hands the others to up to
-   ``max_parallel_runs - 1`` chunk runs of its own deployment (any worker picks them up), then collects
+   contracts than it takes at once, it starts up to ``max_parallel_runs - 1`` chunk runs of its own
+   deployment (any worker picks them up) over the same list: each run reviews the contracts it claims first
+   (:mod:`clausegate.batch.claims`), so no run sits idle waiting for another's fixed share; then it collects
    their rows;
 3. a contract whose review ends ``pending_decision`` (a person must decide) is sent as its own run of
    ``deployment`` (contract-review), which suspends at the gate with every finished step from the cache.
@@ -19,6 +20,7 @@ One job for the ``nightly-batch`` flow (flows/nightly_batch.py) and ``clausegate
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from datetime import UTC, datetime
 from functools import partial
@@ -34,6 +36,7 @@ from prefect.runtime import deployment as this_deployment
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
+from clausegate.batch.claims import CLAIMS_LINE, Claims, claims_of_manifest
 from clausegate.batch.dispatch import BATCH_TIMEOUT, DEFAULT_DEPLOYMENT, DeploymentDispatcher, TaskDispatcher, run_batch
 from clausegate.batch.plan import Candidate, ContractOutcome, in_flight_reviews, plan_batch
 from clausegate.batch.sources import load_source, write_manifest
@@ -109,20 +112,23 @@ def review_batch(
     logger.info("%d contracts to review, %d skipped/decided; as tasks of %s (%d at a time)", len(todo), len(decided),
                 f"this run and {runs - 1} chunk run(s)" if runs > 1 else "this run", max_in_flight)
     review = partial(review_contract, playbook=playbook, extractor=extractor, out_dir=out, ask_person=False)
-    groups = [todo[i::runs] for i in range(runs)]
-    chunks = _start_chunks(groups[1:], source_dir=Path(out) / "batches", playbook=playbook, out_dir=out,
+    claims = _claims(source, runs, Path(out) / "batches")  # runs share the list: each contract to the first claim
+    if claims is not None and runs == 1:  # a chunk run: the batch run reports the skipped ones
+        decided = []
+    chunks = _start_chunks(runs - 1, todo, claims, source_dir=Path(out) / "batches", playbook=playbook, out_dir=out,
                            extractor=extractor, work_queue=work_queue, max_in_flight=max_in_flight,
                            timeout_minutes=timeout_minutes, poll_seconds=poll_seconds, deployment=deployment)
-    rows = run_batch(groups[0], TaskDispatcher(review=review, threads=max_in_flight, worker=_this_worker(),
-                                               playbook=book.name),
+    rows = run_batch(todo, TaskDispatcher(review=review, threads=max_in_flight, worker=_this_worker(),
+                                          playbook=book.name),
                      max_in_flight=max_in_flight, poll_seconds=poll_seconds,
-                     timeout_seconds=max(1.0, deadline - time.monotonic()), on_progress=partial(_progress, logger))
+                     timeout_seconds=max(1.0, deadline - time.monotonic()), on_progress=partial(_progress, logger),
+                     claim=None if claims is None else (lambda c: claims.take(c.contract_id)))
     phases["reviews"], lap = round(time.monotonic() - lap, 2), time.monotonic()
-    rows = _ask_people(rows, groups[0], playbook=playbook, playbook_name=book.name, out=out, extractor=extractor,
+    rows = _ask_people(rows, todo, playbook=playbook, playbook_name=book.name, out=out, extractor=extractor,
                        work_queue=work_queue, max_in_flight=max_in_flight, poll_seconds=poll_seconds,
                        deadline=deadline, deployment=deployment, logger=logger)
     phases["gate runs"], lap = round(time.monotonic() - lap, 2), time.monotonic()
-    rows += _collect_chunks(chunks, out=out, poll_seconds=poll_seconds, deadline=deadline)
+    rows = _merge_chunks(rows, todo, chunks, claims, out=out, poll_seconds=poll_seconds, deadline=deadline)
     if chunks:
         phases["waiting for chunk runs"] = round(time.monotonic() - lap, 2)
     summary = BatchSummary(source=source, playbook=book.name, started_at=started,
@@ -190,38 +196,66 @@ def _ask_people(rows: list[ContractOutcome], candidates: list[Candidate], *, pla
     return [r for r in rows if r not in pending] + asked
 
 
-def _start_chunks(groups: list[list[Candidate]], *, source_dir: Path, **parameters: Any) -> dict[Any, list[Candidate]]:
-    """One run of this run's deployment per group (``source: list:<manifest>``, no further splitting)."""
-    chunks: dict[Any, list[Candidate]] = {}
-    me = str(flow_run.id)
-    for i, group in enumerate(groups, start=1):
-        manifest = write_manifest(source_dir, f"chunk-{me[:8]}-{i}", [c.path for c in group])
+def _attempt() -> str:
+    """``<run id prefix>-<attempt>``: a retried batch run claims afresh (finished steps come from the cache)."""
+    return f"{str(flow_run.id)[:8]}-{flow_run.run_count or 1}"
+
+
+def _claims(source: str, runs: int, folder: Path) -> Claims | None:
+    """This run's claims: a batch run with chunk runs makes the folder; a chunk run finds it in its manifest."""
+    if runs > 1:
+        return Claims(folder / f"claims-{_attempt()}", str(flow_run.id))
+    if str(source).startswith("list:"):
+        folder = claims_of_manifest(Path(str(source)[len("list:"):]))
+        if folder is not None:
+            return Claims(folder, str(flow_run.id))
+    return None
+
+
+def _start_chunks(count: int, todo: list[Candidate], claims: Claims | None, *, source_dir: Path,
+                  **parameters: Any) -> dict[Any, None]:
+    """``count`` runs of this run's deployment (``source: list:<manifest>``, no further splitting), sharing the whole
+    list with this run through ``claims`` (clausegate/batch/claims.py)."""
+    if count < 1 or claims is None:
+        return {}
+    me, attempt = str(flow_run.id), _attempt()
+    manifest = write_manifest(source_dir, f"chunk-{attempt}", [c.path for c in todo],
+                              header=f"{CLAIMS_LINE}{claims.folder}")
+    chunks: dict[Any, None] = {}
+    for i in range(1, count + 1):
         run = run_deployment(f"{flow_run.flow_name}/{this_deployment.name}", timeout=0,
-                             work_queue_name=parameters["work_queue"], idempotency_key=f"{me}:chunk:{i}",
+                             work_queue_name=parameters["work_queue"], idempotency_key=f"{me}:{attempt}:chunk:{i}",
                              tags=[CLAUSEGATE, "batch-chunk"], flow_run_name=f"{flow_run.name}-chunk-{i}",
                              parameters={**parameters, "source": f"list:{manifest}", "max_parallel_runs": 1,
                                          "retry_failed": True})
-        chunks[run.id] = group
+        chunks[run.id] = None
     return chunks
 
 
-def _collect_chunks(chunks: dict[Any, list[Candidate]], *, out: str, poll_seconds: float,
-                    deadline: float) -> list[ContractOutcome]:
-    """Wait for the chunk runs; their rows (from their summary files), and a row for every contract a chunk
-    never reported (crashed chunk: CG-RUN-CRASHED; still running at the deadline: CG-BATCH-TIMEOUT)."""
-    if not chunks:
-        return []
+def _merge_chunks(rows: list[ContractOutcome], todo: list[Candidate], chunks: dict[Any, None], claims: Claims | None,
+                  *, out: str, poll_seconds: float, deadline: float) -> list[ContractOutcome]:
+    """This run's rows and the chunk runs' (waited for): each contract's row from the run that claimed it, and a
+    row for every contract a chunk claimed but never reported (crashed chunk: CG-RUN-CRASHED; still running at the
+    deadline: CG-BATCH-TIMEOUT)."""
+    if not chunks or claims is None:
+        return rows
     final = wait_for_runs(chunks, poll_seconds=poll_seconds, deadline=deadline)
-    rows: list[ContractOutcome] = []
-    for run_id, group in chunks.items():
+    owners = claims.owners()
+    if all(final.get(run_id) is not None for run_id in chunks):  # nobody claims any more: the rows hold it all
+        shutil.rmtree(claims.folder, ignore_errors=True)
+    me, files = str(flow_run.id), {c.contract_id[:12]: c.filename for c in todo}
+    merged = [r for r in rows if owners.get(r.contract_id, me) == me]  # unclaimed: this run's timeout rows
+    for run_id in chunks:
         run = final.get(run_id)
-        chunk_rows = read_rows(Path(out) / "batches", str(run_id))
+        chunk_rows = [r for r in read_rows(Path(out) / "batches", str(run_id))
+                      if owners.get(r.contract_id) == str(run_id)]
         seen = {r.contract_id for r in chunk_rows}
-        for c in group:
-            if c.contract_id[:12] not in seen:
+        for contract_id, owner in owners.items():
+            if owner == str(run_id) and contract_id not in seen:
                 chunk_rows.append(ContractOutcome(
-                    file=c.filename, contract_id=c.contract_id[:12], status="unfinished" if run is None else "failed",
+                    file=files.get(contract_id, contract_id), contract_id=contract_id,
+                    status="unfinished" if run is None else "failed",
                     error_code=BATCH_TIMEOUT if run is None else RUN_CRASHED, flow_run_id=str(run_id),
-                    detail=f"chunk run {run.state_name if run else 'still running'}"))
-        rows += chunk_rows
-    return rows
+                    detail=f"claimed by chunk run {run.state_name if run else 'still running'}, never reported"))
+        merged += chunk_rows
+    return merged

@@ -10,6 +10,10 @@ human gate is not asked (it would suspend the whole batch): a review that needs 
 ``pending_decision`` and the batch sends that contract as its own contract-review deployment run, which
 asks — with every finished step from the cache.
 
+The big step results (document, passages, review) go into the next task as ``opaque(...)``: Prefect still links
+the task to the run that made the value and hashes all of it for the cache key, but does not walk every page,
+passage and clause looking for futures (``visit_collection``: a large share of a review's Prefect time).
+
 A contract-review run (``ask_person=True``) never completes a gated review without a decision: if the
 gate cannot wait (``GateError``) the review records the failure at step ``gate``, the report says so
 and the run fails with the code.  And it acts only while its attempt is the run's current one
@@ -24,6 +28,7 @@ from pathlib import PurePath
 from prefect import get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
+from prefect.utilities.annotations import opaque
 
 from clausegate.errors import ClauseGateError, GateError
 from clausegate.gates import run_gate
@@ -78,12 +83,12 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
         stage = "prefilter"
         checkpoint("prefilter")
         logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
-        filtered = tasks.prefilter_passages(document, categories, version)
+        filtered = tasks.prefilter_passages(opaque(document), categories, version)
         stage = "extract"
         checkpoint("extract")
         logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages),
                     filtered.pages_kept)
-        extraction = tasks.extract_clauses(filtered, categories, version)
+        extraction = tasks.extract_clauses(opaque(filtered), categories, version)
         cascade_summary = None
         costs = {}
         if use != "offline":
@@ -126,7 +131,7 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     review = review.model_copy(update={"decisions": decisions, "status": status,
                                        "warnings": [*review.warnings, *notices]})
     checkpoint("report")
-    paths = tasks.publish_report(review, out_dir, artifact=ask_person)  # the batch: no artifact per contract
+    paths = tasks.publish_report(opaque(review), out_dir, artifact=ask_person)  # the batch: no artifact per contract
     logger.info("5/5 report: %s (cost %s, %d model calls; %s reused from cache)", ", ".join(paths),
                 eur_text(review.cost.eur), review.cost.calls, eur_text(review.cost.reused_eur))
     checkpoint("finishing the run")

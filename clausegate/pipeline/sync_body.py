@@ -28,7 +28,10 @@ from typing import Any, TypeVar
 from prefect import Flow
 from prefect.context import FlowRunContext, SyncClientContext
 
+from clausegate.pipeline.tls import share_api_tls_context
+
 R = TypeVar("R")
+share_api_tls_context()  # every flow imports this module: its API clients share one verified TLS context
 
 
 async def run_sync_body(body: Callable[..., R], *args: Any, **kwargs: Any) -> R:

@@ -49,7 +49,7 @@ from pydantic import Field, field_validator
 
 from clausegate.errors import ConfigurationError, DocumentError
 from clausegate.review.document import codes
-from clausegate.security.credentials import at_rest_key
+from clausegate.security.credentials import AT_REST_KEY_FILE, at_rest_key, secrets_dir
 
 # Stable codes (runbook: "Contracts at rest")
 KEY_MISMATCH = "CG-AT-REST-KEY"
@@ -93,8 +93,37 @@ def current_key_id() -> str | None:
     return key_id(key) if key else None
 
 
+# Every seal/unseal needs the key: reading it through ``settings()`` (all CLAUSEGATE_* variables) and the file
+# cost a review ~10 reads.  So the key is kept per process, and checked cheaply before each use: the variables
+# that choose it are unchanged and the key file is the same file (inode, size, mtime, mode), so a rotated or
+# replaced key, or a key file opened up to other users (refused on read), is read again at once.
+_KEY_ENV = ("CLAUSEGATE_AT_REST_KEY", "CLAUSEGATE_SECRETS_DIR", "XDG_CONFIG_HOME", "HOME")
+_key_memo: tuple[tuple, Path | None, tuple | None, str] | None = None  # (variables, key file, its stamp, key)
+
+
+def _stamp(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_mode
+
+
 def _key(create: bool) -> str | None:
-    return at_rest_key(create=create)
+    global _key_memo
+    variables = tuple(os.environ.get(name) for name in _KEY_ENV)
+    memo = _key_memo
+    if memo is not None and memo[0] == variables and (memo[1] is None or _stamp(memo[1]) == memo[2]):
+        return memo[3]
+    explicit = bool(variables[0])  # empty: ignored, as Settings does
+    path = None if explicit else secrets_dir() / AT_REST_KEY_FILE
+    before = None if path is None else _stamp(path)
+    key = at_rest_key(create=create)
+    if key is not None:
+        stamp = None if path is None else (before if before is not None else _stamp(path))
+        if path is None or (stamp is not None and _stamp(path) == stamp):  # not replaced while it was read
+            _key_memo = (variables, path, stamp, key)
+    return key
 
 
 @lru_cache(maxsize=4)

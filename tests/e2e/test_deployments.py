@@ -105,7 +105,7 @@ def test_nightly_batch_reviews_as_tasks_spreads_over_chunk_runs_and_asks_people(
     make_encrypted_pdf(inbox / "locked.pdf", PAGES)
     book = tmp_path / "deploy-test.yaml"
     book.write_text(NO_GATES_PLAYBOOK)
-    # 4 contracts, 3 at a time per run, up to 2 runs: this run keeps a share, one chunk run takes the rest.
+    # 4 contracts, 3 at a time per run, up to 2 runs: this run and one chunk run share the list.
     params = {"source": str(inbox), "playbook": str(book), "out_dir": str(out), "max_in_flight": 3,
               "max_parallel_runs": 2, "poll_seconds": 1.0}
 
@@ -127,7 +127,8 @@ def test_nightly_batch_reviews_as_tasks_spreads_over_chunk_runs_and_asks_people(
             tags=FlowRunFilterTags(all_=[batch_tag(str(parent.id))])))
         steps = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[parent.id, chunk.id])))
         parsed = [t for t in steps if t.name.startswith("parse-pdf")]
-        assert len(parsed) == 4 and {t.flow_run_id for t in parsed} == {parent.id, chunk.id}
+        # each contract reviewed once, by whichever run claimed it first (clausegate/batch/claims.py)
+        assert len(parsed) == 4 and {t.flow_run_id for t in parsed} <= {parent.id, chunk.id}
         table = client.read_artifacts(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[parent.id])))
         assert {"nightly-batch-contracts", "nightly-batch-summary"} <= {a.key for a in table}
         contracts_table = next(a for a in table if a.key == "nightly-batch-contracts")
@@ -140,7 +141,8 @@ def test_nightly_batch_reviews_as_tasks_spreads_over_chunk_runs_and_asks_people(
     assert summary["mode"] == "tasks of this run and 1 chunk run(s)"
     assert (summary["totals"]["reviewed"], summary["totals"]["failed"]) == (3, 1)
     assert all(r["clauses"] >= 1 for r in summary["rows"] if r["status"] == "reviewed")
-    assert {r["flow_run_id"] for r in summary["rows"]} == {str(parent.id), str(chunk.id)}
+    assert {r["flow_run_id"] for r in summary["rows"]} <= {str(parent.id), str(chunk.id)}  # who claimed each
+    assert not list((out / "batches").glob("claims-*"))  # dropped once every run was final
     csv_file = next((out / "batches").glob(f"batch-*-{str(parent.id)[:8]}.csv"))
     assert csv_file.read_text().count("\n") == 6  # header + 4 rows + TOTAL
 

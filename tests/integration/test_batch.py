@@ -9,12 +9,14 @@ from __future__ import annotations
 import csv
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from clausegate.batch.claims import CLAIMS_LINE, Claims, claims_of_manifest
 from clausegate.batch.dispatch import BATCH_TIMEOUT, SUBMIT_FAILED, TaskDispatcher, outcome_from_state, run_batch
 from clausegate.batch.plan import Candidate, ContractOutcome, plan_batch
 from clausegate.batch.sources import SOURCE_ERROR, BatchError, load_source, write_manifest
@@ -205,6 +207,29 @@ def test_run_batch_timeout_marks_the_rest_unfinished():
     rows = run_batch(candidates(5), dispatcher, max_in_flight=2, poll_seconds=0.05, timeout_seconds=0.2)
     assert [r.status for r in rows] == ["unfinished"] * 5
     assert {r.error_code for r in rows} == {BATCH_TIMEOUT}
+
+
+def test_runs_sharing_a_list_review_each_contract_once_and_none_waits_for_a_fixed_share(tmp_path):
+    """A batch run and its chunk runs go through the same list; each contract goes to the first claim
+    (clausegate/batch/claims.py).  A run that starts late takes only what is left."""
+    todo = [c.model_copy(update={"contract_id": f"{i:02d}" * 32}) for i, c in enumerate(candidates(12))]
+    manifest = write_manifest(tmp_path, "chunk-x", [c.path for c in todo], header=f"{CLAIMS_LINE}{tmp_path / 'cl'}")
+    assert load_source(f"list:{manifest}").discover() == [Path(c.path) for c in todo]  # the header is no path
+    assert claims_of_manifest(manifest) == tmp_path / "cl" and claims_of_manifest(tmp_path / "none.txt") is None
+    early, late = Claims(tmp_path / "cl", "run-early"), Claims(tmp_path / "cl", "run-late")
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(run_batch, todo, ScriptedDispatcher(delay=0.05), max_in_flight=2, poll_seconds=0.01,
+                            claim=lambda c: early.take(c.contract_id))
+        time.sleep(0.2)  # the chunk run starts late
+        second = pool.submit(run_batch, todo, ScriptedDispatcher(delay=0.05), max_in_flight=2, poll_seconds=0.01,
+                             claim=lambda c: late.take(c.contract_id))
+        rows_early, rows_late = first.result(), second.result()
+    assert rows_early and rows_late  # both worked; together exactly once each
+    assert sorted(r.file for r in rows_early + rows_late) == sorted(c.filename for c in todo)
+    assert len(rows_early) > len(rows_late)
+    owners = early.owners()
+    assert {r.contract_id for r in rows_early} == {k for k, v in owners.items() if v == "run-early"}
+    assert {r.contract_id for r in rows_late} == {k for k, v in owners.items() if v == "run-late"}
 
 
 def test_outcome_mapping_uses_run_state_and_report():
