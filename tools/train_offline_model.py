@@ -1,6 +1,7 @@
 """Train ClauseGate's offline clause scorer on CUAD's TRAIN split and write the artifact.
 
     python tools/train_offline_model.py [--folds 4] [--out clausegate/review/offline/models]
+                                        [--dump .bench/oof.npz [--tune-only]] [--c-value 16]
 
 Data: ../shared/data/cuad (CUAD v1, Hendrycks et al. 2021, CC BY 4.0).  pypdf page text is
 cached under .bench/pages/.  Only contracts with ``is_holdout(filename) == False`` are read
