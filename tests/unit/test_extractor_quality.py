@@ -55,6 +55,20 @@ def test_shipped_model_is_trained_on_train_only():
     assert all(cuad.is_holdout(f) for f in FLOOR["contracts"])
 
 
+def test_shipped_model_is_what_the_training_script_writes():
+    """The artifact's metadata names the training script's version, features, priors and the TRAIN-only
+    cross-validated metrics (one command, ``python tools/train_offline_model.py``, rebuilds it)."""
+    from tools import train_offline_model as trainer  # local import: the training script, for its constants
+
+    meta = json.loads((MODEL_DIR / "offline_model.json").read_text())
+    assert meta["version"] == trainer.MODEL_VERSION == FLOOR["model_version"]
+    assert {k: meta["features"][k] for k in trainer.FEATURES} == json.loads(json.dumps(trainer.FEATURES))
+    assert set(meta["keyword_priors"]) <= set(trainer.KEYWORD_PRIORS)
+    assert all(meta["keyword_priors"][c]["pattern"] == trainer.KEYWORD_PRIORS[c] for c in meta["keyword_priors"])
+    assert {"contract_micro_f1", "contract_macro_f1", "findings_ece_calibrated"} <= set(meta["cv"])
+    assert "holdout is never read" in meta["split_rule"]
+
+
 def test_holdout_sample_micro_f1_does_not_regress():
     sys.path.insert(0, str(REPO / "bench"))
     from extractor import evaluate  # local import: bench/extractor.py, importable once bench/ is on sys.path
