@@ -11,8 +11,9 @@ The artifact in ``clausegate/review/offline/models/`` is written by ``tools/trai
   (``extract_threshold``, ``possible_threshold``, the pre-filter's keep grid), keyword priors
   and the confidence calibration.
 
-Scoring rebuilds scikit-learn's ``TfidfVectorizer`` transform from the stored vocabularies and
-idf (same tokenisation settings): the passage's word 1-2-grams, plus the words of the section
+Scoring repeats scikit-learn's ``TfidfVectorizer`` transform from the stored vocabularies and
+idf in numpy (``clausegate.review.offline.vectorize``: same tokenisation settings, no scikit-learn
+import): the passage's word 1-2-grams, plus the words of the section
 heading it sits under (``clausegate.review.sections``: the passages are read in document order, so a
 passage that continues "11.3 Limitation of Liability" gets the heading's words too).  Then one
 logistic regression per category; for a few rare categories (``keyword_priors``) a passage
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clausegate.review.offline.vectorize import TfidfTransform
 from clausegate.review.sections import SectionTracker, heading_words
 
 MODEL_DIR = Path(__file__).resolve().parent / "models"
@@ -59,8 +61,8 @@ class OfflineModel:
     metadata: dict
     coef: np.ndarray  # float32, features x categories
     intercept: np.ndarray  # float32, categories
-    vectorizer: object = field(repr=False)
-    head_vectorizer: object = field(default=None, repr=False)
+    vectorizer: TfidfTransform = field(repr=False)
+    head_vectorizer: TfidfTransform | None = field(default=None, repr=False)
     head_weight: float = 0.0
     # keyword priors: (category column, compiled pattern, logit boost) - see ``score_passages``
     priors: tuple = field(default=(), repr=False)
@@ -124,8 +126,8 @@ class OfflineModel:
 
 
 def make_vectorizer(features: dict, vocabulary=None, idf=None):
-    """The passage-word TF-IDF vectorizer (training fits it; the runtime restores it)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer  # local import: scikit-learn (~1.3 s) only to load
+    """The passage-word TF-IDF vectorizer that training fits (scoring uses :func:`word_transform`)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # local import: scikit-learn (~1 s) only to train
 
     kwargs = dict(
         ngram_range=tuple(features["ngram_range"]),
@@ -145,8 +147,9 @@ def make_vectorizer(features: dict, vocabulary=None, idf=None):
 
 
 def make_head_vectorizer(vocabulary=None, idf=None, min_df: int = 3):
-    """TF-IDF over the heading words (``heading_texts``), unigrams."""
-    from sklearn.feature_extraction.text import TfidfVectorizer  # local import: scikit-learn only when the model loads
+    """TF-IDF over the heading words (``heading_texts``), unigrams, as training fits it (scoring:
+    :func:`head_transform`)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # local import: scikit-learn only to train
 
     if vocabulary is None:
         return TfidfVectorizer(min_df=min_df, sublinear_tf=True, token_pattern=r"\S+", dtype=np.float32)
@@ -154,6 +157,21 @@ def make_head_vectorizer(vocabulary=None, idf=None, min_df: int = 3):
                           vocabulary={str(term): i for i, term in enumerate(vocabulary)})
     vec.idf_ = idf.astype(np.float64)
     return vec
+
+
+def word_transform(features: dict, vocabulary, idf) -> TfidfTransform:
+    """Scoring's passage-word TF-IDF: :func:`make_vectorizer`'s transform, without scikit-learn."""
+    return TfidfTransform(vocabulary=[str(term) for term in vocabulary], idf=idf,
+                          ngram_range=tuple(features["ngram_range"]), token_pattern=features["token_pattern"],
+                          sublinear_tf=bool(features.get("sublinear_tf", True)),
+                          lowercase=bool(features.get("lowercase", True)), strip_accents=features.get("strip_accents"),
+                          norm=features.get("norm", "l2"))
+
+
+def head_transform(vocabulary, idf) -> TfidfTransform:
+    """Scoring's heading-word TF-IDF: :func:`make_head_vectorizer`'s transform, without scikit-learn."""
+    return TfidfTransform(vocabulary=[str(term) for term in vocabulary], idf=idf, token_pattern=r"\S+",
+                          sublinear_tf=True)
 
 
 def heading_texts(texts: list[str]) -> list[str]:
@@ -198,8 +216,8 @@ def _load(model_dir: str) -> OfflineModel:
         metadata=meta,
         coef=np.ascontiguousarray(coef.T),
         intercept=intercept,
-        vectorizer=make_vectorizer(meta["features"], vocabulary, idf),
-        head_vectorizer=make_head_vectorizer(head_vocabulary, head_idf) if head_vocabulary is not None else None,
+        vectorizer=word_transform(meta["features"], vocabulary, idf),
+        head_vectorizer=head_transform(head_vocabulary, head_idf) if head_vocabulary is not None else None,
         head_weight=float(meta["features"].get("head_weight", 0.0)),
         priors=priors,
     )
@@ -210,17 +228,16 @@ def passage_logits(texts: list[str], model: OfflineModel | None = None,
     """Logits (n_passages x n_categories).  ``texts`` are one document's passages in reading
     order (the heading each passage sits under is read from the passages before it), unless
     ``headings`` gives the heading words of each passage."""
-    import scipy.sparse as sp  # local import: scipy only when passages are scored (a cached review never loads it)
-
     model = model or load_model()
     if not texts:
         return np.zeros((0, len(model.categories)), dtype=np.float32)
     texts = [t if isinstance(t, str) else "" for t in texts]
-    X = model.vectorizer.transform(texts)
-    if model.head_vectorizer is not None:
+    n_words = len(model.vectorizer.vocabulary)
+    logits = model.vectorizer.logits(texts, model.coef[:n_words])
+    if model.head_vectorizer is not None and model.head_weight:
         heads = headings if headings is not None else heading_texts(texts)
-        X = sp.hstack([X, model.head_weight * model.head_vectorizer.transform(heads)]).tocsr()
-    logits = np.asarray(X @ model.coef) + model.intercept
+        logits += model.head_vectorizer.logits(heads, model.coef[n_words:], scale=model.head_weight)
+    logits += model.intercept
     lowered = [t.lower() for t in texts] if model.priors else []
     for col, pattern, boost in model.priors:  # keyword priors of rare categories
         add_keyword_boost(logits[:, col], keyword_hits(lowered, pattern, lowered=True), boost)
