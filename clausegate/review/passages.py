@@ -63,6 +63,12 @@ def _punkt():
     return PunktSentenceTokenizer()  # untrained: default parameters, no data files needed
 
 
+def warm_up() -> None:
+    """Load the sentence splitter now (importing nltk takes ~1 s): for processes that can do it while they wait
+    (the warm-start zygote, ``clausegate review`` while it starts Prefect), so the first split does not pay it."""
+    _punkt()
+
+
 def _is_heading(line: str) -> bool:
     """A short ALL-CAPS line (a title); long ALL-CAPS lines are clause text (disclaimers)."""
     if len(line) > 60 or line.endswith((",", ";", "-")):

@@ -109,10 +109,12 @@ def warm_serve(socket_path: str) -> None:
         importlib.import_module(module)
     try:
         from clausegate.review.offline.model import load_model  # local import: zygote only; keeps warm-run lean
+        from clausegate.review.passages import warm_up  # local import: zygote only; keeps warm-run lean
 
         load_model()
+        warm_up()
     except Exception as exc:  # children then load it themselves
-        print(f"warm start: offline model not preloaded ({exc})", flush=True)
+        print(f"warm start: offline model / sentence splitter not preloaded ({exc})", flush=True)
     if threading.active_count() != 1:
         print(f"warm start: refusing to fork with threads running: {threading.enumerate()}", flush=True)
         sys.exit(3)
