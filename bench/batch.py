@@ -6,7 +6,7 @@
 1. Picks N CUAD PDFs (seeded sample of ../shared/data/cuad/full_contract_pdf) into a temp inbox.
 2. Plain baseline: the same review steps as plain Python in this process (parse in its sandboxed
    child, prefilter, offline extract, assemble, write the report), model warm: the *review work*.
-3. Starts the local stack exactly as `clausegate up` does (SQLite server, pool/queues/limits,
+3. Starts the local stack exactly as `clausegate up` does (embedded PostgreSQL server, pool/queues/limits,
    `prefect deploy`, one process worker; no gateway, Slack off) in a temp folder; the timed
    sla-sweeper / failure-alert schedules are switched off so they do not compete.
 4. Runs the nightly-batch deployment over the inbox with its default configuration (prefect.yaml;
@@ -23,7 +23,7 @@ from trigger to end; stack start-up excluded).
 
 Ends with the issue-12 targets and whether each is met: >= 250 contracts/minute (issue: on 400 CUAD
 contracts, ``--n 400``, default configuration), Prefect's share of the stack's CPU <= 33%; and the
-figures it tracks without a target: SQLite "database is locked" retries, median queue wait of the
+figures it tracks without a target: "database is locked" retries (SQLite; none on PostgreSQL), median queue wait of the
 batch's runs.  Also prints the batch's own "where the time went" (its summary artifact).
 
 The default playbook ``bench-all`` is the built-in default (all 41 categories) without human gates,
@@ -289,7 +289,7 @@ def main() -> None:
               f"{_met(result['prefect_cpu_share'] <= 0.33)}")
     else:
         print("  Prefect's share of the stack's CPU <= 33%: not measured (--skip-plain)")
-    print(f"  SQLite 'database is locked' retries logged: {locked} (no target; issue baseline 406 per 100)")
+    print(f"  'database is locked' retries logged: {locked} (no target; issue baseline 406 per 100)")
     print(f"  median queue wait of the batch's runs: "
           f"{'-' if queue_wait is None else f'{queue_wait:.1f} s'} over {len(stats['queue_wait'])} run(s) "
           "(no target; issue baseline 15 s)")
