@@ -23,6 +23,17 @@ def _prefect_credential() -> None:
         use_api_credential()
 
 
+def quiet_if_temporary_server() -> None:
+    """Call right before a command's flow runs: with no API URL Prefect starts a temporary server for it, and
+    that server stays quiet on the console (``clausegate.stack.environment.quiet_temporary_server``)."""
+    from prefect.settings import get_current_settings  # local import: Prefect; keeps `clausegate` start-up lean
+
+    from clausegate.stack.environment import quiet_temporary_server  # local import: Prefect; keeps start-up lean
+
+    if not get_current_settings().api.url:
+        quiet_temporary_server()
+
+
 def use_api_credential() -> None:
     """Send the stack's API credential (basic auth) unless the environment already names one."""
     from clausegate.security import credentials  # local import: Prefect; keeps `clausegate` start-up lean

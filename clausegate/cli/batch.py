@@ -18,7 +18,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from clausegate.cli.app import app, console, use_stack_api_url
+from clausegate.cli.app import app, console, quiet_if_temporary_server, use_stack_api_url
 from clausegate.review.money import eur_digits
 
 STATUS_STYLE = {"reviewed": "green", "waiting": "yellow", "failed": "red", "not-submitted": "red",
@@ -139,6 +139,7 @@ def batch_command(
                   f"{max_in_flight} at a time · contracts that need a person: "
                   f"{'contract-review runs' if gate_deployment else 'stay pending_decision'} ({why})")
 
+    quiet_if_temporary_server()
     batch_flow = flow(**BATCH_FLOW_OPTIONS)(async_body(review_batch))  # async: clausegate/pipeline/sync_body.py
     state = asyncio.run(batch_flow(str(folder.expanduser().resolve()), playbook, str(out.expanduser().resolve()),
                                    extractor=extractor, work_queue=queue, max_in_flight=max_in_flight,

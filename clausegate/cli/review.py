@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from clausegate.cli.app import app, console, use_stack_api_url
+from clausegate.cli.app import app, console, quiet_if_temporary_server, use_stack_api_url
 from clausegate.errors import ClauseGateError
 from clausegate.review.document.codes import NOT_FOUND
 
@@ -138,6 +138,7 @@ def review(
     from clausegate.pipeline.sync_body import async_body  # local import: Prefect; keeps CLI start-up lean
 
     hide_expected_failures_on_console()
+    quiet_if_temporary_server()
     contract_review = flow(**REVIEW_FLOW_OPTIONS)(async_body(review_contract))  # async: see sync_body.py
     with console.status("running the contract-review flow…"):
         state = asyncio.run(contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,

@@ -65,6 +65,14 @@ def no_analytics() -> None:
         _NO_ANALYTICS_SETTINGS[0].__enter__()
 
 
+def quiet_temporary_server() -> None:
+    """Only the throwaway server of a one-off command (`clausegate review` / `batch` without a stack): no server
+    log lines on the console.  Prefect stops it as the command exits, and its task-run recorder then logs an
+    ERROR traceback for each event still in flight (the command's reports are written by then); an error during
+    the run still reaches the command as an API error.  A ``PREFECT_SERVER_LOGGING_LEVEL`` already set wins."""
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+
+
 def base_env(paths: StackPaths, api_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of every process the stack starts: its Prefect home, API URL and API credential."""
     env = dict(os.environ)

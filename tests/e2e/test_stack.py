@@ -176,6 +176,28 @@ def test_review_without_a_stack_starts_a_quiet_temporary_server(tmp_path):
     assert "telemetry" not in (done.stdout + done.stderr).lower()
 
 
+def test_batch_without_a_stack_ends_without_server_tracebacks(tmp_path):
+    """`clausegate batch` on a temporary server: when Prefect stops that server at exit, its task-run recorder
+    still holds the last events and logged a traceback per event ("Error flushing ... events"); the temporary
+    server of a one-off command keeps its log off the console (clausegate.stack.environment)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PREFECT_API_URL", "PREFECT_SERVER_ANALYTICS_ENABLED", "CLAUSEGATE_PROJECT_DIR",
+                        "PREFECT_SERVER_API_AUTH_STRING", "PREFECT_API_AUTH_STRING", "PREFECT_SERVER_LOGGING_LEVEL")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
+               COLUMNS="160")
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    for i in range(12):
+        make_text_pdf(folder / f"c{i:02d}.pdf", [f"Contract {i}. Governing Law. The laws of the State of New "
+                                                 "York govern this Agreement. Either party may terminate on notice."])
+    command = [sys.executable, "-m", "clausegate.cli", "batch", str(folder), "--out", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "12 reviewed" in output, output[-2000:]
+    assert "Traceback" not in output and "Error flushing" not in output, output[-4000:]
+
+
 def _minimal(port: int, **kw) -> StackOptions:
     """A stack with only its database and server (configured; no deploy, worker, gateway or UI)."""
     return StackOptions(port=port, start_worker=False, start_gateway=False, deploy=False, ui=False, slack="off",
