@@ -108,7 +108,9 @@ def _gated_slow_pdf(folder: Path, label: str) -> Path:
 
     pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} ({label}).", *GATED_PAGES[1:]]
     text = make_text_pdf(folder / f"{label}-text.pdf", pages)
-    slow = make_slow_pdf(folder / f"{label}-slow.pdf", operations=100_000)
+    # 800 000 text operations: ~10 s for PDFium too (100 000 took pypdf ~10 s, PDFium ~1 s: the requeued attempt
+    # then reached its gate before the stale process woke, and Prefect's pause, not the fence, stopped it)
+    slow = make_slow_pdf(folder / f"{label}-slow.pdf", operations=800_000)
     writer = PdfWriter()
     writer.append(str(text))
     writer.append(str(slow))
