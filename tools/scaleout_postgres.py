@@ -14,7 +14,8 @@ What it does, all on loopback and in a throwaway folder (removed at the end unle
    (they share only the API URL, the code checkout and the inbox/report folders);
 5. a run of the ``nightly-batch`` deployment over the inbox (20 generated contracts by default),
    (reviews as tasks of the batch run and its chunk runs), then checks: every contract reviewed exactly
-   once, no batch run executed by two workers, the work split across the workers.
+   once, no batch run executed by two workers, batch runs on every worker (reviews per worker are printed:
+   the runs claim contracts from one list, so that split depends on who is free first).
 
 Exit status 0 when the checks pass.  ``--json`` writes the figures for tests.
 """
@@ -352,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             "contracts": len(files), "reviews": len(reviews),
             "completed": sum(r["status"] == "reviewed" for r in reviews),
             "batch_runs": len(batch_runs), "reviews_per_worker": dict(by_worker),
+            "batch_runs_per_worker": dict(Counter(w for ws in executed.values() for w in ws)),
             "max_reviews_per_contract": max(per_contract.values(), default=0),
             "distinct_contracts": len(per_contract), "runs_executed_by_two_workers": len(double),
             "submission_races_aborted_by_server": races, "runs_whose_log_and_label_disagree": len(mislabelled),
@@ -369,14 +371,14 @@ def main(argv: list[str] | None = None) -> int:
             and result["batch_runs_seen_in_worker_logs"] == len(batch_runs),
             "each contract extracted once": result["extract_tasks"] == len(files),
             "one report per contract": result["reports"] == len(files),
-            "work split across all workers": all(by_worker.get(w, 0) > 0 for w in worker_names),
+            "batch runs on every worker": all(any(name in ws for ws in executed.values()) for name in worker_names),
         }
         result["checks"] = checks
         result["ok"] = all(checks.values())
         log(f"batch: {len(reviews)} reviews in {len(batch_runs)} batch runs in {wall:.1f} s "
             f"({result['contracts_per_minute']} contracts/min)")
         for name in worker_names:
-            log(f"  {name}: {by_worker.get(name, 0)} reviews")
+            log(f"  {name}: {result['batch_runs_per_worker'].get(name, 0)} batch runs, {by_worker[name]} reviews")
         log(f"  {races} submission race(s) between workers, each aborted by the server (one run, one worker)")
         for text, passed in checks.items():
             log(f"  [{'ok' if passed else 'FAILED'}] {text}")
