@@ -34,6 +34,7 @@ os.environ.update(_SERVER.env())
 from prefect.events.worker import EventsWorker  # noqa: E402  (prefect: after its environment, above)
 from prefect.logging.handlers import APILogWorker  # noqa: E402
 
+from clausegate.cli.app import restore_prefect_settings  # noqa: E402
 from clausegate.demo.model_server import FakeModelServer  # noqa: E402
 from clausegate.providers.circuit import VARIABLE_PREFIX  # noqa: E402
 from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry  # noqa: E402
@@ -92,6 +93,15 @@ def _no_open_circuit_breakers():
         found = client.post("/variables/filter", json={"variables": {"name": {"like_": VARIABLE_PREFIX}}}).json()
         for variable in found if isinstance(found, list) else []:
             client.delete(f"/variables/name/{variable['name']}")
+
+
+@pytest.fixture(autouse=True)
+def _cli_settings_do_not_leak():
+    """A command run in-process (``CliRunner``) enters Prefect settings for the rest of its process: the API
+    credential of the stack it found, the stack's URL (clausegate/cli/app.py).  A test that ran one against a
+    stack of its own would leave the next tests talking to the session server with that stack's credential."""
+    yield
+    restore_prefect_settings()
 
 
 # ------------------------------------------------------------------------------------ data

@@ -23,6 +23,13 @@ def _prefect_credential() -> None:
         use_api_credential()
 
 
+def restore_prefect_settings() -> None:
+    """Leave the Prefect settings commands entered for the rest of the process (the API credential, the stack's
+    URL), newest first: for callers that run several commands in one process (tests with ``CliRunner``)."""
+    while _ACTIVE_SETTINGS:
+        _ACTIVE_SETTINGS.pop().__exit__(None, None, None)
+
+
 def quiet_if_temporary_server() -> None:
     """Call right before a command's flow runs: with no API URL Prefect starts a temporary server for it, and
     that server stays quiet on the console (``clausegate.stack.environment.quiet_temporary_server``)."""

@@ -67,10 +67,12 @@ def no_analytics() -> None:
 
 def quiet_temporary_server() -> None:
     """Only the throwaway server of a one-off command (`clausegate review` / `batch` without a stack): no server
-    log lines on the console.  Prefect stops it as the command exits, and its task-run recorder then logs an
-    ERROR traceback for each event still in flight (the command's reports are written by then); an error during
-    the run still reaches the command as an API error.  A ``PREFECT_SERVER_LOGGING_LEVEL`` already set wins."""
+    log lines on the console (this process configured its own logging when it imported Prefect).  Prefect stops
+    that server as the command exits, and its task-run recorder and SQLAlchemy then log an ERROR traceback for
+    each event still in flight (the command's reports are written by then); an error during the run still
+    reaches the command as an API error.  Levels already set in the environment win."""
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    os.environ.setdefault("PREFECT_LOGGING_ROOT_LEVEL", "CRITICAL")  # e.g. SQLAlchemy's pool on the way out
 
 
 def base_env(paths: StackPaths, api_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
