@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+import time
 from typing import Literal
 from uuid import UUID
 
@@ -147,6 +148,22 @@ def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, 
                         reason="receipt_key_unavailable")
 
 
+def _lost_race(client, uuid: UUID, record) -> ResolveOutcome:
+    """Our resume conflicted with another answer's (409): report that answer once it is recorded (~seconds)."""
+    rid = str(uuid)
+    deadline = time.monotonic() + 5
+    while True:
+        first = store.read_decision(client, uuid, record.key)
+        if first is not None:
+            return _outcome("already_decided", rid, f"{record.filename}: already decided: {first.describe()}. "
+                                                    "Your answer was not applied.",
+                            state="Resuming", decision=first, record=record)
+        if time.monotonic() > deadline:
+            return _outcome("not_suspended", rid, f"{record.filename}: run {rid} is no longer waiting (another "
+                                                  "answer was being applied); yours was not applied.", record=record)
+        time.sleep(0.2)
+
+
 def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None, verified_user: str | None,
              gate: str | None) -> ResolveOutcome:
     rid = str(uuid)
@@ -203,7 +220,14 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                                  comment=answer.comment, via=via, verified_user=verified_user)
         store.write_receipt(client, receipt)
         run_input = {**answer.model_dump(mode="json"), RECEIPT_FIELD: receipt.nonce}
-        result = client.resume_flow_run(uuid, run_input=run_input)
+        try:
+            result = client.resume_flow_run(uuid, run_input=run_input)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code != 409:
+                raise
+            # PostgreSQL: another answer's resume holds the run's state row; it wins, this one was not applied
+            store.delete_receipt(client, receipt)
+            return _lost_race(client, uuid, record)
         with_receipt = True
         if result.status == SetStateStatus.REJECT and RECEIPT_FIELD in (getattr(result.details, "reason", "") or ""):
             with_receipt = False
