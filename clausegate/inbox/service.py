@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import DeploymentFlowRunCreate
@@ -189,6 +189,10 @@ class Inbox:
         key (a unique index decides, so two concurrent requests cannot both create one).
         """
         work_queue_name = fields.pop("work_queue_name", None)
+        # Prefect says 201 when the run's creation time is after the request began, which on PostgreSQL is also
+        # true of a run a concurrent request created: a tag only this request carries says whose run it is.
+        mine = f"inbox-submission:{uuid4().hex[:16]}"
+        fields["tags"] = [*fields.get("tags", []), mine]
         create = DeploymentFlowRunCreate(state=to_state_create(Scheduled()), **fields)
         if work_queue_name:
             create.work_queue_name = work_queue_name
@@ -197,7 +201,8 @@ class Inbox:
             response = await client.request("POST", "/deployments/{id}/create_flow_run",
                                             path_params={"id": deployment_id},
                                             json=create.model_dump(mode="json", exclude_unset=True))
-        return FlowRun.model_validate(response.json()), response.status_code == 201
+        run = FlowRun.model_validate(response.json())
+        return run, response.status_code == 201 and mine in run.tags
 
     async def _existing(self, client, caller: Caller, run: FlowRun, why: str) -> Submitted:
         event = audit.audit_event("inbox.deduplicated", actor=caller.sender, flow_run_id=str(run.id),
