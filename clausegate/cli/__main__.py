@@ -1,3 +1,3 @@
-from clausegate.cli import app
+from clausegate.launch import main
 
-app()
+main()

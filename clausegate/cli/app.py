@@ -6,6 +6,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from clausegate.stack import temporary_server
+
 app = typer.Typer(help="ClauseGate: contract review as a Prefect flow.", no_args_is_help=True, add_completion=False)
 console = Console()
 _ACTIVE_SETTINGS: list = []
@@ -19,7 +21,7 @@ def _prefect_credential() -> None:
     from clausegate.stack.environment import no_analytics  # local import: Prefect; keeps `clausegate` start-up lean
 
     no_analytics()
-    if os.environ.get("PREFECT_API_URL"):
+    if os.environ.get("PREFECT_API_URL") and not temporary_server.started_url():
         use_api_credential()
 
 
@@ -31,14 +33,37 @@ def restore_prefect_settings() -> None:
 
 
 def quiet_if_temporary_server() -> None:
-    """Call right before a command's flow runs: with no API URL Prefect starts a temporary server for it, and
-    that server stays quiet on the console (``clausegate.stack.environment.quiet_temporary_server``)."""
+    """Call right before a command's flow runs.  The temporary server the launcher started for this command
+    (clausegate/stack/temporary_server.py): while it is still starting, load the offline model and the
+    sentence splitter (its first reviews would, ~1.5 s), then wait until it answers.  With no API URL at all
+    (the command was not started by the launcher) Prefect starts one, which stays quiet on the console
+    (``clausegate.stack.environment.quiet_temporary_server``)."""
     from prefect.settings import get_current_settings  # local import: Prefect; keeps `clausegate` start-up lean
 
+    from clausegate.errors import ClauseGateError  # local import: keeps `clausegate` start-up lean
     from clausegate.stack.environment import quiet_temporary_server  # local import: Prefect; keeps start-up lean
 
-    if not get_current_settings().api.url:
+    if temporary_server.claimed_by_prefect_settings(get_current_settings().api.url):
+        if not temporary_server.answers():
+            _load_review_models()
+        try:
+            temporary_server.wait_until_ready()
+        except ClauseGateError as error:
+            console.print(f"[red]{error}[/red]", highlight=False)
+            raise typer.Exit(1) from None
+    elif not get_current_settings().api.url:
         quiet_temporary_server()
+
+
+def _load_review_models() -> None:
+    from clausegate.review.offline.model import load_model  # local import: numpy + the artifact; CLI start-up
+    from clausegate.review.passages import warm_up  # local import: nltk; keeps `clausegate` start-up lean
+
+    try:
+        load_model()
+        warm_up()
+    except Exception:  # the review reports it where it needs them, with the step and run
+        pass
 
 
 def use_api_credential() -> None:
@@ -60,7 +85,9 @@ def use_api_credential() -> None:
 def use_stack_api_url() -> str | None:
     """PREFECT_API_URL, or the URL of a running `clausegate up` stack (with its API credential), found the way
     `clausegate status` finds it: the state file of the project folder (``CLAUSEGATE_PROJECT_DIR`` or the
-    current folder) and the server's health check."""
+    current folder) and the server's health check.  ``None``: no server but the command's temporary one."""
+    if temporary_server.started_url():
+        return None
     if os.environ.get("PREFECT_API_URL"):
         use_api_credential()
         return os.environ["PREFECT_API_URL"]

@@ -24,6 +24,7 @@ from rich.table import Table
 from clausegate.cli.app import app, console, quiet_if_temporary_server, use_stack_api_url
 from clausegate.errors import ClauseGateError
 from clausegate.review.document.codes import NOT_FOUND
+from clausegate.stack.warmstart import WARM_CHILD_ENV
 
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 # The Failed state's message of a review a step stopped (clausegate/pipeline/review.py).
@@ -39,7 +40,10 @@ def choose_server() -> tuple[str | None, str]:
     if url is None:
         return None, ("a temporary Prefect server (no local stack is up; `clausegate up` starts one, and reviews "
                       "on it start in seconds)")
-    return url, f"Prefect server {url} (PREFECT_API_URL)" if configured else f"the local stack's Prefect server {url}"
+    where = f"Prefect server {url} (PREFECT_API_URL)" if configured else f"the local stack's Prefect server {url}"
+    if os.environ.get(WARM_CHILD_ENV):  # clausegate/launch.py handed this command to the stack
+        where += " (run by the stack's warm-start process: Prefect and the model already loaded)"
+    return url, where
 
 
 class HideExpectedFailures(logging.Filter):
@@ -114,6 +118,9 @@ def review(
     out: Annotated[Path, typer.Option(help="folder for the JSON and Markdown reports")] = Path("reports"),
     extractor: Annotated[str | None, typer.Option(
         help="'offline' or a model block (e.g. anthropic-model/NAME); default: the playbook's")] = None,
+    warm_start: Annotated[bool, typer.Option(
+        help="with a local stack up, run in its warm-start process, where Prefect and the model are loaded "
+             "already (clausegate/launch.py); --no-warm-start runs the review in this process")] = True,
 ) -> None:
     """Review FILE with the contract-review flow and write its report."""
     from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean

@@ -13,6 +13,9 @@ modules the zygote imported (a changed source file sends runs to the normal engi
     python -m clausegate.stack.warmstart warm-run [FLOW_RUN_ID ...]   # the pool's command
     python -m clausegate.stack.warmstart warm-serve SOCKET_PATH       # the zygote
 
+`clausegate review` uses the same zygote (clausegate/launch.py): with a stack up, the command runs in a
+fork of it, so a review starts with Prefect, the flow and the offline model already loaded.
+
 The client runs once per flow run, so this module imports only the standard library at the top (and
 ``clausegate/stack/__init__.py`` imports nothing): Prefect and the model are the zygote's to load.
 """
@@ -37,8 +40,12 @@ from typing import Any
 
 MODULE = "clausegate.stack.warmstart"
 WARM_SOCKET_ENV = "CLAUSEGATE_WARMSTART_SOCKET"
+WARM_CHILD_ENV = "CLAUSEGATE_WARM_CHILD"  # set in every child: it runs in a fork of the zygote
+ENGINE = "prefect.engine"
+CLI = "clausegate.cli"  # `clausegate review` with a stack up (clausegate/launch.py)
+RUNNABLE = (ENGINE, CLI)
 WARM_PRELOAD = ("prefect.flow_engine", "prefect.flows", "prefect.deployments.steps",
-                "flows.contract_review")
+                "flows.contract_review", "typer", "rich.console", "rich.table")  # no Console made: see _warm_child
 
 
 def warm_command() -> str:
@@ -57,18 +64,27 @@ def serve_argv(socket_path: Path | str) -> list[str]:
 
 
 def _exec_engine(args: list[str]) -> None:
-    os.execv(sys.executable, [sys.executable, "-m", "prefect.engine", *args])
+    os.execv(sys.executable, [sys.executable, "-m", ENGINE, *args])
 
 
 def warm_run(args: list[str]) -> int:
     """The work pool's command: run this flow run in a child of the zygote (or the normal way)."""
     path = os.environ.get(WARM_SOCKET_ENV)
-    if not path:
+    code = run_in_zygote(path, ENGINE, args) if path else None
+    if code is None:
         _exec_engine(args)
+    return code if code is not None else 1  # (None: not reached, the engine replaced this process)
+
+
+def run_in_zygote(socket_path: str, module: str, args: list[str]) -> int | None:
+    """Run ``python -m MODULE ARGS`` in a child of the zygote at ``socket_path``, with this process's environment,
+    working directory and stdio; relay signals to it and return its exit status.  ``None``: the zygote did not
+    take it (not running, stale code, another Python), so the caller runs it the normal way."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(path)
-        payload = json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "args": args}).encode()
+        conn.connect(socket_path)
+        payload = json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "module": module, "args": args,
+                              "installation": _installation()}).encode()
         conn.sendmsg([struct.pack("!I", len(payload))],
                      [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
         conn.sendall(payload)
@@ -76,10 +92,10 @@ def warm_run(args: list[str]) -> int:
         first = reader.readline()
     except OSError:
         conn.close()
-        _exec_engine(args)
-        return 1  # not reached
+        return None
     if not first.startswith("pid "):
-        _exec_engine(args)
+        conn.close()
+        return None
     child = int(first.split()[1])
 
     def relay(signum, _frame):
@@ -96,7 +112,7 @@ def warm_run(args: list[str]) -> int:
         except InterruptedError:
             continue
         if not line:
-            return 1  # the zygote died: report a failure, the run is then marked crashed
+            return 1  # the zygote died: report a failure (a flow run is then marked crashed)
         if line.startswith("exit "):
             return int(line.split()[1])
 
@@ -119,6 +135,7 @@ def warm_serve(socket_path: str) -> None:
         print(f"warm start: refusing to fork with threads running: {threading.enumerate()}", flush=True)
         sys.exit(3)
     watched = _loaded_source_files()
+    installation = _installation()
     if os.path.exists(socket_path):
         os.unlink(socket_path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -151,6 +168,13 @@ def warm_serve(socket_path: str) -> None:
                     conn.close()
                     continue
                 changed = [f for f, mtime in watched.items() if _mtime(f) != mtime]
+                if request.get("module", ENGINE) not in RUNNABLE or request.get("installation", installation) != \
+                        installation:  # another command or another installation: the client runs it itself
+                    for fd in fds:
+                        os.close(fd)
+                    conn.sendall(b"declined\n")
+                    conn.close()
+                    continue
                 if changed:  # never run stale code: this client starts the normal engine instead
                     print(f"warm start: {changed[0]} changed since start; runs use the normal engine until "
                           "`clausegate down && clausegate up`", flush=True)
@@ -170,8 +194,11 @@ def warm_serve(socket_path: str) -> None:
                     os.close(fd)
                 children[pid] = conn
                 conn.sendall(f"pid {pid}\n".encode())
-                run_id = request["env"].get("PREFECT__FLOW_RUN_ID", "?")
-                print(f"warm start: flow run {run_id} -> pid {pid}", flush=True)
+                if request.get("module", ENGINE) == CLI:
+                    what = "clausegate " + " ".join(request["args"][:1])
+                else:
+                    what = "flow run " + request["env"].get("PREFECT__FLOW_RUN_ID", "?")
+                print(f"warm start: {what} -> pid {pid}", flush=True)
             else:  # the client went away (killed): take its child down too
                 try:
                     data = sock.recv(64)
@@ -201,6 +228,11 @@ def warm_serve(socket_path: str) -> None:
     if os.getpid() == zygote:
         listener.close()
         os.unlink(socket_path)
+
+
+def _installation() -> list[str]:
+    """Which Python environment and which ClauseGate source a process runs (a zygote serves only its own)."""
+    return [sys.prefix, str(Path(__file__).resolve().parents[1])]
 
 
 def _mtime(path: str) -> float | None:
@@ -263,12 +295,18 @@ def _warm_child(request: dict[str, Any], fds: list[int]) -> None:
         import prefect.context  # local import: preloaded by the zygote; keeps warm-run lean
         import prefect.logging.configuration  # local import: preloaded by the zygote; keeps warm-run lean
 
+        os.environ[WARM_CHILD_ENV] = "1"
         prefect.context.refresh_global_settings_context()
         prefect.logging.configuration.setup_logging()
-        sys.argv = ["prefect.engine", *request["args"]]
-        sys.modules.pop("prefect.engine", None)  # as Prefect's own runtime bootstrap does before run_module
+        module = request.get("module", ENGINE)
         try:
-            runpy.run_module("prefect.engine", run_name="__main__", alter_sys=True)
+            if module == CLI:  # its rich Console is made here, so it sees this client's terminal
+                sys.argv = ["clausegate", *request["args"]]
+                runpy.run_module(CLI, run_name="__main__", alter_sys=False)
+            else:
+                sys.argv = [ENGINE, *request["args"]]
+                sys.modules.pop(ENGINE, None)  # as Prefect's own runtime bootstrap does before run_module
+                runpy.run_module(ENGINE, run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
