@@ -42,6 +42,7 @@ SERVER_ENV = {  # as prefect.server.api.server.SubprocessASGIServer runs it, plu
 QUIET_ENV = {"PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL", "PREFECT_LOGGING_ROOT_LEVEL": "CRITICAL"}
 
 _server: subprocess.Popen | None = None
+_answered = False  # the server has answered: a flow may have used it, so it gets a graceful stop
 
 
 def prefect_home() -> Path:
@@ -118,9 +119,11 @@ def claimed_by_prefect_settings(resolved_api_url: str | None) -> bool:
 
 def answers() -> bool:
     """Whether this command's temporary server answers its health check now."""
+    global _answered
     url = started_url()
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+            _answered = _answered or answer.status == 200
             return answer.status == 200
     except (OSError, urllib.error.URLError, ValueError):
         return False
@@ -149,10 +152,15 @@ def wait_until_ready(timeout: float | None = None) -> None:
 
 
 def stop() -> None:
-    """Stop the temporary server (at exit): terminate, then kill after a short grace period."""
+    """Stop the temporary server (at exit): terminate, then kill after a short grace period; one that never
+    answered (the command stopped early, e.g. on bad input) is killed right away."""
     global _server
     server, _server = _server, None
     if server is None or server.poll() is not None:
+        return
+    if not _answered:
+        server.kill()
+        server.wait()
         return
     server.terminate()
     try:

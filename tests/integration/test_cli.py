@@ -14,7 +14,10 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
+from clausegate.stack.processes import start_process, stop_process
 from clausegate.stack.state import StackPaths, write_state
+from clausegate.stack.warmstart import serve_argv
+from tests.support.deployments import wait_for
 from tests.support.pdf_factory import make_truncated_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +59,43 @@ def test_review_uses_the_running_local_stack(prefect_server, tmp_path):
     with get_client(sync_client=True) as client:  # the run is on the stack's server, for its UI
         run = client.read_flow_run(uuid.UUID(RUN_ID.search(done.stdout).group(1)))
     assert run.state.is_completed() and run.name == f"review-{SAMPLE.name}"
+
+
+def test_review_runs_in_the_stacks_warm_start_process(prefect_server, tmp_path):
+    """A stack with a warm-start process is up: `clausegate review` runs as a fork of it (Prefect, the flow and the
+    model loaded already; clausegate/launch.py), prints as usual and exits with the review's status;
+    ``--no-warm-start`` runs it in the command's own process."""
+    project = tmp_path / "project"
+    sock = tmp_path / "warm.sock"
+    zygote = start_process("warm-start", serve_argv(sock), env=dict(os.environ), log=tmp_path / "warm-start.log",
+                           cwd=ROOT)
+    try:
+        wait_for(lambda: sock.exists() or not zygote.alive(), timeout=120, interval=0.2, what="the warm-start process")
+        write_state(StackPaths.for_project(project), {"version": 1, "project": str(project), "processes": [],
+                                                      "api_url": prefect_server.api_url, "warm_start": str(sock)})
+        env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "CLAUSEGATE_PROJECT_DIR")}
+        done = clausegate("review", str(SAMPLE), "--playbook", "payment-liability", "--out", str(tmp_path / "warm"),
+                          cwd=project, env=env, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        said = " ".join(done.stdout.split())
+        assert f"the local stack's Prefect server {prefect_server.api_url} (run by the stack's warm-start" in said
+        assert "Cap on Liability" in done.stdout and next((tmp_path / "warm").glob("*.json"))
+        assert (tmp_path / "warm-start.log").read_text().count("clausegate review -> pid") == 1
+        with get_client(sync_client=True) as client:
+            run = client.read_flow_run(uuid.UUID(RUN_ID.search(done.stdout).group(1)))
+        assert run.state.is_completed()
+
+        broken = clausegate("review", str(make_truncated_pdf(tmp_path / "broken.pdf")), "--out",
+                            str(tmp_path / "warm"), cwd=project, env=env, timeout=120)
+        assert broken.returncode == 1 and "[CG-PDF-CORRUPT]" in broken.stdout, broken.stdout + broken.stderr
+
+        own = clausegate("review", str(SAMPLE), "--playbook", "payment-liability", "--no-warm-start", "--out",
+                         str(tmp_path / "own"), cwd=project, env=env, timeout=120)
+        assert own.returncode == 0, own.stdout + own.stderr
+        assert "warm-start" not in " ".join(own.stdout.split()) and next((tmp_path / "own").glob("*.json"))
+        assert (tmp_path / "warm-start.log").read_text().count("clausegate review -> pid") == 2
+    finally:
+        stop_process(zygote)
 
 
 def test_expected_failure_prints_code_and_next_step_and_keeps_the_traceback_in_the_run_logs(prefect_server, tmp_path):
