@@ -5,7 +5,7 @@ temporary server.  Left to itself, Prefect starts that server (``SubprocessASGIS
 needs the API: after the command has imported Prefect and the pipeline, and after importing Prefect's whole
 server app into the command's own process just to start it; the two start-ups then run one after the other.
 ClauseGate's launcher (clausegate/launch.py) starts the same server instead (the uvicorn command and server
-environment Prefect uses, analytics off, quiet) before it imports anything heavy, so the server boots on the
+environment Prefect uses, analytics off, its log in a file) before it imports anything heavy, so the server boots on the
 other core while the command loads; the command waits for its health check right before the first flow run
 (:func:`wait_until_ready`) and stops it at exit.  Its log goes to ``PREFECT_HOME/temporary-server.log``.
 
@@ -33,13 +33,12 @@ URL_ENV = "CLAUSEGATE_TEMPORARY_API_URL"  # set by start(): this command's API i
 STARTUP_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"  # Prefect's own setting, honoured here
 DEFAULT_STARTUP_TIMEOUT = 60.0  # a first start on a new PREFECT_HOME runs the database migrations
 STOP_GRACE_SECONDS = 3.0
-SERVER_ENV = {  # as prefect.server.api.server.SubprocessASGIServer runs it, plus ClauseGate's quiet defaults
+SERVER_ENV = {  # as prefect.server.api.server.SubprocessASGIServer runs it, analytics off
     "PREFECT_UI_ENABLED": "0",
     "PREFECT__SERVER_EPHEMERAL": "1",
     "PREFECT__SERVER_FINAL": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
 }
-QUIET_ENV = {"PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL", "PREFECT_LOGGING_ROOT_LEVEL": "CRITICAL"}
 
 _server: subprocess.Popen | None = None
 _answered = False  # the server has answered: a flow may have used it, so it gets a graceful stop
@@ -87,7 +86,7 @@ def start() -> str | None:
     port = _free_port()
     home = prefect_home()
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **SERVER_ENV, **{k: v for k, v in QUIET_ENV.items() if k not in os.environ}}
+    env = {**os.environ, **SERVER_ENV}  # its log goes to log_path(), not the console
     argv = [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
             "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
     with open(log_path(), "ab") as log:

@@ -174,6 +174,8 @@ def test_review_without_a_stack_starts_a_quiet_temporary_server(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "on a temporary Prefect server (no local stack is up" in done.stdout
     assert "telemetry" not in (done.stdout + done.stderr).lower()
+    # the launcher started that server as the command started (clausegate/stack/temporary_server.py)
+    assert (tmp_path / "prefect" / "temporary-server.log").exists()
 
 
 def test_batch_without_a_stack_ends_without_server_tracebacks(tmp_path):
@@ -196,6 +198,7 @@ def test_batch_without_a_stack_ends_without_server_tracebacks(tmp_path):
     assert done.returncode == 0, output
     assert "12 reviewed" in output, output[-2000:]
     assert "Traceback" not in output and "Error flushing" not in output, output[-4000:]
+    assert (tmp_path / "prefect" / "temporary-server.log").exists()  # the launcher's, started with the command
 
 
 def _minimal(port: int, **kw) -> StackOptions:
