@@ -3,7 +3,9 @@
 `clausegate review` runs :func:`clausegate.pipeline.review.review_contract` as an in-process
 ``contract-review`` flow run (the deployment's entry point is flows/contract_review.py; the library
 never imports ``flows``), on the Prefect server of ``PREFECT_API_URL``, else on the running local stack's
-(`clausegate up`, found like `clausegate status` finds it), else on a temporary server it starts (~10 s more).
+(`clausegate up`, found like `clausegate status` finds it), else on a temporary server (started by the
+``clausegate`` launcher as the command starts: clausegate/stack/temporary_server.py).  With a stack up the launcher
+hands the whole command to the stack's warm-start process (clausegate/launch.py), unless ``--no-warm-start``.
 
 An expected failure (a ``CG-*`` error such as an encrypted or corrupt PDF) prints its code, message and next
 step only; Prefect's traceback and error lines stay in the run's logs, off the console.

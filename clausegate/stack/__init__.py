@@ -31,7 +31,9 @@ client ``python -m clausegate.stack.warmstart warm-run``, started once per flow 
 - ``automations``    ``deployments/automations.yaml`` applied by name
 - ``deploy``         ``prefect deploy`` of ``prefect.yaml``
 - ``demo_slack``     the local fake Slack and demo SlackSettings block (safe default)
-- ``warmstart``      the fork server (zygote) and the pool's ``warm-run`` client
+- ``warmstart``      the fork server (zygote), the pool's ``warm-run`` client and ``run_in_zygote`` (also used by
+                     `clausegate review`, clausegate/launch.py)
+- ``temporary_server`` the temporary Prefect server of a one-off command with no stack, started with the command
 
 Error codes: ``CG-STACK-PORT-IN-USE``, ``CG-STACK-START``, ``CG-STACK-DEPLOY``,
 ``CG-STACK-CONFIG``, ``CG-STACK-RUNNING``, ``CG-STACK-DATABASE`` (runbook: docs/runbook.md).
