@@ -3,7 +3,8 @@
     python bench/commands.py [--reviews 5] [--batch 20] [--repeats 2] [--seed 11] [--skip-review] [--skip-batch]
 
 1. `clausegate review FILE` (held-out contracts) with a local stack up in this project folder (one is started
-   with no gateway and Slack off if none is up, and stopped at the end).  Each contract is reviewed twice, as two copies with
+   with no gateway and Slack off if none is up, and stopped at the end).
+   Each contract is reviewed twice, as two copies with
    different bytes (so neither is a cache hit): once as a newcomer runs it (in the stack's warm-start
    process, clausegate/launch.py) and once with ``--no-warm-start`` (in the command's own process: the
    previous behaviour), alternating which goes first.  Target (issue 12): <= 3 s with a stack up.
