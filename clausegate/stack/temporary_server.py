@@ -83,14 +83,16 @@ def start() -> str | None:
     global _server
     if os.environ.get("PREFECT_API_URL") or api_url_configured_elsewhere():
         return None
-    port = _free_port()
-    home = prefect_home()
-    home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **SERVER_ENV}  # its log goes to log_path(), not the console
-    argv = [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
-            "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
-    with open(log_path(), "ab") as log:
-        _server = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        port = _free_port()
+        argv = [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
+                "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
+        prefect_home().mkdir(parents=True, exist_ok=True)
+        with open(log_path(), "ab") as log:
+            _server = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    except OSError:  # e.g. PREFECT_HOME not writable: Prefect's own start-up then reports it in its terms
+        return None
     atexit.register(stop)  # registered before Prefect's: runs after its log and event workers have drained
     url = f"http://127.0.0.1:{port}/api"
     os.environ["PREFECT_API_URL"] = url
