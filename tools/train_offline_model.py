@@ -20,6 +20,8 @@ Out-of-fold (OOF) logits over a contract-level K-fold of TRAIN tune (``tools/off
 * ``extract_threshold[c]``: the threshold maximising contract-level F1 on OOF max scores; for
   the recall-first categories (the default playbook's high-risk ones) the highest threshold
   whose OOF contract recall reaches ``RECALL_FIRST`` at precision >= ``MIN_PRECISION``;
+* ``passage_threshold[c]``: once ``c`` is found, the passages shown are its best one plus those at or above
+  this (grid value maximising OOF passage-level F1, never below ``extract_threshold[c]``);
 * ``possible_threshold[c]`` (recall-first categories): below the extraction threshold, the
   score from which the category is listed as "possible" for a person (OOF recall of found or
   possible >= ``POSSIBLE_RECALL``);
