@@ -84,6 +84,33 @@ def cv_threshold(doc_scores, truth, doc_fold, pick) -> np.ndarray:
     return pred
 
 
+# ---- which passages of a found category are shown (passage level); serving's rule is
+# clausegate.review.offline.extract.decide: the category's best passage, plus every passage at or above
+# max(extract_threshold, passage_threshold)
+
+PASSAGE_GRID = [0.0, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+
+
+def shown_passages(P, doc_ids, thr, pthr) -> np.ndarray:
+    """Passages x categories: shown as findings under serving's rule (``thr``: extraction thresholds,
+    ``pthr``: passage thresholds, both per category)."""
+    n_docs = int(doc_ids.max()) + 1
+    best = np.zeros((n_docs, P.shape[1]))
+    np.maximum.at(best, doc_ids, P)
+    found = best[doc_ids] >= thr
+    return found & ((P >= np.maximum(thr, pthr)) | (P >= best[doc_ids]))
+
+
+def choose_passage_threshold(p, truth, doc_ids, thr: float, grid=PASSAGE_GRID) -> float:
+    """For one category: the grid value maximising passage-level F1 of ``shown_passages``."""
+    best_g, best_f = 0.0, -1.0
+    for g in grid:
+        f1 = prf(shown_passages(p[:, None], doc_ids, np.array([thr]), np.array([g]))[:, 0], truth)[2]
+        if f1 > best_f + 1e-9:
+            best_g, best_f = g, f1
+    return float(best_g)
+
+
 # ---- keyword priors (rare categories): logit boosts chosen by cross-validated contract F1; the boost
 # itself is serving's (clausegate.review.offline.model.add_keyword_boost), so what is tuned is what is scored
 
@@ -186,3 +213,49 @@ def ece(conf: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
         if m.any():
             total += m.mean() * abs(correct[m].mean() - conf[m].mean())
     return float(total)
+
+
+# ---- the pre-filter's keep grid
+
+def keep_grid(P, doc_ids, page_nos, thr, spans, tokens, categories, lambda_grid, recall_levels, first_passages,
+              log) -> dict:
+    """The pre-filter's per-category keep thresholds along a grid of trade-offs lambda (``recall_levels``:
+    level name -> OOF span recall; ``first_passages``: the metadata rule's passages of the first page)."""
+    n_docs, k = int(doc_ids.max()) + 1, P.shape[1]
+    tok = np.array(tokens)
+    span_cat = np.array([s[1] for s in spans])
+    span_idx = [np.array(s[2], dtype=int) for s in spans]
+    best = np.full((n_docs, k), -1.0)
+    np.maximum.at(best, doc_ids, P)
+    top1 = (P == best[doc_ids]) & (P >= thr)
+    keep_first = np.zeros(len(doc_ids), dtype=bool)
+    for dd in range(n_docs):
+        ix = np.where(doc_ids == dd)[0]
+        if len(ix):
+            keep_first[ix[page_nos[ix] == page_nos[ix].min()][:first_passages]] = True
+    grid = {lam: np.maximum(lambda_thresholds(P, tok, span_cat, span_idx, lam), 1e-5) for lam in lambda_grid}
+    rows = [grid[x] for x in lambda_grid]
+    levels = {}
+    for level, recall in recall_levels.items():
+        chosen = lambda_grid[-1]
+        for lam in [round(2 ** (i / 16), 4) for i in range(0, 161)]:
+            th = interpolate_grid(lambda_grid, rows, lam)
+            if keep_eval(P, tok, keep_first, top1, span_cat, span_idx, th, list(range(k)), True)[1] >= recall:
+                chosen = lam
+                break
+        levels[level] = chosen
+        t41, r41 = keep_eval(P, tok, keep_first, top1, span_cat, span_idx,
+                             interpolate_grid(lambda_grid, rows, chosen), list(range(k)), True)
+        log(f"keep level {level}: lambda {chosen}: OOF tokens {t41:.1%} spans {r41:.1%}")
+    return {
+        "keep_rule": "keep a passage if, for any requested category c, score_c >= threshold_c(lambda_level * "
+                     "sqrt(41 / max(6, n_requested))) (grid, geometric interpolation), or it is the document's "
+                     "best passage for c and score_c >= possible_threshold_c (or extract_threshold_c)",
+        "keep_lambda_grid": lambda_grid,
+        "keep_threshold_grid": {n: [round(float(grid[lam][c]), 7) for lam in lambda_grid]
+                                for c, n in enumerate(categories)},
+        "keep_levels": levels,
+        "keep_level_oof_recall": recall_levels,
+        "keep_default_level": "balanced",
+        "metadata_first_passages": first_passages,
+    }

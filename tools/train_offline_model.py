@@ -20,6 +20,8 @@ Out-of-fold (OOF) logits over a contract-level K-fold of TRAIN tune (``tools/off
 * ``extract_threshold[c]``: the threshold maximising contract-level F1 on OOF max scores; for
   the recall-first categories (the default playbook's high-risk ones) the highest threshold
   whose OOF contract recall reaches ``RECALL_FIRST`` at precision >= ``MIN_PRECISION``;
+* ``passage_threshold[c]``: once ``c`` is found, the passages shown are its best one plus those at or above
+  this (grid value maximising OOF passage-level F1, never below ``extract_threshold[c]``);
 * ``possible_threshold[c]`` (recall-first categories): below the extraction threshold, the
   score from which the category is listed as "possible" for a person (OOF recall of found or
   possible >= ``POSSIBLE_RECALL``);
@@ -63,7 +65,7 @@ from clausegate.review.passages import LEAD_CHARS, MAX_CHARS, MIN_CHARS, count_t
 from tools import cuad
 from tools import offline_tuning as tune
 
-MODEL_VERSION = "cuad-tfidf-lr-2.1"
+MODEL_VERSION = "cuad-tfidf-lr-2.2"
 FEATURES = {
     "ngram_range": [1, 2],
     "min_df": 3,
@@ -87,14 +89,29 @@ RECALL_FIRST = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", 
 RECALL_TARGET, MIN_PRECISION = 0.98, 0.6  # found: recall target at OOF contract precision >= 0.6
 POSSIBLE_RECALL, POSSIBLE_PRECISION, POSSIBLE_FLOOR = 0.99, 0.35, 0.01  # found or possible
 KEYWORD_PRIORS = {  # words of CUAD's category questions
-    "Most Favored Nation": r"most favou?red|favou?rable (?:terms|prices?|pricing|rates?)|favou?rable than",
+    # 2.2: MFN, Price Restrictions, Liquidated Damages widened and Minimum Commitment, Competitive Restriction
+    # Exception added (from CUAD's category descriptions and TRAIN clauses); each kept only where TRAIN CV gained
+    "Most Favored Nation": r"most favou?red|favou?rable (?:terms|prices?|pricing|rates?)|favou?rable than"
+                           r"|no less favou?rable|\bmfn\b|(?:lower|better|lowest|best)[^.]{0,30}"
+                           r"(?:price|royalt|rate|terms)[^.]{0,80}(?:any|other) "
+                           r"(?:third|customer|licensee|distributor|part)",
     "Unlimited/All-You-Can-Eat-License": r"unlimited|all[- ]you[- ]can[- ]eat|enterprise[- ]wide",
-    "Price Restrictions": r"(?:increase|raise|reduce|change)[a-z ]{0,40}price|price (?:increase|protection)",
+    "Price Restrictions": r"prices?[^.]{0,60}(?:shall|will|may) (?:not|only)[^.]{0,30}"
+                          r"(?:increase|adjust|change|exceed)|(?:increase|adjust|raise)[a-z ]{0,30}"
+                          r"(?:price|supply price)[^.]{0,60}(?:not more|once|no more)|price (?:increase|protection)"
+                          r"|(?:increase|raise|reduce|change)[a-z ]{0,40}price",
     "Source Code Escrow": r"escrow",
     "Non-Disparagement": r"disparag",
     "Third Party Beneficiary": r"beneficiar",
     "No-Solicit of Customers": r"solicit[a-z]* [a-z ,]{0,60}(?:customer|client)s?",
-    "Liquidated Damages": r"liquidated damages|termination fee|as a penalty",
+    "Liquidated Damages": r"liquidated damages|termination fee|break[- ]?up fee"
+                          r"|early termination (?:fee|charge|payment)|as a penalty|(?:cancellation|termination) "
+                          r"(?:fee|charge|penalty)",
+    "Minimum Commitment": r"minimum (?:purchase|order|quantit|annual|commitment|volume|amount|requirement)|shortfall"
+                          r"|take[- ]or[- ]pay",
+    "Competitive Restriction Exception": r"(?:shall|will) not (?:apply|prevent|restrict|prohibit|preclude|limit)"
+                                         r"|nothing in this[^.]{0,80}(?:prevent|restrict|prohibit|limit|preclude)"
+                                         r"|become non-?exclusive|notwithstanding the foregoing",
     # 2.1: kept where a nested TRAIN CV (boost chosen on 3 folds, applied to the 4th) measured a gain
     "Affiliate License-Licensee": r"licens[a-z]*[^.]{0,80}\baffiliates?\b|\baffiliates?\b[^.]{0,80}licens",
     "Joint IP Ownership": r"joint(?:ly)?[- ]own|co-own|owned jointly|joint property|jointly develop",
@@ -214,9 +231,21 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
             cv_poss[:, c] = tune.cv_threshold(M[:, c], truth[:, c], doc_fold, pick_possible(c))
     thr = np.array([extract[c] for c in CATEGORIES])
 
-    # calibration of the confidence shown for a finding (passage >= threshold): fitted on OOF
+    # passages shown for a found category: its best one, plus those >= max(extract, passage threshold);
+    # the passage threshold maximises OOF passage-level F1 (nested figure: chosen on 3 folds, applied to the 4th)
+    passage = {name: round(tune.choose_passage_threshold(P[:, c], Y[:, c], doc_ids, thr[c]), 4)
+               for c, name in enumerate(CATEGORIES)}
+    pthr = np.array([passage[c] for c in CATEGORIES])
+    fold = doc_fold[doc_ids]
+    shown_cv = np.zeros_like(Y)
+    for f in np.unique(doc_fold):
+        g = np.array([tune.choose_passage_threshold(P[fold != f, c], Y[fold != f, c], doc_ids[fold != f], thr[c])
+                      for c in range(k)])
+        shown_cv[fold == f] = tune.shown_passages(P[fold == f], doc_ids[fold == f], thr, g)
+
+    # calibration of the confidence shown for a finding (a shown passage): fitted on OOF
     # findings; its error is estimated by fitting on 3 folds and measuring on the 4th
-    shown = P >= thr
+    shown = tune.shown_passages(P, doc_ids, thr, pthr)
     rows, cols = np.nonzero(shown)
     x = L[rows, cols] - tune.logit(thr[cols])
     y = Y[rows, cols].astype(float)
@@ -237,6 +266,7 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
         "contract_macro_f1": round(float(np.mean([per_cat[CATEGORIES[c]] for c in clause])), 4),
         "contract_f1": per_cat,
         "passage_micro_f1_in_sample_thresholds": round(pas_f, 4),
+        "passage_micro_f1_shown_rule": round(tune.prf(shown_cv[:, clause], Y[:, clause])[2], 4),
         "recall_first": {name: dict(zip(("precision", "recall", "f1"),
                                         (round(v, 4) for v in tune.prf(cv_pred[:, i], truth[:, i])), strict=True))
                          for name, i in rf_index.items()},
@@ -245,62 +275,23 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
         "findings_ece_raw": round(tune.ece(P[rows, cols], y), 4),
         "findings_ece_calibrated": round(tune.ece(cal_cv, y), 4),
     }
-    log(f"CV (TRAIN): contract micro-F1 {cv['contract_micro_f1']} macro-F1 {cv['contract_macro_f1']}; "
+    log(f"CV (TRAIN): contract micro-F1 {cv['contract_micro_f1']} macro-F1 {cv['contract_macro_f1']}; passage "
+        f"micro-F1 {cv['passage_micro_f1_in_sample_thresholds']} -> {cv['passage_micro_f1_shown_rule']} (shown rule); "
         f"findings ECE {cv['findings_ece_raw']} -> {cv['findings_ece_calibrated']}")
     log(f"CV recall-first: {cv['recall_first']}")
     return {
         "keyword_priors": {n: {"pattern": KEYWORD_PRIORS[n], "logit_boost": bb} for n, bb in boosts.items() if bb},
         "extract_threshold": extract,
         "extract_threshold_floor": EXTRACT_FLOOR,
+        "passage_threshold": passage,
         "possible_threshold": possible,
         "recall_first": {"categories": RECALL_FIRST, "recall": RECALL_TARGET, "min_precision": MIN_PRECISION,
                          "possible_recall": POSSIBLE_RECALL, "possible_min_precision": POSSIBLE_PRECISION},
         "calibration": {"method": "Platt scaling of logit(p) - logit(extract_threshold) on OOF findings",
                         "a": round(a, 6), "b": round(b, 6)},
         "cv": cv,
-        **keep_grid(P, Y, doc_ids, page_nos, thr, spans, texts),
-    }
-
-
-def keep_grid(P, Y, doc_ids, page_nos, thr, spans, texts) -> dict:
-    """The pre-filter's per-category keep thresholds along a grid of trade-offs lambda."""
-    n_docs, k = int(doc_ids.max()) + 1, len(CATEGORIES)
-    tok = np.array([count_tokens(t) for t in texts])
-    span_cat = np.array([s[1] for s in spans])
-    span_idx = [np.array(s[2], dtype=int) for s in spans]
-    best = np.full((n_docs, k), -1.0)
-    np.maximum.at(best, doc_ids, P)
-    top1 = (P == best[doc_ids]) & (P >= thr)
-    keep_first = np.zeros(len(doc_ids), dtype=bool)
-    for dd in range(n_docs):
-        ix = np.where(doc_ids == dd)[0]
-        if len(ix):
-            keep_first[ix[page_nos[ix] == page_nos[ix].min()][:METADATA_FIRST_PASSAGES]] = True
-    grid = {lam: np.maximum(tune.lambda_thresholds(P, tok, span_cat, span_idx, lam), 1e-5) for lam in LAMBDA_GRID}
-    rows = [grid[x] for x in LAMBDA_GRID]
-    levels = {}
-    for level, recall in RECALL_LEVELS.items():
-        chosen = LAMBDA_GRID[-1]
-        for lam in [round(2 ** (i / 16), 4) for i in range(0, 161)]:
-            th = tune.interpolate_grid(LAMBDA_GRID, rows, lam)
-            if tune.keep_eval(P, tok, keep_first, top1, span_cat, span_idx, th, list(range(k)), True)[1] >= recall:
-                chosen = lam
-                break
-        levels[level] = chosen
-        t41, r41 = tune.keep_eval(P, tok, keep_first, top1, span_cat, span_idx,
-                                  tune.interpolate_grid(LAMBDA_GRID, rows, chosen), list(range(k)), True)
-        log(f"keep level {level}: lambda {chosen}: OOF tokens {t41:.1%} spans {r41:.1%}")
-    return {
-        "keep_rule": "keep a passage if, for any requested category c, score_c >= threshold_c(lambda_level * "
-                     "sqrt(41 / max(6, n_requested))) (grid, geometric interpolation), or it is the document's "
-                     "best passage for c and score_c >= possible_threshold_c (or extract_threshold_c)",
-        "keep_lambda_grid": LAMBDA_GRID,
-        "keep_threshold_grid": {n: [round(float(grid[lam][c]), 7) for lam in LAMBDA_GRID]
-                                for c, n in enumerate(CATEGORIES)},
-        "keep_levels": levels,
-        "keep_level_oof_recall": RECALL_LEVELS,
-        "keep_default_level": "balanced",
-        "metadata_first_passages": METADATA_FIRST_PASSAGES,
+        **tune.keep_grid(P, doc_ids, page_nos, thr, spans, [count_tokens(t) for t in texts], list(CATEGORIES),
+                         LAMBDA_GRID, RECALL_LEVELS, METADATA_FIRST_PASSAGES, log),
     }
 
 

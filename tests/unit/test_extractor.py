@@ -142,3 +142,28 @@ def test_rare_category_priors_of_2_1_raise_the_clause_over_its_paraphrase():
         assert category in priors and priors[category]["logit_boost"] > 0, category
         s = score_passages([with_kw, without], model)[:, model.category_index[category]]
         assert s[0] > s[1], category
+
+
+def test_found_category_shows_its_best_passage_and_those_above_the_passage_threshold():
+    """Once a category is found, a passage other than the best one is shown only at or above
+    ``passage_threshold`` (tuned on TRAIN for passage-level F1), not merely above the extraction threshold."""
+    from clausegate.review.offline.extract import decide  # local import: the decision rule under test
+
+    model = load_model()
+    c = "Governing Law"
+    extract, shown = model.extract_threshold(c), model.passage_threshold(c)
+    assert shown > extract  # the shipped model separates the two for this category
+    scores = [min(0.999, shown + 0.05), (extract + shown) / 2, shown, extract / 2]
+    texts = [GOVERNING_LAW.strip(), BOILERPLATE.strip(), CAP.strip(), PREAMBLE.strip()]
+    fd = FilteredDocument(
+        contract_id="0" * 64,
+        passages=[Passage(page=i + 1, text=t, score=s, categories={c: s}) for i, (t, s) in enumerate(zip(texts, scores,
+                                                                                                        strict=True))],
+        pages_kept=[1, 2, 3, 4], tokens_total=100, tokens_kept=100,
+    )
+    assert decide(fd, [c], model) == {c: ([0, 2], False)}
+    # the best passage is shown even when it is below the passage threshold
+    low = [min(shown - 1e-3, (extract + shown) / 2 + 1e-3), (extract + shown) / 2, extract / 2, extract / 3]
+    fd_low = fd.model_copy(update={"passages": [p.model_copy(update={"categories": {c: s}})
+                                                for p, s in zip(fd.passages, low, strict=True)]})
+    assert decide(fd_low, [c], model) == {c: ([0], False)}

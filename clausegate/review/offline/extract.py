@@ -3,10 +3,11 @@
 ``extract_offline`` turns the pre-filtered passages into ``Clause`` objects.  For each
 requested category ``c``:
 
-* **found**: every passage whose probability for ``c`` is at or above ``extract_threshold[c]``
+* **found**: when a passage's probability for ``c`` is at or above ``extract_threshold[c]``
   (artifact metadata, tuned on out-of-fold scores of CUAD's TRAIN split: contract-level F1, or
-  for the recall-first high-risk categories the recall target; never below 0.05) becomes a
-  clause with ``source="offline"``;
+  for the recall-first high-risk categories the recall target; never below 0.05), the best
+  passage, and every other passage at or above ``passage_threshold[c]`` (tuned on TRAIN for
+  passage-level F1, never below the extraction threshold), becomes a clause with ``source="offline"``;
 * **possible**: when no passage reaches it but the best one reaches ``possible_threshold[c]``
   (tuned for the recall-first categories only), that passage becomes a clause with
   ``possible=True``: not a finding, but listed for a person (the review does not count the
@@ -64,11 +65,11 @@ def decide(filtered: FilteredDocument, categories: list[str], model: OfflineMode
     out: dict[str, tuple[list[int], bool]] = {}
     for c in cats:
         scores = [float(row[c]) for row in rows]
-        found = [i for i, p in enumerate(scores) if p >= model.extract_threshold(c)]
-        if found:
-            out[c] = (found, False)
-            continue
         best = max(range(len(scores)), key=scores.__getitem__)
+        if scores[best] >= model.extract_threshold(c):
+            shown = model.passage_threshold(c)
+            out[c] = ([i for i, p in enumerate(scores) if p >= shown or i == best], False)
+            continue
         if scores[best] >= model.possible_threshold(c):
             out[c] = ([best], True)
     return out

@@ -8,7 +8,7 @@ The artifact in ``clausegate/review/offline/models/`` is written by ``tools/trai
   ``intercept`` (float32), ``categories`` (str);
 * ``offline_model.json``: version, training metadata (date, split, contract count, features,
   cross-validated metrics) and everything tuned on TRAIN: per-category thresholds
-  (``extract_threshold``, ``possible_threshold``, the pre-filter's keep grid), keyword priors
+  (``extract_threshold``, ``passage_threshold``, ``possible_threshold``, the pre-filter's keep grid), keyword priors
   and the confidence calibration.
 
 Scoring repeats scikit-learn's ``TfidfVectorizer`` transform from the stored vocabularies and
@@ -77,6 +77,13 @@ class OfflineModel:
         is never reported with a near-zero score."""
         floor = float(self.metadata.get("extract_threshold_floor", EXTRACT_THRESHOLD_FLOOR))
         return max(floor, float(self.metadata["extract_threshold"][category]))
+
+    def passage_threshold(self, category: str) -> float:
+        """Once ``category`` is found, passage probability from which a passage other than the category's
+        best one is shown too: ``passage_threshold`` (tuned on TRAIN for passage-level F1), never below the
+        extraction threshold; the extraction threshold itself when not tuned (models before 2.2)."""
+        value = float(self.metadata.get("passage_threshold", {}).get(category, 0.0))
+        return max(self.extract_threshold(category), value)
 
     def possible_threshold(self, category: str) -> float:
         """Lowest passage probability at which a category that did not reach its extraction
