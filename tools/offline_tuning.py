@@ -199,6 +199,36 @@ def fit_platt(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(clf.coef_[0, 0]), float(clf.intercept_[0])
 
 
+CATEGORY_OFFSET_PRIOR = 50  # findings: a category's offset is shrunk by n / (n + 50)
+
+
+def category_offsets(z: np.ndarray, y: np.ndarray, cols: np.ndarray, categories: list[str]) -> dict[str, float]:
+    """Per-category additive corrections to the Platt logit ``z`` (``calibration.category_b``, read by
+    ``OfflineModel.calibrate``): logit(share right) - logit(mean confidence) of the category's findings, shrunk
+    towards 0 by n / (n + ``CATEGORY_OFFSET_PRIOR``)."""
+    out = {}
+    for c in np.unique(cols):
+        m = cols == c
+        gap = logit(np.clip(y[m].mean(), 0.02, 0.98)) - logit(np.clip(sigmoid(z[m]).mean(), 0.02, 0.98))
+        out[categories[int(c)]] = round(float(gap * m.sum() / (m.sum() + CATEGORY_OFFSET_PRIOR)), 4)
+    return out
+
+
+def calibrate_findings(x, y, cols, fold_of, categories) -> tuple[float, float, dict, np.ndarray, np.ndarray]:
+    """Platt scaling of the findings' ``x`` (logit - logit(threshold)) plus per-category offsets, fitted on all
+    OOF findings; and the nested estimates (fitted on 3 folds, applied to the 4th) without and with the offsets."""
+    cal_platt, cal_full = np.zeros(len(x)), np.zeros(len(x))
+    for f in np.unique(fold_of):
+        tr = fold_of != f
+        a_, b_ = fit_platt(x[tr], y[tr])
+        off = category_offsets(a_ * x[tr] + b_, y[tr], cols[tr], categories)
+        cal_platt[~tr] = sigmoid(a_ * x[~tr] + b_)
+        shift = np.array([off.get(categories[int(c)], 0.0) for c in cols[~tr]])
+        cal_full[~tr] = sigmoid(a_ * x[~tr] + b_ + shift)
+    a, b = fit_platt(x, y)
+    return a, b, category_offsets(a * x + b, y, cols, categories), cal_platt, cal_full
+
+
 def ece(conf: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
     """Expected calibration error: sum over equal-width confidence bins of
     (share of findings in the bin) * |accuracy - mean confidence|."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -167,3 +168,37 @@ def test_found_category_shows_its_best_passage_and_those_above_the_passage_thres
     fd_low = fd.model_copy(update={"passages": [p.model_copy(update={"categories": {c: s}})
                                                 for p, s in zip(fd.passages, low, strict=True)]})
     assert decide(fd_low, [c], model) == {c: ([0], False)}
+
+
+def test_priors_of_2_3_for_frequent_categories_match_their_wording():
+    """2.3's priors for frequent categories with many contract-level errors in TRAIN's out-of-fold error analysis
+    (kept where the nested TRAIN CV gained): they match the category's wording, not its paraphrase, and raise it."""
+    model = load_model()
+    priors = model.metadata["keyword_priors"]
+    cases = {
+        "Exclusivity": ("Company appoints Distributor as its exclusive distributor of the Products in the Territory.",
+                        "Company appoints Distributor as a distributor of the Products in the Territory."),
+        "Non-Transferable License": ("The license granted herein is non-transferable.",
+                                     "The license granted herein is worldwide."),
+        "Renewal Term": ("This Agreement shall automatically renew for successive one-year terms.",
+                         "This Agreement shall continue for one year."),
+    }
+    for category, (with_kw, without) in cases.items():
+        assert category in priors and priors[category]["logit_boost"] > 0, category
+        pattern = keyword_pattern(priors[category]["pattern"])
+        assert keyword_hits([with_kw, without], pattern).tolist() == [True, False], category
+        s = score_passages([with_kw, without], model)[:, model.category_index[category]]
+        assert s[0] > s[1], category
+
+
+def test_confidence_has_a_per_category_offset():
+    """2.3: the Platt scaling is followed by a per-category offset (``calibration.category_b``, fitted on TRAIN's
+    out-of-fold findings); at a category's threshold the confidence is sigmoid(b + category_b)."""
+    model = load_model()
+    cal = model.metadata["calibration"]
+    assert set(cal["category_b"]) == set(CATEGORIES)
+    assert all(abs(v) < 3 for v in cal["category_b"].values())
+    for c in ("Governing Law", "Competitive Restriction Exception"):
+        expected = 1 / (1 + math.exp(-(cal["b"] + cal["category_b"][c])))
+        assert model.calibrate(c, model.extract_threshold(c)) == pytest.approx(expected, abs=1e-6)
+    assert cal["category_b"]["Governing Law"] != cal["category_b"]["Competitive Restriction Exception"]

@@ -20,8 +20,9 @@ logistic regression per category; for a few rare categories (``keyword_priors``)
 matching the category's pattern gets a fixed boost added to its logit (chosen on TRAIN).
 
 ``OfflineModel.calibrate`` turns a passage probability into the confidence shown for a finding:
-a Platt scaling of the logit's distance to the category's threshold, fitted on out-of-fold
-findings of TRAIN (so that of the findings shown at 0.9, about nine in ten are the clause).
+a Platt scaling of the logit's distance to the category's threshold, plus a per-category offset
+(``calibration.category_b``, since 2.3), fitted on out-of-fold findings of TRAIN (so that of the
+findings shown at 0.9, about nine in ten are the clause).
 Trained on CUAD v1 (Hendrycks et al., NeurIPS 2021), licensed CC BY 4.0.
 """
 
