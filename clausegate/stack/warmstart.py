@@ -287,8 +287,9 @@ def _warm_child(request: dict[str, Any], fds: list[int]) -> None:
         sys.stdin = open(0, closefd=False)
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        for sig in (signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any new Python: Ctrl-C (relayed) raises
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
