@@ -23,8 +23,6 @@ import subprocess
 import sys
 import time
 import tomllib
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from clausegate.stack.state import START_FAILED, StackError
@@ -119,15 +117,13 @@ def claimed_by_prefect_settings(resolved_api_url: str | None) -> bool:
 
 
 def answers() -> bool:
-    """Whether this command's temporary server answers its health check now."""
+    """Whether this command's temporary server answers its health check now (called once Prefect is loaded)."""
+    from clausegate.stack.processes import api_healthy  # local import: httpx; this module runs before every command
+
     global _answered
     url = started_url()
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-            _answered = _answered or answer.status == 200
-            return answer.status == 200
-    except (OSError, urllib.error.URLError, ValueError):
-        return False
+    _answered = _answered or (url is not None and api_healthy(url))
+    return _answered
 
 
 def wait_until_ready(timeout: float | None = None) -> None:
