@@ -206,4 +206,4 @@ def throughput_lines(summary: BatchSummary) -> list[str]:
 
 def _share_row(label: str, seconds: float, b: TimeBreakdown) -> str:
     share = seconds / b.contract_seconds if b.contract_seconds > 0 else 0.0
-    return f"| {label} | {seconds:.1f} | {seconds / b.contracts:.3f} | {share:.0%} |"
+    return f"| {label} | {seconds:.2f} | {seconds / b.contracts:.3f} | {share:.0%} |"
