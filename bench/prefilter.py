@@ -81,10 +81,12 @@ def parsed_document(entry: dict, pages: list[str]) -> ParsedDocument:
     )
 
 
-def load_holdout(limit: int, pages: bool = True):
+def load_holdout(limit: int, pages: bool = True, only: set[str] | None = None):
+    """HOLDOUT contracts as (manifest entry, page texts, CUAD rows), sorted by file name; ``only``: these files."""
     manifest = cuad.load_manifest()
     annotations = cuad.load_annotations()
-    hold = sorted((e for e in manifest if cuad.is_holdout(e["filename"])), key=lambda e: e["filename"])
+    hold = sorted((e for e in manifest if cuad.is_holdout(e["filename"]) and (only is None or e["filename"] in only)),
+                  key=lambda e: e["filename"])
     if limit:
         hold = hold[:limit]
     docs = []
