@@ -47,20 +47,44 @@ _CLAUSE_START_RE = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _SENT_END = (".", ":", ";", "?", "!")
+_ASCII_LOWER_RE = re.compile(r"[a-z]")
+_DROP_ASCII_UPPER = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_SENT_END_CHARS_RE = re.compile(r"[.?!]")  # Punkt's candidate sentence ends (PunktLanguageVars.sent_end_chars)
 
 
 def count_tokens(text: str) -> int:
     """Number of word runs plus punctuation marks in ``text`` (see ``_TOKEN_RE``)."""
     if not text:
         return 0
-    return sum(1 for _ in _TOKEN_RE.finditer(text))
+    return len(_TOKEN_RE.findall(text))
+
+
+MEMO_CONTEXTS = 50_000  # Punkt decisions remembered per process (a context is "word. Next"; ~100 bytes each)
 
 
 @lru_cache(maxsize=1)
 def _punkt():
     from nltk.tokenize.punkt import PunktSentenceTokenizer  # local import: nltk (~0.3 s) only when a text is split
 
-    return PunktSentenceTokenizer()  # untrained: default parameters, no data files needed
+    class MemoPunkt(PunktSentenceTokenizer):
+        """Untrained Punkt (default parameters, no data files needed) whose decision at each candidate
+        sentence end is remembered by its context: ``text_contains_sentbreak`` depends only on that
+        text and the (fixed, empty) parameters, and contract text repeats its contexts ("Inc. and",
+        "Section 2.1", "the Agreement. The") - the same sentences, half the Punkt time."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._decided: dict[str, bool] = {}
+
+        def text_contains_sentbreak(self, text: str) -> bool:
+            decided = self._decided.get(text)
+            if decided is None:
+                if len(self._decided) >= MEMO_CONTEXTS:
+                    self._decided.clear()
+                decided = self._decided[text] = super().text_contains_sentbreak(text)
+            return decided
+
+    return MemoPunkt()
 
 
 def warm_up() -> None:
@@ -73,6 +97,8 @@ def _is_heading(line: str) -> bool:
     """A short ALL-CAPS line (a title); long ALL-CAPS lines are clause text (disclaimers)."""
     if len(line) > 60 or line.endswith((",", ";", "-")):
         return False
+    if line.isascii():  # the letters are A-Z and a-z: none lower-case, at least three
+        return not _ASCII_LOWER_RE.search(line) and len(line) - len(line.translate(_DROP_ASCII_UPPER)) >= 3
     letters = [c for c in line if c.isalpha()]
     return len(letters) >= 3 and all(c.isupper() for c in letters)
 
@@ -87,7 +113,7 @@ def _continues(prev: str) -> bool:
 
 def _paragraphs(page_text: str) -> list[str]:
     text = page_text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = [_SPACES_RE.sub(" ", line).strip() for line in text.split("\n")]
+    lines = [line.strip() for line in _SPACES_RE.sub(" ", text).split("\n")]  # no run of spaces holds a "\n"
     paragraphs: list[list[str]] = []
     current: list[str] = []
     prev = ""
@@ -145,7 +171,8 @@ def _cut_long(sentence: str, limit: int) -> list[str]:
 
 def _sentences(paragraph: str) -> list[str]:
     try:
-        sents = _punkt().tokenize(paragraph)
+        # without ".", "?" or "!" Punkt has no candidate sentence end: its one sentence is the paragraph
+        sents = _punkt().tokenize(paragraph) if _SENT_END_CHARS_RE.search(paragraph) else [paragraph]
     except Exception:  # Punkt on pathological input: fall back to one "sentence"
         sents = [paragraph]
     out: list[str] = []

@@ -103,10 +103,9 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
 
     kept: list[Passage] = []
     tokens_kept = 0
-    for i in range(len(texts)):
-        if not keep[i]:
-            continue
-        per_cat = {c: round(float(sub[i, j]), 6) for j, c in enumerate(cats)}
+    six = [6] * len(cats)
+    for i in np.flatnonzero(keep).tolist():
+        per_cat = dict(zip(cats, map(round, sub[i].tolist(), six), strict=True))  # = round(float(sub[i, j]), 6)
         kept.append(Passage(page=pages[i], text=texts[i], score=max(per_cat.values()), categories=per_cat,
                             section=sections[i]))
         tokens_kept += tokens[i]

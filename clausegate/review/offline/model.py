@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clausegate.review.offline.keywords import JoinedTexts, literal_hits
 from clausegate.review.offline.vectorize import TfidfTransform
 from clausegate.review.sections import SectionTracker, heading_words
 
@@ -247,8 +248,9 @@ def passage_logits(texts: list[str], model: OfflineModel | None = None,
         logits += model.head_vectorizer.logits(heads, model.coef[n_words:], scale=model.head_weight)
     logits += model.intercept
     lowered = [t.lower() for t in texts] if model.priors else []
+    joined = JoinedTexts(lowered) if model.priors else None
     for col, pattern, boost in model.priors:  # keyword priors of rare categories
-        add_keyword_boost(logits[:, col], keyword_hits(lowered, pattern, lowered=True), boost)
+        add_keyword_boost(logits[:, col], keyword_hits(lowered, pattern, lowered=True, joined=joined), boost)
     return logits.astype(np.float32)
 
 
@@ -258,11 +260,14 @@ def keyword_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def keyword_hits(texts: Sequence[str], pattern: re.Pattern[str], *, lowered: bool = False) -> np.ndarray:
+def keyword_hits(texts: Sequence[str], pattern: re.Pattern[str], *, lowered: bool = False,
+                 joined: JoinedTexts | None = None) -> np.ndarray:
     """Which of ``texts`` a keyword prior (:func:`keyword_pattern`) matches: one bool per text
-    (``lowered``: the texts are already lower-cased)."""
+    (``lowered``: the texts are already lower-cased; ``joined``: those texts joined, shared by the priors).
+    Only the texts holding one of the pattern's required literals are searched
+    (``clausegate.review.offline.keywords``): the same hits as searching every text."""
     src = texts if lowered else [t.lower() for t in texts]
-    return np.fromiter((pattern.search(t) is not None for t in src), dtype=bool, count=len(src))
+    return np.asarray(literal_hits(src, pattern, joined), dtype=bool).reshape(len(src))
 
 
 def add_keyword_boost(logits: np.ndarray, hits: np.ndarray, boost: float) -> np.ndarray:
