@@ -49,6 +49,9 @@ _CLAUSE_START_RE = re.compile(
 _SENT_END = (".", ":", ";", "?", "!")
 _ASCII_LOWER_RE = re.compile(r"[a-z]")
 _DROP_ASCII_UPPER = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_ODD_SPACE_RE = re.compile(r"[^\S ]|  ")  # whitespace other than single spaces
+# Punkt's sentence-end characters directly before one of its non-word characters (PunktLanguageVars._re_non_word_chars)
+_END_BEFORE_NON_WORD_RE = re.compile("[.?!][)\";}\\]*:@'({\\[\u2018\u2019\u201c\u201d\xab\xbb?!]")
 _SENT_END_CHARS_RE = re.compile(r"[.?!]")  # Punkt's candidate sentence ends (PunktLanguageVars.sent_end_chars)
 
 
@@ -59,32 +62,11 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
 
 
-MEMO_CONTEXTS = 50_000  # Punkt decisions remembered per process (a context is "word. Next"; ~100 bytes each)
-
-
 @lru_cache(maxsize=1)
 def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer  # local import: nltk (~0.3 s) only when a text is split
+    from clausegate.review.punkt import MemoPunkt  # local import: nltk (~0.3 s) only when a text is split
 
-    class MemoPunkt(PunktSentenceTokenizer):
-        """Untrained Punkt (default parameters, no data files needed) whose decision at each candidate
-        sentence end is remembered by its context: ``text_contains_sentbreak`` depends only on that
-        text and the (fixed, empty) parameters, and contract text repeats its contexts ("Inc. and",
-        "Section 2.1", "the Agreement. The") - the same sentences, half the Punkt time."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self._decided: dict[str, bool] = {}
-
-        def text_contains_sentbreak(self, text: str) -> bool:
-            decided = self._decided.get(text)
-            if decided is None:
-                if len(self._decided) >= MEMO_CONTEXTS:
-                    self._decided.clear()
-                decided = self._decided[text] = super().text_contains_sentbreak(text)
-            return decided
-
-    return MemoPunkt()
+    return MemoPunkt()  # untrained Punkt: default parameters, no data files needed (same sentences, faster)
 
 
 def warm_up() -> None:
@@ -170,6 +152,14 @@ def _cut_long(sentence: str, limit: int) -> list[str]:
 
 
 def _sentences(paragraph: str) -> list[str]:
+    """The paragraph's sentences (Punkt), long ones cut (``_cut_long``)."""
+    return list(_sentences_of(paragraph))
+
+
+@lru_cache(maxsize=4096)
+def _sentences_of(paragraph: str) -> tuple[str, ...]:
+    """``_sentences``, remembered: the evidence step splits a passage again, and a passage is often a whole
+    paragraph the pre-filter has just split."""
     try:
         # without ".", "?" or "!" Punkt has no candidate sentence end: its one sentence is the paragraph
         sents = _punkt().tokenize(paragraph) if _SENT_END_CHARS_RE.search(paragraph) else [paragraph]
@@ -180,7 +170,20 @@ def _sentences(paragraph: str) -> list[str]:
         sent = sent.strip()
         if sent:
             out.extend(_cut_long(sent, MAX_CHARS))
-    return out
+    return tuple(out)
+
+
+def _one_passage(paragraph: str, max_chars: int) -> bool:
+    """The paragraph packs into one passage that is the paragraph itself, without asking Punkt.
+
+    True when it fits (``MAX_CHARS`` and ``max_chars``: no sentence is cut, no passage is closed), holds no
+    whitespace but single spaces, no "--", and no ".", "?" or "!" directly before one of Punkt's non-word
+    characters: then every sentence end Punkt can find is followed by one space (its
+    ``period_context_re`` needs a non-word character or whitespace after the end, and its boundary
+    realignment moves closing quotes/brackets only up to whitespace, "--" or the end), so its
+    sentences joined by spaces, as the packing joins them, give back the paragraph."""
+    return (len(paragraph) <= min(max_chars, MAX_CHARS) and _ODD_SPACE_RE.search(paragraph) is None
+            and "--" not in paragraph and _END_BEFORE_NON_WORD_RE.search(paragraph) is None)
 
 
 def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS) -> list[str]:
@@ -189,6 +192,9 @@ def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int
         return []
     blocks: list[list[str]] = []  # each paragraph -> packed passages
     for paragraph in _paragraphs(page_text):
+        if _one_passage(paragraph, max_chars):
+            blocks.append([paragraph])
+            continue
         packed: list[str] = []
         buf = ""
         for sent in _sentences(paragraph):
