@@ -34,6 +34,9 @@ LEAD_CHARS = 120  # a short lead (a heading such as "11.4. Indemnification.") st
 # (not whitespace).  "Section 12.3(a)" -> Section, 12, ., 3, (, a, ) = 7 tokens.  It is a
 # stable, tokenizer-free proxy for LLM tokens used for every "tokens kept" figure.
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+# ASCII character -> its class under _TOKEN_RE's \w and \s (as re decides): "a" word, " " space, "." other
+_ASCII_CLASSES = str.maketrans({chr(i): "a" if re.match(r"\w", chr(i)) else " " if re.match(r"\s", chr(i)) else "."
+                                for i in range(128)})
 
 _SPACES_RE = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200b\u202f\u205f\u3000\ufeff]+")
 _CLAUSE_START_RE = re.compile(
@@ -59,6 +62,9 @@ def count_tokens(text: str) -> int:
     """Number of word runs plus punctuation marks in ``text`` (see ``_TOKEN_RE``)."""
     if not text:
         return 0
+    if text.isascii():  # each character as its class (word / space / other), then runs and marks counted in C
+        classes = text.translate(_ASCII_CLASSES)
+        return classes.count(".") + classes.count(" a") + classes.count(".a") + (classes[0] == "a")
     return len(_TOKEN_RE.findall(text))
 
 

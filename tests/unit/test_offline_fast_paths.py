@@ -4,7 +4,9 @@ On real contract text: CUAD TRAIN contracts' text (``tools.cuad``; the holdout i
 is present, else the test fixtures.  Each test fails when its fast path drifts from the reference:
 
 * TF-IDF: ``TfidfTransform.logits`` (all documents counted at once in numpy) vs ``logits_reference`` (one
-  ``Counter`` of ``terms()`` per document): bit-identical logits, same columns, counts and order;
+  ``Counter`` of ``terms()`` per document): bit-identical logits, same columns, counts and order; ASCII
+  tokens split in C vs the token pattern;
+* ``count_tokens`` of ASCII text (character classes counted in C) vs its regex;
 * keyword priors: the literal pre-check (``clausegate.review.offline.keywords``) vs searching every text;
 * passages: a paragraph that skips Punkt (``passages._one_passage``) is what Punkt's sentences joined give,
   and the remembering Punkt (``clausegate.review.punkt``) splits as nltk's.
@@ -21,7 +23,8 @@ from nltk.tokenize.punkt import PunktSentenceTokenizer
 from clausegate.review.evidence import sentences
 from clausegate.review.offline.keywords import JoinedTexts, literal_hits, required_literals
 from clausegate.review.offline.model import load_model, passage_logits
-from clausegate.review.passages import _one_passage, _paragraphs, _sentences, split_passages
+from clausegate.review.offline.vectorize import TfidfTransform, strip_accents_unicode
+from clausegate.review.passages import _one_passage, _paragraphs, _sentences, count_tokens, split_passages
 from clausegate.review.punkt import MemoPunkt
 from tests.support.contracts import GATED_PAGES, LIABILITY_PAGES
 from tools import cuad
@@ -67,6 +70,28 @@ def test_fast_tfidf_logits_are_bit_identical_to_the_reference(texts):
     for r, text in enumerate(texts):
         a, b = starts[r], starts[r + 1]
         assert list(zip(cols[a:b].tolist(), counts[a:b].tolist(), strict=True)) == list(vec.term_counts(text).items())
+
+
+def _ascii_noise(n: int = 300) -> list[str]:
+    """Random strings over every ASCII character (words, spaces, control characters, "$", "%")."""
+    rng = np.random.default_rng(13)
+    return ["".join(map(chr, rng.integers(0, 128, size=int(rng.integers(1, 60))))) for _ in range(n)]
+
+
+def test_ascii_tokens_split_in_c_equal_the_token_pattern(texts):
+    vec = load_model().vectorizer
+    assert vec._word_runs
+    for text in [*texts, *_ascii_noise()]:
+        prepared = strip_accents_unicode(text.lower())
+        assert vec.tokens(text) == vec._tokens.findall(prepared), text
+    default = TfidfTransform(vocabulary=["ab"], idf=np.ones(1))  # scikit-learn's default pattern
+    for text in [*texts[:200], *_ascii_noise()]:
+        assert default.tokens(text) == re.findall(r"(?u)\b\w\w+\b", text.lower()), text
+
+
+def test_ascii_token_count_equals_the_regex(texts):
+    for text in [*texts, *_ascii_noise(), "Section 12.3(a)", " a", "a", "_x_ ,;"]:
+        assert count_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text)), text
 
 
 def test_keyword_prior_hits_equal_searching_every_text(texts):

@@ -19,6 +19,10 @@ from itertools import chain, repeat
 
 import numpy as np
 
+# token patterns whose tokens, in ASCII text without "$" or "%", are exactly the runs of 2+ word characters
+WORD_RUN_PATTERNS = (r"(?u)\b\w\w+\b", r"(?u)\b\w\w+\b|\$|%")
+# ASCII: a word character (as ``re`` decides \w) stays, any other character becomes a space
+_ASCII_WORD_CHARS = str.maketrans({chr(i): chr(i) if re.match(r"\w", chr(i)) else " " for i in range(128)})
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
 
 
@@ -49,6 +53,7 @@ class TfidfTransform:
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
     _tokens: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _ids: _TermIds | None = field(init=False, repr=False, compare=False)
+    _word_runs: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.strip_accents not in (None, "unicode"):
@@ -57,6 +62,7 @@ class TfidfTransform:
             raise ValueError(f"norm={self.norm!r} is not supported at scoring time")
         object.__setattr__(self, "_index", {str(term): i for i, term in enumerate(self.vocabulary)})
         object.__setattr__(self, "_tokens", re.compile(self.token_pattern))
+        object.__setattr__(self, "_word_runs", self.token_pattern in WORD_RUN_PATTERNS)
         object.__setattr__(self, "idf", np.asarray(self.idf, dtype=np.float64))
         fast = self.ngram_range[0] in (1, 2) and self.ngram_range[1] in (1, 2) and self.ngram_range[0] <= \
             self.ngram_range[1]
@@ -68,6 +74,9 @@ class TfidfTransform:
             text = text.lower()
         if self.strip_accents == "unicode":
             text = strip_accents_unicode(text)
+        if self._word_runs and text.isascii() and "$" not in text and "%" not in text:
+            # the pattern's tokens are then the runs of two or more word characters: split in C
+            return [w for w in text.translate(_ASCII_WORD_CHARS).split() if len(w) > 1]
         return self._tokens.findall(text)
 
     def terms(self, text: str) -> list[str]:
