@@ -34,6 +34,9 @@ def _fitted(**settings) -> tuple[TfidfVectorizer, TfidfTransform]:
     dict(ngram_range=(2, 3), sublinear_tf=True),
     dict(ngram_range=(1, 1), sublinear_tf=True, token_pattern=r"\S+", lowercase=False),
     dict(ngram_range=(1, 2), norm=None),
+    dict(ngram_range=(1, 1), token_pattern=r"\w+ \w+"),  # tokens holding a space (the fast path steps aside)
+    dict(ngram_range=(1, 2), token_pattern=r"\w+ \w+"),
+    dict(ngram_range=(2, 2), sublinear_tf=True),
 ])
 def test_logits_equal_scikit_learn(settings):
     vec, mine = _fitted(**settings)

@@ -129,8 +129,8 @@ class TfidfTransform:
         if self._ids is None:
             return self.logits_reference(texts, coef, scale)
         tokens = [self.tokens(t) for t in texts]
-        if self.ngram_range[1] == 2 and " " in "".join(chain.from_iterable(tokens)):
-            return self.logits_reference(texts, coef, scale)  # a token with a space: bigrams are ambiguous
+        if " " in "".join(chain.from_iterable(tokens)):
+            return self.logits_reference(texts, coef, scale)  # a token with a space: terms are ambiguous
         cols, counts, starts = self._ids.rows(tokens, self.ngram_range)
         out = np.zeros((len(texts), coef.shape[1]), dtype=np.float64)
         tf = counts.astype(np.float64)
