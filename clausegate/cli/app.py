@@ -43,7 +43,10 @@ def quiet_if_temporary_server() -> None:
     from clausegate.errors import ClauseGateError  # local import: keeps `clausegate` start-up lean
     from clausegate.stack.environment import quiet_temporary_server  # local import: Prefect; keeps start-up lean
 
-    if temporary_server.claimed_by_prefect_settings(get_current_settings().api.url):
+    resolved = get_current_settings().api.url
+    if temporary_server.claimed_by_prefect_settings(resolved):
+        if resolved is None:  # Prefect was loaded before the launcher set PREFECT_API_URL: set the live settings
+            _use_api_url(temporary_server.started_url())
         if not temporary_server.answers():
             _load_review_models()
         try:
@@ -98,12 +101,16 @@ def use_stack_api_url() -> str | None:
     state = read_state(StackPaths.for_project(settings().project_dir or Path.cwd()))
     if state and state.get("api_url") and api_healthy(state["api_url"]):
         use_api_credential()
-        # Prefect reads its settings when first imported: set the variable *and* the live settings.
-        from prefect.settings import PREFECT_API_URL, temporary_settings  # local import: keeps start-up lean
-
-        os.environ["PREFECT_API_URL"] = state["api_url"]
-        # Keep the context manager referenced: a collected one would close and restore the old settings.
-        _ACTIVE_SETTINGS.append(temporary_settings(updates={PREFECT_API_URL: state["api_url"]}))
-        _ACTIVE_SETTINGS[-1].__enter__()
+        _use_api_url(state["api_url"])
         return state["api_url"]
     return None
+
+
+def _use_api_url(url: str) -> None:
+    """Prefect reads its settings when first imported: set the variable *and* the live settings."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings  # local import: keeps start-up lean
+
+    os.environ["PREFECT_API_URL"] = url
+    # Keep the context manager referenced: a collected one would close and restore the old settings.
+    _ACTIVE_SETTINGS.append(temporary_settings(updates={PREFECT_API_URL: url}))
+    _ACTIVE_SETTINGS[-1].__enter__()

@@ -104,14 +104,14 @@ def started_url() -> str | None:
 
 
 def claimed_by_prefect_settings(resolved_api_url: str | None) -> bool:
-    """After Prefect is imported: whether its resolved API URL is still this temporary server's.  If not (a
-    settings source :func:`api_url_configured_elsewhere` did not see), the server is stopped and Prefect's
-    choice stands."""
+    """After Prefect is imported: whether its resolved API URL is still this temporary server's, or none at all
+    (Prefect loaded its settings before :func:`start` set the URL).  If another one (a settings source
+    :func:`api_url_configured_elsewhere` did not see), the server is stopped and Prefect's choice stands."""
     url = started_url()
     if url is None:
         return False
-    if resolved_api_url == url:
-        return True
+    if resolved_api_url in (url, None):  # None: Prefect read its settings before the launcher set the URL
+        return True  # (`python -m clausegate.cli` imports the commands first); the caller hands it the URL
     stop()
     return False
 

@@ -174,8 +174,10 @@ def test_review_without_a_stack_starts_a_quiet_temporary_server(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "on a temporary Prefect server (no local stack is up" in done.stdout
     assert "telemetry" not in (done.stdout + done.stderr).lower()
-    # the launcher started that server as the command started (clausegate/stack/temporary_server.py)
+    # the launcher started that server as the command started (clausegate/stack/temporary_server.py), and the
+    # run used it, also via `python -m clausegate.cli` (which loads Prefect first): Prefect started none of its own
     assert (tmp_path / "prefect" / "temporary-server.log").exists()
+    assert "Starting temporary server" not in done.stdout + done.stderr
 
 
 def test_batch_without_a_stack_ends_without_server_tracebacks(tmp_path):
@@ -199,6 +201,7 @@ def test_batch_without_a_stack_ends_without_server_tracebacks(tmp_path):
     assert "12 reviewed" in output, output[-2000:]
     assert "Traceback" not in output and "Error flushing" not in output, output[-4000:]
     assert (tmp_path / "prefect" / "temporary-server.log").exists()  # the launcher's, started with the command
+    assert "Starting temporary server" not in output  # ... and the run used it: Prefect started none of its own
 
 
 def _minimal(port: int, **kw) -> StackOptions:
