@@ -139,10 +139,7 @@ def test_rare_category_priors_of_2_1_raise_the_clause_over_its_paraphrase():
     rofr = keyword_pattern(priors["Rofr/Rofo/Rofn"]["pattern"])
     hits = keyword_hits(["Licensee has a RIGHT OF FIRST REFUSAL.", "A right of first look."], rofr)
     assert hits.tolist() == [True, False]
-    for category, (with_kw, without) in cases.items():
-        assert category in priors and priors[category]["logit_boost"] > 0, category
-        s = score_passages([with_kw, without], model)[:, model.category_index[category]]
-        assert s[0] > s[1], category
+    assert_priors_raise_their_wording(model, cases)
 
 
 def test_found_category_shows_its_best_passage_and_those_above_the_passage_threshold():
@@ -174,7 +171,6 @@ def test_priors_of_2_3_for_frequent_categories_match_their_wording():
     """2.3's priors for frequent categories with many contract-level errors in TRAIN's out-of-fold error analysis
     (kept where the nested TRAIN CV gained): they match the category's wording, not its paraphrase, and raise it."""
     model = load_model()
-    priors = model.metadata["keyword_priors"]
     cases = {
         "Exclusivity": ("Company appoints Distributor as its exclusive distributor of the Products in the Territory.",
                         "Company appoints Distributor as a distributor of the Products in the Territory."),
@@ -183,12 +179,7 @@ def test_priors_of_2_3_for_frequent_categories_match_their_wording():
         "Renewal Term": ("This Agreement shall automatically renew for successive one-year terms.",
                          "This Agreement shall continue for one year."),
     }
-    for category, (with_kw, without) in cases.items():
-        assert category in priors and priors[category]["logit_boost"] > 0, category
-        pattern = keyword_pattern(priors[category]["pattern"])
-        assert keyword_hits([with_kw, without], pattern).tolist() == [True, False], category
-        s = score_passages([with_kw, without], model)[:, model.category_index[category]]
-        assert s[0] > s[1], category
+    assert_priors_raise_their_wording(model, cases, matched=True)
 
 
 def test_confidence_has_a_per_category_offset():
@@ -202,3 +193,16 @@ def test_confidence_has_a_per_category_offset():
         expected = 1 / (1 + math.exp(-(cal["b"] + cal["category_b"][c])))
         assert model.calibrate(c, model.extract_threshold(c)) == pytest.approx(expected, abs=1e-6)
     assert cal["category_b"]["Governing Law"] != cal["category_b"]["Competitive Restriction Exception"]
+
+
+def assert_priors_raise_their_wording(model, cases: dict[str, tuple[str, str]], *, matched: bool = False) -> None:
+    """Each category of ``cases`` has a keyword prior with a positive boost, and its wording scores above the
+    paraphrase without it (``matched``: the prior's pattern also matches the wording and not the paraphrase)."""
+    priors = model.metadata["keyword_priors"]
+    for category, (with_kw, without) in cases.items():
+        assert category in priors and priors[category]["logit_boost"] > 0, category
+        if matched:
+            pattern = keyword_pattern(priors[category]["pattern"])
+            assert keyword_hits([with_kw, without], pattern).tolist() == [True, False], category
+        s = score_passages([with_kw, without], model)[:, model.category_index[category]]
+        assert s[0] > s[1], category
