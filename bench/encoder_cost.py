@@ -31,11 +31,12 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from prefilter import parsed_document  # noqa: E402  (bench/prefilter.py, next to this script)
+
 from clausegate.review.categories import CATEGORIES  # noqa: E402
 from clausegate.review.offline.extract import extract_offline  # noqa: E402
 from clausegate.review.passages import count_tokens  # noqa: E402
 from clausegate.review.prefilter import prefilter  # noqa: E402
-from clausegate.review.schemas import Page, ParsedDocument  # noqa: E402
 from tools import cuad  # noqa: E402
 
 LAYERS, WIDTH, HEADS, FFN = 6, 384, 12, 1536
@@ -80,15 +81,6 @@ def sample_train(n: int) -> list[dict]:
     return train[:n]
 
 
-def parsed(entry: dict) -> ParsedDocument:
-    pages = cuad.load_pages(entry)
-    return ParsedDocument(
-        contract_id=hashlib.sha256(entry["filename"].encode()).hexdigest(),
-        filename=entry["filename"],
-        pages=[Page(number=k, text=t, needs_ocr=not t.strip()) for k, t in enumerate(pages or [""], start=1)],
-    )
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=20, help="TRAIN contracts to time (default 20)")
@@ -102,7 +94,7 @@ def run(n: int, max_len: int) -> None:
     cats = list(CATEGORIES)
     rng = np.random.default_rng(0)
     layers = encoder_weights(rng)
-    docs = [parsed(e) for e in sample_train(n + 1)]
+    docs = [parsed_document(e, cuad.load_pages(e)) for e in sample_train(n + 1)]
     extract_offline(prefilter(docs[-1], cats), cats)  # warm-up, not timed
     shipped, encoder, tokens = [], [], []
     for doc in docs[:-1]:

@@ -19,7 +19,7 @@ def test_the_timed_encoder_has_minilm_l6s_layer_matrices():
     assert sum(w.size for layer in layers for w in layer.values()) == MINILM_L6_LAYER_MATRICES == 10_616_832
 
 
-def test_encode_runs_every_token_through_every_layer():
+def test_encode_returns_one_float32_vector_of_the_encoders_width():
     rng = np.random.default_rng(0)
     vector = encode(37, encoder_weights(rng), rng)
     assert vector.shape == (384,) and np.isfinite(vector).all() and vector.dtype == np.float32
