@@ -148,6 +148,16 @@ def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, 
                         reason="receipt_key_unavailable")
 
 
+def _suspend_timed_out(state) -> bool:
+    """Prefect failed the run because nobody resumed it before its suspend timeout (``pause_expirations``)."""
+    return state is not None and state.is_failed() and "never resumed" in (state.message or "")
+
+
+def _timed_out(rid: str, record, state_name: str) -> ResolveOutcome:
+    return _outcome("timed_out", rid, f"{record.filename}: run {rid} waited past Prefect's suspend timeout and "
+                                      "failed; it cannot be answered any more.", state=state_name, record=record)
+
+
 def _lost_race(client, uuid: UUID, record) -> ResolveOutcome:
     """Our resume conflicted with another answer's (409): report that answer once it is recorded (~seconds)."""
     rid = str(uuid)
@@ -197,10 +207,8 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                 return _outcome("already_decided", rid, f"{record.filename}: already decided: {first.describe()}. "
                                                         "Your answer was not applied.",
                                 state=state_name, decision=first, record=record)
-            if state is not None and state.is_failed() and "never resumed" in (state.message or ""):
-                return _outcome("timed_out", rid, f"{record.filename}: run {rid} waited past Prefect's suspend "
-                                                  "timeout and failed; it cannot be answered any more.",
-                                state=state_name, record=record)
+            if _suspend_timed_out(state):
+                return _timed_out(rid, record, state_name)
             waiting_soon = state is not None and (state.is_running() or state.is_pending() or state.is_scheduled())
             hint = " It has not reached its gate (yet); try again in a few seconds." if waiting_soon else ""
             return _outcome("not_suspended", rid, f"{record.filename}: run {rid} is {state_name}, not waiting for "
@@ -251,6 +259,9 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                 return _outcome("already_decided", rid, f"{record.filename}: already decided: {first.describe()}. "
                                                         "Your answer was not applied.",
                                 state="Resuming", decision=first, record=record)
+            now = client.read_flow_run(uuid).state  # or Prefect failed it as its suspend timeout ran out
+            if _suspend_timed_out(now):
+                return _timed_out(rid, record, now.name)
             return _outcome("not_suspended", rid, f"{record.filename}: run {rid} is no longer waiting "
                                                   f"({result.details.reason if result.details else 'aborted'}).",
                             record=record)

@@ -157,3 +157,22 @@ def test_sla_sweeper_escalates_only_overdue_gates(fake_slack):
     assert late.kind == "already_decided" and "escalated by sla via sla" in late.message
     posts = [c for c in fake_slack.calls("chat.postMessage", ok_only=True) if c.args["channel"] == "C0LEGAL"]
     assert any("late.pdf" in c.args["text"] and "SLA passed" in c.args["text"] for c in posts)
+
+
+def test_a_suspend_timeout_that_runs_out_during_the_answer_is_reported_as_timed_out(monkeypatch):
+    """Prefect's pause_expirations service fails the run between resolve_gate's read and its resume (a CI run hit
+    this): the answer is told the gate timed out, not that the run is "no longer waiting"."""
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.states import Failed
+
+    gate = open_synthetic_gate(None, timeout_seconds=3600)
+    real_resume = SyncPrefectClient.resume_flow_run
+
+    def expire_then_resume(client, flow_run_id, run_input=None):
+        client.set_flow_run_state(flow_run_id, Failed(message="The flow was paused and never resumed."), force=True)
+        return real_resume(client, flow_run_id, run_input=run_input)
+
+    monkeypatch.setattr(SyncPrefectClient, "resume_flow_run", expire_then_resume)
+    outcome = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli")
+    assert outcome.kind == "timed_out", outcome.message
+    assert state_of(gate.flow_run_id) == ("FAILED", "Failed")
