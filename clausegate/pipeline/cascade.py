@@ -134,32 +134,54 @@ def _same_finding(offline: Clause, found: Clause) -> bool:
 
 def merge_findings(offline: list[Clause], found: list[Clause], sent: list[str], *, model: str,
                    must_confirm: set[str]) -> tuple[list[Clause], list[Notice], list[str]]:
-    """The cascade's rule (module doc). Returns (clauses, notices, categories a person must decide)."""
+    """The cascade's rule (module doc). Returns (clauses, notices, categories a person must decide).
+
+    A model may raise a finding's confidence (its confirming quote at an equal or higher confidence stands for
+    the finding) and add findings; a confirmation at a *lower* confidence is a dispute (``model_found='lower'``):
+    the offline finding stays at its own confidence, so no model answer can push it under a playbook threshold.
+    """
     sent_set = set(sent)
     clauses = [c for c in offline if c.category not in sent_set]
     notices: list[Notice] = []
     gate: list[str] = []
     for category in sent:
         theirs = [c for c in found if c.category == category]
+        shown_as_dispute: set[int] = set()  # the model's lower confirmations: shown inside the dispute only
+        standing: set[int] = set()  # the model's clauses that stand for a confirmed offline finding
         for clause in (c for c in offline if c.category == category):
-            if any(_same_finding(clause, m) for m in theirs):
+            confirming = [m for m in theirs if _same_finding(clause, m)]
+            if any(m.confidence >= clause.confidence for m in confirming):
+                standing.update(id(m) for m in confirming if m.confidence >= clause.confidence)
                 continue  # confirmed: the model's exact quote of it stands for it
-            best = max(theirs, key=lambda m: m.confidence) if theirs else None
-            dispute = Dispute(model=model, model_found="other" if best else "nothing",
+            if confirming:
+                best = max(confirming, key=lambda m: m.confidence)
+                shown_as_dispute.update(id(m) for m in confirming)
+                found_as = "lower"
+            else:
+                best = max(theirs, key=lambda m: m.confidence) if theirs else None
+                found_as = "other" if best else "nothing"
+            dispute = Dispute(model=model, model_found=found_as,
                               model_text=best.text if best else None, model_pages=best.pages if best else [],
                               model_confidence=best.confidence if best else None)
             clauses.append(clause.model_copy(update={"dispute": dispute}))
             asks = category in must_confirm
             if asks and category not in gate:
                 gate.append(category)
-            side = (f"quoted other text (p. {best.pages[0]}): \"{' '.join(best.text.split())[:160]}\"" if best
-                    else "gave no valid clause of this category")
             notices.append(Notice(code=DISPUTED, page=clause.pages[0], message=(
                 f"{category}: the offline extractor found it on p. {clause.pages[0]} "
-                f"(confidence {clause.confidence:.2f}); the model {model} {side}. The finding is kept as disputed"
-                + ("; a person decides." if asks else "."))))
-        clauses.extend(theirs)
+                f"(confidence {clause.confidence:.2f}); the model {model} {_their_side(found_as, best)}. "
+                "The finding is kept as disputed" + ("; a person decides." if asks else "."))))
+        clauses.extend(m for m in theirs if id(m) in standing or id(m) not in shown_as_dispute)
     return clauses, notices, gate
+
+
+def _their_side(found_as: str, best: Clause | None) -> str:
+    if best is None:
+        return "gave no valid clause of this category"
+    quote = " ".join(best.text.split())[:160]
+    if found_as == "lower":
+        return f"quoted it at a lower confidence ({best.confidence:.2f}): \"{quote}\""
+    return f"quoted other text (p. {best.pages[0]}): \"{quote}\""
 
 
 def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shrink: Callable | None = None):

@@ -105,7 +105,9 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
         stage = "review"
         review = assemble.assemble_review(document, filtered, extraction, playbook=book.name,
                                           gated=[*book.gated_categories, *model_gate],
-                                          min_confidence=book.steps.extract.min_confidence, cascade=cascade_summary,
+                                          min_confidence=book.steps.extract.min_confidence,
+                                          protected=[*book.gated_categories, *book.high_risk],
+                                          cascade=cascade_summary,
                                           suggestions=generated.suggestions, notices=generated.notices,
                                           cost_by_step=costs)
         review = review.model_copy(update={"model_unconfirmed": unconfirmed})

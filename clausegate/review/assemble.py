@@ -81,6 +81,7 @@ def assemble_review(
     playbook: str,
     gated: Iterable[str],
     min_confidence: float = 0.0,
+    protected: Iterable[str] = (),
     cascade: CascadeSummary | None = None,
     suggestions: Iterable[Suggestion] = (),
     notices: Iterable[Notice] = (),
@@ -89,8 +90,11 @@ def assemble_review(
     parsed = require(ParsedDocument, document, step="review")
     kept = require(FilteredDocument, filtered, step="review")
     found = require(Extraction, extraction, step="review")
+    # min_confidence thins out ordinary findings; a gated or high-risk finding leaves only by a person's
+    # decision, never by a threshold (which a model's low-confidence answer could otherwise push it under)
+    keep = set(protected)
     clauses = sorted(
-        (c for c in found.clauses if c.confidence >= min_confidence or c.possible),
+        (c for c in found.clauses if c.confidence >= min_confidence or c.possible or c.category in keep),
         key=lambda c: (CATEGORIES.index(c.category), c.pages[0], -c.confidence),
     )
     present = {c.category for c in clauses if not c.possible}

@@ -52,7 +52,10 @@ class ExtractSettings(StepPolicy):
     extractor: str = Field(
         "offline", description="'offline', or a model block 'anthropic-model/NAME' / 'openai-compatible-model/NAME'"
     )
-    min_confidence: float = Field(0.0, ge=0, le=1, description="drop clauses below this confidence")
+    min_confidence: float = Field(
+        0.0, ge=0, le=1,
+        description="drop clauses below this confidence, except in gated and high-risk categories "
+                    "(only a person's decision clears those)")
     cascade_margin: float = Field(
         1.0, ge=0, le=20,
         description="send a category to the model when its best offline score is within this many log-odds "

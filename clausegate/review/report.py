@@ -50,9 +50,12 @@ def _model_sections(review: Review) -> list[str]:
                   "| Category | Offline finding | Model |", "|---|---|---|"]
         for c in disputed:
             d = c.dispute
-            theirs = (f"{d.model}: other text ({_pages(d.model_pages)}, {d.model_confidence:.2f}): "
-                      f"{_md_cell(_cut(d.model_text or '', 200))}" if d.model_found == "other"
-                      else f"{d.model}: no valid clause of this category")
+            if d.model_found == "nothing":
+                theirs = f"{d.model}: no valid clause of this category"
+            else:
+                what = "other text" if d.model_found == "other" else "this text at a lower confidence"
+                theirs = (f"{d.model}: {what} ({_pages(d.model_pages)}, {d.model_confidence:.2f}): "
+                          f"{_md_cell(_cut(d.model_text or '', 200))}")
             ours = f"{_pages(c.pages)}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))}"
             lines.append(f"| {c.category} | {ours} | {theirs} |")
     if review.model_unconfirmed:

@@ -82,10 +82,11 @@ class Dispute(_Model):
     adds evidence, it never removes it) and, in a gated or high-risk category, a person decides."""
 
     model: str = Field(description="the model that disagreed")
-    model_found: Literal["nothing", "other"] = Field(
+    model_found: Literal["nothing", "other", "lower"] = Field(
         description="'nothing': no valid clause of this category in the model's answer; "
-                    "'other': the model quoted different text for this category")
-    model_text: str | None = Field(None, description="the model's quote when model_found='other'")
+                    "'other': the model quoted different text for this category; "
+                    "'lower': the model quoted this finding but at a lower confidence than the offline extractor")
+    model_text: str | None = Field(None, description="the model's quote when model_found is 'other' or 'lower'")
     model_pages: list[int] = []
     model_confidence: float | None = None
 

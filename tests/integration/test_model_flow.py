@@ -23,7 +23,7 @@ from clausegate.demo.responders import contract_responder
 from flows.contract_review import contract_review
 from tests.support.contracts import LIABILITY_PAGES
 from tests.support.flow_runs import task_states
-from tests.support.model_flow import KEY, playbook, review, save_block
+from tests.support.model_flow import KEY, confirming_at, playbook, review, save_block
 from tests.support.pdf_factory import make_text_pdf
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -351,3 +351,54 @@ def test_a_503_retry_after_is_honoured(tmp_path, anthropic):
     first, second = anthropic.requests[:2]
     assert (first.status, second.status) == (503, 200)
     assert second.at - first.at >= 2.0  # Retry-After: 2 honoured although Prefect's delay is 0.1 s
+
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+def test_a_low_confidence_confirmation_cannot_clear_a_gated_finding(tmp_path, anthropic, openai, protocol):
+    """Issue 20, HIGH 1: a model that "confirms" gated findings at 0.01 under min_confidence 0.5 used to replace
+    them with its own clause, which the threshold then dropped: the review ended complete with nothing gated."""
+    server = anthropic if protocol == "anthropic" else openai
+    pdf = make_text_pdf(tmp_path / "msa.pdf", LIABILITY_PAGES)
+    threshold = ", min_confidence: 0.5"
+    offline_state, _ = review(tmp_path, pdf, playbook(tmp_path, "offline", high_risk=GATED, gates=GATES,
+                                                      extract=threshold), out="offline")
+    offline_result = offline_state.result()
+    gated = [c for c in offline_result.clauses if c.category in offline_result.gated_categories]
+    assert gated and offline_result.status == "pending_decision"
+
+    server.responder = confirming_at(0.01, [(c.category, c.text) for c in gated])
+    state, _ = review(tmp_path, pdf, playbook(tmp_path, save_block(protocol, server), high_risk=GATED, gates=GATES,
+                                              extract=threshold))
+    assert state.is_completed(), state.message
+    result = state.result()
+    assert server.calls == 1
+    assert result.status == "pending_decision", "a model answer cleared a gated finding"
+    assert set(result.gated_categories) >= set(offline_result.gated_categories)
+    kept = {(c.category, c.text): c for c in result.clauses}
+    for finding in gated:
+        clause = kept.get((finding.category, finding.text))
+        assert clause is not None, f"{finding.category} was dropped"
+        assert clause.confidence == finding.confidence and clause.source == "offline"
+        assert clause.dispute is not None and clause.dispute.model_found == "lower"
+        assert clause.dispute.model_confidence == 0.01
+    assert not [c for c in result.clauses if c.source == "model" and c.confidence < 0.5]
+    disputes = [w.message for w in result.warnings if w.code == "CG-MODEL-DISPUTED"]
+    assert disputes and all("lower confidence (0.01)" in m and "a person decides" in m for m in disputes)
+    markdown = next((tmp_path / "reports").glob("*.md")).read_text()
+    assert "this text at a lower confidence" in markdown
+
+
+def test_a_higher_confidence_confirmation_stands_for_the_finding(tmp_path, anthropic):
+    """The other side of the rule: a model may raise a finding's confidence (its quote replaces it, no dispute)."""
+    pdf = make_text_pdf(tmp_path / "msa.pdf", LIABILITY_PAGES)
+    offline_state, _ = review(tmp_path, pdf, playbook(tmp_path, "offline", high_risk=GATED, gates=GATES), out="off")
+    gated = [c for c in offline_state.result().clauses if c.category in offline_state.result().gated_categories]
+    anthropic.responder = confirming_at(0.99, [(c.category, c.text) for c in gated])
+    state, _ = review(tmp_path, pdf, playbook(tmp_path, save_block("anthropic", anthropic), high_risk=GATED,
+                                              gates=GATES))
+    result = state.result()
+    model = {(c.category, c.text): c for c in result.clauses if c.source == "model"}
+    assert all(model[(c.category, c.text)].confidence == 0.99 for c in gated)
+    assert not [c for c in result.clauses if c.dispute]
+    assert result.status == "pending_decision"  # still gated: only a person clears a gated category

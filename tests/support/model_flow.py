@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from clausegate.config import AnthropicModel, OpenAICompatibleModel
-from clausegate.demo.model_server import FakeModelServer
+from clausegate.demo.model_server import FakeModelServer, prompts_of
 from flows.contract_review import contract_review
 from tests.support.flow_runs import task_states
 
@@ -59,3 +60,23 @@ def review(tmp_path, pdf, book, out="reports"):
     """One in-process contract-review run: (its final state, task name -> final state name)."""
     state = asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(tmp_path / out), return_state=True))
     return state, task_states(state.state_details.flow_run_id, expected=5)
+
+
+_PASSAGE = re.compile(r'<contract_passage id="(?P<id>[^"]+)" page="\d+">\n(?P<text>.*?)\n</contract_passage>', re.S)
+
+
+def confirming_at(confidence: float, findings):
+    """A responder that "confirms" each (category, text) finding by quoting its text exactly, at ``confidence``."""
+
+    def responder(request):
+        _, user = prompts_of(request)
+        passages = [m.groupdict() for m in _PASSAGE.finditer(user)]
+        clauses = []
+        for category, text in findings:
+            passage = next((p for p in passages if " ".join(text.split()) in " ".join(p["text"].split())), None)
+            if passage is not None:
+                clauses.append({"category": category, "passage_id": passage["id"], "text": text,
+                                "confidence": confidence})
+        return json.dumps({"clauses": clauses})
+
+    return responder
