@@ -172,6 +172,13 @@ class Settings(BaseSettings):
     parse_pool_size: int = Field(2, ge=0, description="sandboxed PDF parser processes each flow-run process keeps "
                                  "running and reuses (clausegate/review/document/pool.py); 0 = a new parser "
                                  "process per contract")
+    strict_text: bool = Field(False, description="strict text mode (docs/security.md): no clause text in Prefect's "
+                              "database or an unsealed file; artifacts, gate records, Slack and reports show "
+                              "categories, pages and confidence, the text is read back by `clausegate gates show` "
+                              "or the inbox API")
+    seal_reports: bool = Field(False, description="in strict text mode, also write the full review next to each "
+                               "report, sealed with the at-rest key (`<report>.json.sealed`; read it with "
+                               "`clausegate report-text PATH`)")
     inbox: InboxSettings = Field(default_factory=InboxSettings, description="CLAUSEGATE_INBOX_*")
     gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="CLAUSEGATE_GATEWAY_*")
 

@@ -52,7 +52,8 @@ from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_
 from clausegate.review.llm.redlines import GenerationAnswer, GenerationPrompt, ground_suggestions
 from clausegate.review.offline.model import META_NAME, MODEL_DIR
 from clausegate.review.playbook import Playbook, StepPolicy
-from clausegate.review.report import render_markdown, write_report
+from clausegate.review.redact import redact_review
+from clausegate.review.report import SEALED_SUFFIX, render_markdown, write_report
 from clausegate.review.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
 from clausegate.security import at_rest
 
@@ -177,11 +178,16 @@ def publish_report(review: Review, out_dir: str, artifact: bool = True) -> list[
     """Write the JSON + Markdown reports; ``artifact``: also publish the review as the run's Markdown artifact
     (a contract-review run).  The nightly batch passes False: one API write per contract was most of its
     report step, and its summary artifact lists every contract (the reports are in ``out_dir``)."""
-    json_path, md_path = write_report(review, out_dir)
+    config = settings()
+    shown = redact_review(review) if config.strict_text else review  # strict: no clause text leaves the seal
+    json_path, md_path = write_report(shown, out_dir, private=config.strict_text)
+    if config.strict_text and config.seal_reports:
+        full = json.dumps(review.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+        at_rest.write_sealed(json_path.with_name(json_path.name + SEALED_SUFFIX), full)
     if artifact:
         create_markdown_artifact(
             key=f"review-{review.contract_id[:16]}",
-            markdown=render_markdown(review),
+            markdown=render_markdown(shown),
             description=f"ClauseGate review of {review.filename} ({review.status})",
         )
     return [str(json_path), str(md_path)]

@@ -14,6 +14,7 @@ from clausegate.review.money import eur_digits, eur_text
 from clausegate.review.schemas import Cost, Notice, Review
 
 CLAUSE_TEXT_LIMIT = 400
+SEALED_SUFFIX = ".sealed"  # strict text mode's sealed full review next to a report: <stem>.json.sealed
 
 
 def report_stem(review: Review) -> str:
@@ -165,11 +166,12 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def write_report(review: Review, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``<stem>.json`` and ``<stem>.md`` atomically; return their paths."""
+def write_report(review: Review, out_dir: str | Path, *, private: bool = False) -> tuple[Path, Path]:
+    """Write ``<stem>.json`` and ``<stem>.md`` atomically (owner-only files); return their paths.
+    ``private``: a folder this creates is owner-only too (strict text mode)."""
     folder = Path(out_dir)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
         stem = report_stem(review)
         json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
         _atomic_write(json_path, json.dumps(review.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,41 @@
+"""`clausegate report-text`: the full review sealed next to a report in strict text mode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clausegate.cli.app import app, console
+from clausegate.errors import ClauseGateError
+
+MAX_SEALED_REVIEW_BYTES = 64 * 1024 * 1024
+
+
+@app.command("report-text")
+def report_text(path: Annotated[Path, typer.Argument(help="a report's <stem>.json.sealed or its <stem>.json")]) -> None:
+    """Print the clauses of a review whose report was written in strict text mode, from its sealed copy."""
+    from clausegate.review.report import SEALED_SUFFIX  # local import: the review package; CLI start-up lean
+    from clausegate.security.at_rest import unseal  # local import: cryptography; keeps CLI start-up lean
+
+    sealed = path if path.name.endswith(SEALED_SUFFIX) else path.with_name(path.name + SEALED_SUFFIX)
+    try:
+        if sealed.stat().st_size > MAX_SEALED_REVIEW_BYTES:
+            raise typer.BadParameter(f"{sealed} is larger than a sealed review can be")
+        review = json.loads(unseal(sealed.read_bytes(), what=f"the sealed review {sealed.name}"))
+    except FileNotFoundError:
+        console.print(f"[red]No sealed review at {sealed}[/red]: reports carry one only when they were written with "
+                      "CLAUSEGATE_STRICT_TEXT=true and CLAUSEGATE_SEAL_REPORTS=true.", highlight=False)
+        raise typer.Exit(2) from None
+    except ClauseGateError as error:
+        console.print(f"[red]{error}[/red]", highlight=False)
+        raise typer.Exit(1) from None
+    console.print(f"{review['filename']} · playbook {review['playbook']} · status {review['status']}", highlight=False)
+    for clause in review["clauses"]:
+        where = f"§ {clause['section']}, " if clause.get("section") else ""
+        pages = ",".join(map(str, clause["pages"]))
+        console.print(f"\n[bold]{clause['category']}[/bold] ({where}p. {pages}, {clause['confidence']:.2f})",
+                      highlight=False)
+        console.print(clause["text"], highlight=False, markup=False)

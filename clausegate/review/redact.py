@@ -1,0 +1,34 @@
+"""Strict text mode: the copy of a review that may leave the sealed store (``CLAUSEGATE_STRICT_TEXT``).
+
+In strict mode no clause text reaches Prefect's database or an unsealed file: the review's Markdown artifact
+and the gate record show categories, sections, pages and confidence; the text itself stays in the sealed run
+result and the sealed task results, read back by an authenticated path (the inbox API, ``clausegate gates show``).
+
+What is taken out: every clause's text, a dispute's model quote, the suggested redlines and questions (they
+quote or rewrite the clause), and notice messages (several quote the contract); the notice codes and pages stay.
+"""
+
+from __future__ import annotations
+
+from clausegate.review.schemas import Clause, Notice, Review
+
+SEALED_TEXT = "[text sealed: strict text mode]"
+
+
+def redact_clause(clause: Clause) -> Clause:
+    dispute = clause.dispute.model_copy(update={"model_text": None}) if clause.dispute else None
+    return clause.model_copy(update={"text": SEALED_TEXT, "dispute": dispute})
+
+
+def redact_notice(notice: Notice) -> Notice:
+    return notice.model_copy(update={"message": SEALED_TEXT})
+
+
+def redact_review(review: Review) -> Review:
+    """``review`` with no contract text in it (see the module doc)."""
+    suggestions = [s.model_copy(update={"redline": SEALED_TEXT, "questions": []}) for s in review.suggestions]
+    return review.model_copy(update={
+        "clauses": [redact_clause(c) for c in review.clauses],
+        "warnings": [redact_notice(w) for w in review.warnings],
+        "suggestions": suggestions,
+    })
