@@ -207,6 +207,8 @@ CODES: dict[str, Code] = {
     "CG-SCALEOUT-POSTGRES": Code("scale-out: a PostgreSQL command failed (docs/operations.md)", "9"),
     "CG-SCALEOUT-BATCH": Code("scale-out: the nightly batch on PostgreSQL did not complete (docs/operations.md)", "9"),
     # the inbox API and the gateway (clausegate/inbox/, clausegate/gateway/, clausegate/ops/audit.py)
+    "CG-SOURCE-URL": Code("a review's source URL is not on the allow-list, not a PDF or could not be fetched", "10"),
+    "CG-SOURCE-TASK": Code("a review's source names an inbox task with no stored contract on this worker", "10"),
     "CG-INBOX": Code("an inbox request failed", "10"),
     "CG-INBOX-AUTH": Code("401: no, malformed, unknown or revoked API key", "10"),
     "CG-INBOX-NOT-FOUND": Code("404: no such task for this key's sender", "10"),

@@ -48,8 +48,10 @@ ModelBlock = Annotated[str, Field(pattern=MODEL_BLOCK_PATTERN),
 
 # -- contract-review and nightly-batch -----------------------------------------------------------------------
 ContractSource = Annotated[str, described(
-    "The contract PDF to review: a path on the worker's machine (the machine that runs this flow run), "
-    "e.g. /data/contracts/acme-msa.pdf or a path relative to the project folder.")]
+    "The contract PDF to review, one of: a path on the worker's machine (the machine that runs this flow run), "
+    "e.g. /data/contracts/acme-msa.pdf or a path relative to the project folder; an http(s) link to the PDF "
+    "(its host must be on the worker's CLAUSEGATE_INBOX_URL_ALLOW_LIST); or an inbox task id (the task_id an "
+    "inbox submission returned, i.e. an earlier review's run id) to review that contract again.")]
 Playbook = Annotated[ShippedPlaybook | PlaybookFile, described(
     "Which categories to look for, which need a person's decision, and the step settings: one of the shipped "
     f"playbooks ({', '.join(SHIPPED_PLAYBOOKS)}; `clausegate playbooks` lists them) or the path of a YAML "

@@ -35,6 +35,7 @@ from clausegate.gates import run_gate
 from clausegate.ops.budget import start_meter, stop_meter
 from clausegate.pipeline.attempts import ensure_current
 from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
+from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
 from clausegate.review import assemble
 from clausegate.review.money import eur_text
@@ -70,7 +71,7 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     check_timeouts(book, use)  # a step timeout that cannot hold the HTTP calls fails here, at load
     version = offline_model_version()
 
-    contract = fingerprint_contract(source, book.steps.parse.max_file_mb)
+    contract = fingerprint_contract(resolve_source(source), book.steps.parse.max_file_mb)
     meter = start_meter(contract.contract_id)  # every paid model answer of this review, failed steps too
     logger.info("1/5 parsing %s (contract %s)", contract.filename, contract.contract_id[:12])
     document = filtered = None
