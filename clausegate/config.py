@@ -29,7 +29,7 @@ from clausegate.security.fetch import Policy, canonical_host, parse_entry
 
 __all__ = ["AnthropicModel", "OpenAICompatibleModel", "SlackSettings", "BLOCK_CLASSES", "MODEL_BLOCK_KINDS",
            "Settings", "InboxSettings", "GatewaySettings", "settings", "slack_block_name", "load_slack_settings",
-           "load_model_block"]
+           "load_model_block", "strict_text"]
 
 MODEL_BLOCK_KINDS = {"anthropic-model": AnthropicModel, "openai-compatible-model": OpenAICompatibleModel}
 BLOCK_CLASSES = (AnthropicModel, OpenAICompatibleModel, SlackSettings)  # registered by `clausegate up`
@@ -241,3 +241,8 @@ def load_model_block(name: str) -> AnthropicModel | OpenAICompatibleModel:
     except ValueError as exc:
         raise ConfigurationError(f"model block {name!r} not found: {exc}",
                                  hint="create it in the Prefect UI (Blocks) or with `clausegate model-block`") from None
+
+
+def strict_text() -> bool:
+    """Strict text mode (``CLAUSEGATE_STRICT_TEXT``): no clause text in Prefect's database or unsealed files."""
+    return settings().strict_text

@@ -1,4 +1,4 @@
-"""`clausegate report-text`: the full review sealed next to a report in strict text mode."""
+"""`clausegate report-text` and `clausegate gate-text`: clause text that strict text mode keeps sealed."""
 
 from __future__ import annotations
 
@@ -39,3 +39,36 @@ def report_text(path: Annotated[Path, typer.Argument(help="a report's <stem>.jso
         console.print(f"\n[bold]{clause['category']}[/bold] ({where}p. {pages}, {clause['confidence']:.2f})",
                       highlight=False)
         console.print(clause["text"], highlight=False, markup=False)
+
+
+@app.command("gate-text")
+def gate_text(run_id: Annotated[str, typer.Argument(help="the flow-run id of a review at (or past) its gate")]) -> None:
+    """Print the findings of a review's gate with their text, unsealed (strict text mode keeps it sealed in
+    Prefect); needs the Prefect API credential and the at-rest key, as the worker has."""
+    import uuid  # local import: only this command parses run ids
+
+    from prefect.client.orchestration import get_client  # local import: Prefect; keeps CLI start-up lean
+
+    from clausegate.gates import store  # local import: Prefect; keeps CLI start-up lean
+
+    try:
+        rid = uuid.UUID(run_id.strip())
+    except ValueError:
+        console.print(f"[red]'{run_id[:100]}' is not a flow run id[/red] (a UUID, as `clausegate gates` lists).",
+                      highlight=False)
+        raise typer.Exit(2) from None
+    try:
+        with get_client(sync_client=True) as client:
+            record = store.current_record(client, client.read_flow_run(rid))
+        if record is None:
+            console.print(f"Run {rid} has no gate.", highlight=False)
+            raise typer.Exit(4)
+        console.print(f"{record.filename} · playbook {record.playbook} · gate {record.key}", highlight=False)
+        for finding in record.findings:
+            pages = ",".join(map(str, finding.pages)) or "-"
+            console.print(f"\n[bold]{finding.category}[/bold] (p. {pages}, {finding.confidence:.2f})",
+                          highlight=False)
+            console.print(finding.unsealed_text(), highlight=False, markup=False)
+    except ClauseGateError as error:
+        console.print(f"[red]{error}[/red]", highlight=False)
+        raise typer.Exit(1) from None

@@ -33,7 +33,9 @@ from prefect.input.run_input import keyset_from_base_key
 from pydantic import BaseModel, ConfigDict, Field
 
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.schemas import Review, Suggestion
+from clausegate.security import at_rest
 
 Decision = Literal["approve", "changes", "escalate"]
 Via = Literal["slack", "ui", "cli", "sla"]
@@ -93,6 +95,13 @@ class Finding(BaseModel):
     pages: list[int]
     text: str
     confidence: float
+    sealed_text: str | None = Field(None, description="strict text mode: the text, sealed with the at-rest key "
+                                    "(`text` then says so); `clausegate gate-text RUN` reads it")
+
+    def unsealed_text(self) -> str:
+        if self.sealed_text is None:
+            return self.text
+        return at_rest.unseal(self.sealed_text.encode("ascii"), what="a gate finding's sealed text").decode("utf-8")
 
 
 class GateRecord(BaseModel):
@@ -210,16 +219,15 @@ def response_key(key: str) -> str:
     return keyset_from_base_key(f"suspended-{key}")["response"]
 
 
-def findings_of(review: Review, categories: list[str]) -> list[Finding]:
+def findings_of(review: Review, categories: list[str], *, strict: bool = False) -> list[Finding]:
+    """The findings a person is asked about; ``strict`` (strict text mode): their text only sealed."""
     wanted = set(categories)
     out = []
     if INTEGRITY_CATEGORY in wanted:  # hidden or garbled text: each warning is a finding the person sees
         for warning in review.warnings:
             if warning.code in INTEGRITY_CODES:
-                text = " ".join(warning.message.split())
-                out.append(Finding(category=INTEGRITY_CATEGORY, pages=[warning.page] if warning.page else [],
-                                   text=text if len(text) <= CLAUSE_CUT else text[: CLAUSE_CUT - 1].rstrip() + "…",
-                                   confidence=1.0))
+                out.append(_finding(INTEGRITY_CATEGORY, [warning.page] if warning.page else [], warning.message,
+                                    1.0, strict))
     for clause in review.clauses:
         if clause.category in wanted:
             text = " ".join(clause.text.split())
@@ -227,11 +235,18 @@ def findings_of(review: Review, categories: list[str]) -> list[Finding]:
                 text = f"§ {clause.section}: {text}"
             if clause.possible:  # scored near the threshold without reaching it: the person checks it
                 text = f"POSSIBLE (not certain; please check): {text}"
-            if len(text) > CLAUSE_CUT:
-                text = text[: CLAUSE_CUT - 1].rstrip() + "…"
-            out.append(Finding(category=clause.category, pages=list(clause.pages), text=text,
-                               confidence=round(clause.confidence, 3)))
+            out.append(_finding(clause.category, list(clause.pages), text, round(clause.confidence, 3), strict))
     return out
+
+
+def _finding(category: str, pages: list[int], text: str, confidence: float, strict: bool) -> Finding:
+    text = " ".join(text.split())
+    if len(text) > CLAUSE_CUT:
+        text = text[: CLAUSE_CUT - 1].rstrip() + "…"
+    if strict:
+        return Finding(category=category, pages=pages, text=SEALED_TEXT, confidence=confidence,
+                       sealed_text=at_rest.seal(text.encode("utf-8")).decode("ascii"))
+    return Finding(category=category, pages=pages, text=text, confidence=confidence)
 
 
 def suspend_timeout_seconds(sla_hours: float) -> int:

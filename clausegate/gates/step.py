@@ -37,7 +37,7 @@ from prefect.flow_runs import suspend_flow_run
 from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
-from clausegate.config import load_slack_settings, slack_block_name
+from clausegate.config import load_slack_settings, slack_block_name, strict_text
 from clausegate.errors import GateError
 from clausegate.gates import store
 from clausegate.gates.model import (
@@ -60,6 +60,7 @@ from clausegate.ops import audit
 from clausegate.pipeline.attempts import ensure_current
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import Playbook
+from clausegate.review.redact import redact_review
 from clausegate.review.schemas import GateDecision, Notice, Review
 
 DEFAULT_SLA_HOURS = 24.0
@@ -129,10 +130,11 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                 record = GateRecord(
                     key=key, flow_run_id=str(flow_run.id), flow_run_name=flow_run.name, contract_id=review.contract_id,
                     filename=review.filename, playbook=review.playbook, categories=categories,
-                    findings=findings_of(review, categories),
+                    findings=findings_of(review, categories, strict=strict_text()),
                     reasons={g.category: g.reason for g in book.gates if g.category in categories},
                     clauses_total=len(review.clauses), cost_eur=review.cost.eur, opened_at=now_utc(),
-                    suggestions=[x for x in review.suggestions if x.category in categories],
+                    suggestions=[x for x in (redact_review(review) if strict_text() else review).suggestions
+                                 if x.category in categories],
                     sla_hours=sla, suspend_timeout_seconds=suspend_timeout_seconds(sla),
                     allowed_reviewers=settings.reviewers_for(categories) if settings else [],
                 )
@@ -149,7 +151,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
     if record is None:  # answered, but the record is gone (not written by ClauseGate): still take the answer
         record = GateRecord(key=key, flow_run_id=str(flow_run.id), contract_id=review.contract_id,
                             filename=review.filename, playbook=review.playbook, categories=categories,
-                            findings=findings_of(review, categories), opened_at=now_utc(),
+                            findings=findings_of(review, categories, strict=strict_text()), opened_at=now_utc(),
                             sla_hours=_sla_hours(book, categories),
                             suspend_timeout_seconds=suspend_timeout_seconds(_sla_hours(book, categories)))
     form = GateInput.with_initial_data(description=describe_for_ui(record))
