@@ -151,3 +151,45 @@ def no_tesseract(monkeypatch, tmp_path):
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     assert shutil.which("tesseract") is None
+
+
+# ------------------------------------------------------------------ order and progress
+_FOLDERS = ("unit", "integration", "e2e")
+_FOLDER_NOTES = {"unit": "plain Python, no server",
+                 "integration": "flows and services against the session Prefect server",
+                 "e2e": "real processes: deployments, workers, the stack; each test takes tens of seconds"}
+
+
+def _folder(item: pytest.Item) -> str:
+    parts = Path(str(item.fspath)).relative_to(ROOT).parts
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Unit tests first, then integration, then the slow end-to-end tests (a stable sort: each module's tests
+    stay together, in their order), so a failure in fast code shows within the first minutes."""
+    items.sort(key=lambda item: _FOLDERS.index(_folder(item)) if _folder(item) in _FOLDERS else len(_FOLDERS))
+    config._clausegate_counts = {name: sum(_folder(i) == name for i in items) for name in _FOLDERS}
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """A line when the run enters tests/unit, tests/integration or tests/e2e: how many tests and what they are,
+    so the long end-to-end stretch does not look like a hang."""
+    folder = nodeid.split("/")[1] if nodeid.startswith("tests/") and nodeid.count("/") >= 2 else "other"
+    config = _PYTEST_CONFIG[0] if _PYTEST_CONFIG else None
+    if config is None or folder == getattr(config, "_clausegate_folder", None) or folder not in _FOLDERS:
+        return
+    config._clausegate_folder = folder
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    count = getattr(config, "_clausegate_counts", {}).get(folder, 0)
+    if reporter is not None and count:
+        if getattr(reporter._tw, "width_of_current_line", 0):
+            reporter.write_line("")  # end the line of dots first
+        reporter.write_line(f"tests/{folder}: {count} tests ({_FOLDER_NOTES[folder]})", bold=True)
+
+
+_PYTEST_CONFIG: list = []
+
+
+def pytest_configure(config):
+    _PYTEST_CONFIG.append(config)
