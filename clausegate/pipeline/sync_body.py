@@ -28,10 +28,12 @@ from typing import Any, TypeVar
 from prefect import Flow
 from prefect.context import FlowRunContext, SyncClientContext
 
+from clausegate.pipeline import log_filters
 from clausegate.pipeline.tls import share_api_tls_context
 
 R = TypeVar("R")
 share_api_tls_context()  # every flow imports this module: its API clients share one verified TLS context
+log_filters.install()  # and its logs: a suspend is INFO, the worker-thread timeout warning once
 
 
 async def run_sync_body(body: Callable[..., R], *args: Any, **kwargs: Any) -> R:

@@ -28,6 +28,24 @@ GATES = "[{category: Uncapped Liability}, {category: Liquidated Damages}, {categ
 THRESHOLD = ", min_confidence: 0.5"
 
 
+def wait_for_log(run_id, prefix: str, timeout: float = 30.0):
+    """The run's first log line starting with ``prefix``, as the Prefect API stores it (with its level)."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))
+        found = [log for log in logs if log.message.startswith(prefix)]
+        if found or time.monotonic() > deadline:
+            assert found, f"no log line {prefix!r} among {[log.message[:60] for log in logs]}"
+            return found[0]
+        time.sleep(0.5)
+
+
 def test_a_deployed_run_suspends_when_the_model_confirms_at_low_confidence(tmp_path):
     from prefect.deployments import run_deployment
 
@@ -55,6 +73,9 @@ def test_a_deployed_run_suspends_when_the_model_confirms_at_low_confidence(tmp_p
             assert model.calls >= 1
             posted = " ".join(str(m["blocks"]) for m in slack.messages.values())
             assert any(category in posted for category, _ in gated)
+            # issue 21 item 5: a run suspended at its gate is not an error in its log
+            finished = wait_for_log(run.id, "Finished in state Suspended")
+            assert finished.level == 20, f"logged at level {finished.level}"
         finally:
             stop_process_group(serve)
             from prefect.client.orchestration import get_client

@@ -92,3 +92,4 @@ def test_a_task_id_reviews_that_tasks_stored_contract_and_an_unknown_one_is_refu
     state = run(str(uuid.uuid4()), tmp_path)
     assert state.is_failed()
     assert "CG-SOURCE-TASK" in failure_of(state)
+

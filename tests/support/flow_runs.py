@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections import Counter
 
@@ -43,3 +45,17 @@ def review_artifact_keys(flow_run_id: str) -> list[str]:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
     return [a.key for a in found if (a.key or "").startswith("review-")]
+
+
+@contextlib.contextmanager
+def prefect_log_records(name: str = "prefect.task_runs"):
+    """The records Prefect's ``name`` logger emits inside the block (its loggers do not reach pytest's caplog)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    target = logging.getLogger(name)
+    target.addHandler(handler)
+    try:
+        yield records
+    finally:
+        target.removeHandler(handler)
