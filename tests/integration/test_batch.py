@@ -265,6 +265,16 @@ def test_summary_files(tmp_path):
     assert table_rows(summary)[2]["gates waiting"] == 1
 
 
+def test_reviews_at_once_is_measured_over_the_reviews_not_the_whole_batch():
+    """Issue 21 item 5: "0.2 at once" under "4 at a time": start-up and gate runs were in the denominator."""
+    rows = [ContractOutcome(file=f"{i}.pdf", status="reviewed", review_status="complete", seconds=10.0,
+                            step_seconds={"parse": 6.0}) for i in range(8)]
+    summary = BatchSummary(source="inbox", playbook="p", started_at=datetime(2026, 1, 1, tzinfo=UTC),
+                           finished_at=datetime(2026, 1, 1, 0, 1, 40, tzinfo=UTC), rows=rows, max_in_flight=4,
+                           phases={"discover": 70.0, "reviews": 20.0, "gate runs": 10.0})
+    assert summary.breakdown.reviews_at_once == 4.0  # 80 s of reviews in 20 s; the batch's 100 s gave 0.8
+
+
 def test_result_table_fits_80_columns_one_line_per_contract():
     """CUAD-style file names (70+ characters) used to wrap over six lines each in an 80-column terminal."""
     from rich.console import Console
