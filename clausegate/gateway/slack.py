@@ -42,6 +42,7 @@ class Answer:
     response_url: str | None
     channel_id: str | None
     gate: str | None = None
+    channel_name: str | None = None
 
 
 def _form(body: bytes) -> dict[str, str]:
@@ -85,9 +86,12 @@ def parse_click(body: bytes) -> Answer | None:
     if decision not in DECISIONS or action["action_id"] != f"{ACTION_PREFIX}{decision}":
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value and action do not match")
     channel = payload.get("channel") or payload.get("container") or {}
+    if not isinstance(channel, dict):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "block_actions payload with a malformed channel")
+    name = channel.get("name")
     return Answer(run_id=run_id, decision=decision, user_id=user["id"], reviewer=_reviewer(user), comment="",
                   response_url=payload.get("response_url"), channel_id=channel.get("id") or channel.get("channel_id"),
-                  gate=str(gate) if gate else None)
+                  gate=str(gate) if gate else None, channel_name=name if isinstance(name, str) else None)
 
 
 def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
@@ -108,7 +112,8 @@ def answer_in_background(config: GatewayConfig, answer: Answer) -> None:
     try:
         outcome = config.resolve(answer.run_id, answer.decision, reviewer=answer.reviewer, via="slack",
                                  comment=answer.comment, slack_user_id=answer.user_id, settings=config.slack,
-                                 gate=answer.gate)
+                                 gate=answer.gate, slack_channel=answer.channel_id,
+                                 slack_channel_name=answer.channel_name)
         icon = ICONS.get(outcome.kind, ":warning:")
         text = f"{icon} {outcome.message}"
         if outcome.slack_error:
@@ -141,7 +146,7 @@ def parse_command(fields: dict[str, str]) -> tuple[Answer | None, str | None]:
     user = {"id": fields["user_id"], "username": fields.get("user_name")}
     return Answer(run_id=parts[0], decision=decision, user_id=fields["user_id"], reviewer=_reviewer(user),
                   comment=parts[2] if len(parts) > 2 else "", response_url=fields.get("response_url") or None,
-                  channel_id=fields.get("channel_id") or None), None
+                  channel_id=fields.get("channel_id") or None, channel_name=fields.get("channel_name") or None), None
 
 
 @router.post("/commands", summary="Slash command /resolve")
