@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
@@ -179,7 +179,7 @@ def _too_late(config: GatewayConfig, answer: Answer, age: float) -> None:
     audit.record(audit.gate_refused(run_id=answer.run_id, reason="gateway_stopped", via="slack", who=answer.reviewer,
                                     outcome="not_applied", message=text, decision=answer.decision, gate=answer.gate,
                                     slack_user_id=answer.user_id))
-    _post_back(config, answer, text)
+    _post_back(config, replace(answer, response_url=None), text)  # response_url is dead by then: postEphemeral
 
 
 @router.post("/interactions", summary="Slack interactivity (block_actions)")

@@ -27,6 +27,7 @@ from typing import Any
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import VariableCreate
+from prefect.client.schemas.objects import Variable
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 SIGNATURE_WINDOW_SECONDS = 60 * 5  # Slack's (and slack-sdk's) 5-minute window
@@ -77,9 +78,7 @@ class ReplayGuard:
             log.warning("could not prune seen Slack signatures: %s", exc)
 
 
-async def _read(client, prefix: str) -> list:
-    from prefect.client.schemas.objects import Variable
-
+async def _read(client, prefix: str) -> list[Variable]:
     response = await client.request("POST", "/variables/filter", json={
         "variables": {"name": {"like_": f"{prefix}%"}}, "limit": PRUNE_BATCH})
     return [Variable.model_validate(item) for item in response.json()]
