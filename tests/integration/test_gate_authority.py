@@ -152,3 +152,26 @@ def test_only_what_the_cli_proves_is_verified(settings):
     outcome = resolve_gate(own.flow_run_id, "approve", reviewer=login, via="cli")
     assert outcome.kind == "resumed"
     assert (outcome.decision.reviewer, outcome.decision.reviewer_verified) == (login, True)
+
+
+def test_an_answer_held_too_long_by_a_stopped_gateway_is_not_applied_late(fake_slack, settings):
+    """The start-up recovery (``recover``) applies held answers; one older than Slack's 30 minutes is refused."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import VariableCreate
+
+    from clausegate.gateway import slack_state
+    from clausegate.gateway.slack import Answer, recover
+
+    gate = open_synthetic_gate(settings, filename="held.pdf")
+    answer = Answer(run_id=gate.flow_run_id, decision="approve", user_id="U0DANA", reviewer="dana (U0DANA)",
+                    comment="", response_url=fake_slack.response_url("expired"), channel_id="C0GATES")
+    name = slack_state.PENDING_PREFIX + "0" * 31 + "1"
+    with get_client(sync_client=True) as client:
+        client.create_variable(VariableCreate(name=name, value={
+            "answer": answer.__dict__, "received": time.time() - slack_state.PENDING_MAX_AGE_SECONDS - 60}))
+    assert recover(GatewayConfig(slack=settings)) >= 1
+    assert state_of(gate.flow_run_id)[1] == "Suspended"
+    told = [c for c in fake_slack.calls("chat.postEphemeral") if gate.flow_run_id in c.args.get("text", "")]
+    assert told and "it was not applied" in told[0].args["text"] and told[0].args["user"] == "U0DANA"
+    assert {r["reason"] for r in refusals(gate.flow_run_id, 1)} == {"gateway_stopped"}
+    assert name not in [n for n, _, _ in slack_state.held_answers()]
