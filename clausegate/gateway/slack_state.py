@@ -8,8 +8,11 @@
 * **Pending answers**: a button click or ``/resolve`` is written as ``clausegate_slack_pending_<id>``
   before Slack gets its acknowledgement, and deleted once the answer was applied or refused and the
   person told. A gateway killed in between leaves it there; the next gateway start applies it
-  (:func:`recover`), so an acknowledged click is never silently lost. Answers older than
-  ``PENDING_MAX_AGE_SECONDS`` are not applied late: the person is told and the refusal audited.
+  (``clausegate.gateway.slack.recover``), so an acknowledged click is never silently lost. Answers
+  older than ``PENDING_MAX_AGE_SECONDS`` are not applied late: the person is told and the refusal
+  audited. Each held answer carries an HMAC under the decision-receipt key
+  (``clausegate.gates.receipts``): a Variable written by someone with only the Prefect API credential
+  is deleted, never applied as a Slack user's answer.
 
 One gateway process is the supported setup; with several, a restarting one may also apply an answer
 another is still applying: the first wins, the second is told "already decided".
@@ -18,6 +21,8 @@ another is still applying: the first wins, the second is told "already decided".
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import logging
 import secrets
 import threading
@@ -29,6 +34,8 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import VariableCreate
 from prefect.client.schemas.objects import Variable
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+from clausegate.gates import receipts
 
 SIGNATURE_WINDOW_SECONDS = 60 * 5  # Slack's (and slack-sdk's) 5-minute window
 SEEN_PREFIX = "clausegate_slack_seen_"
@@ -84,11 +91,19 @@ async def _read(client, prefix: str) -> list[Variable]:
     return [Variable.model_validate(item) for item in response.json()]
 
 
+def _mac(name: str, answer: dict[str, Any], received: float) -> str:
+    """HMAC of a held answer under the receipt key: whoever holds only the Prefect API credential can write
+    Variables, but cannot make the next gateway start apply an answer as a verified Slack user's."""
+    body = json.dumps({"name": name, "answer": answer, "received": received}, sort_keys=True).encode()
+    return hmac.new(receipts.signing_key(), b"clausegate/slack-pending/v1:" + body, hashlib.sha256).hexdigest()
+
+
 async def hold(answer: dict[str, Any]) -> str:
     """Write an answer before it is acknowledged; returns its name (``release`` it once handled)."""
-    name = PENDING_PREFIX + secrets.token_hex(16)
+    name, received = PENDING_PREFIX + secrets.token_hex(16), time.time()
+    value = {"answer": answer, "received": received, "mac": _mac(name, answer, received)}
     async with get_client() as client:
-        await client.create_variable(VariableCreate(name=name, value={"answer": answer, "received": time.time()}))
+        await client.create_variable(VariableCreate(name=name, value=value))
     return name
 
 
@@ -110,9 +125,15 @@ def held_answers() -> list[tuple[str, dict[str, Any], float]]:
             "variables": {"name": {"like_": f"{PENDING_PREFIX}%"}}, "limit": PRUNE_BATCH})
     found = []
     for item in response.json():
-        value = item.get("value")
-        if isinstance(value, dict) and isinstance(value.get("answer"), dict):
-            found.append((item["name"], value["answer"], time.time() - float(value.get("received") or 0)))
-        else:
-            release(item["name"])  # not ours to understand: nothing can be applied from it
+        value, name = item.get("value"), item["name"]
+        try:
+            answer, received = value["answer"], float(value["received"])
+            genuine = isinstance(answer, dict) and hmac.compare_digest(str(value["mac"]), _mac(name, answer, received))
+        except (TypeError, KeyError, ValueError):
+            genuine = False
+        if genuine:
+            found.append((name, answer, time.time() - received))
+        else:  # not written by a gateway (or altered): nothing is applied from it
+            log.warning("%s is not a held answer a gateway wrote (its MAC does not verify); deleted, not applied", name)
+            release(name)
     return sorted(found, key=lambda x: -x[2])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import json
 import time
+import uuid
 
 import pytest
 from typer.testing import CliRunner
@@ -154,24 +155,31 @@ def test_only_what_the_cli_proves_is_verified(settings):
     assert (outcome.decision.reviewer, outcome.decision.reviewer_verified) == (login, True)
 
 
-def test_an_answer_held_too_long_by_a_stopped_gateway_is_not_applied_late(fake_slack, settings):
-    """The start-up recovery (``recover``) applies held answers; one older than Slack's 30 minutes is refused."""
+def test_held_answers_a_restart_does_not_apply_too_old_or_forged(fake_slack, settings):
+    """The start-up recovery (``recover``) applies held answers, but not one older than Slack's 30 minutes
+    (the person is told, the refusal audited) nor one a gateway did not write (its MAC does not verify: a
+    Prefect API user cannot make the gateway apply an answer as a verified Slack user's)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import VariableCreate
 
     from clausegate.gateway import slack_state
     from clausegate.gateway.slack import Answer, recover
 
-    gate = open_synthetic_gate(settings, filename="held.pdf")
-    answer = Answer(run_id=gate.flow_run_id, decision="approve", user_id="U0DANA", reviewer="dana (U0DANA)",
-                    comment="", response_url=fake_slack.response_url("expired"), channel_id="C0GATES")
-    name = slack_state.PENDING_PREFIX + "0" * 31 + "1"
+    old, forged = (open_synthetic_gate(settings, filename=f"{label}.pdf") for label in ("held-old", "held-forged"))
+    names = {}
     with get_client(sync_client=True) as client:
-        client.create_variable(VariableCreate(name=name, value={
-            "answer": answer.__dict__, "received": time.time() - slack_state.PENDING_MAX_AGE_SECONDS - 60}))
+        for gate, received, label in ((old, time.time() - slack_state.PENDING_MAX_AGE_SECONDS - 60, "old"),
+                                      (forged, time.time(), "forged")):
+            answer = Answer(run_id=gate.flow_run_id, decision="approve", user_id="U0DANA", reviewer="dana (U0DANA)",
+                            comment="", response_url=fake_slack.response_url(label), channel_id="C0GATES").__dict__
+            names[label] = slack_state.PENDING_PREFIX + uuid.uuid4().hex
+            mac = slack_state._mac(names[label], answer, received) if label == "old" else "0" * 64
+            client.create_variable(VariableCreate(name=names[label], value={"answer": answer, "received": received,
+                                                                            "mac": mac}))
     assert recover(GatewayConfig(slack=settings)) >= 1
-    assert state_of(gate.flow_run_id)[1] == "Suspended"
-    told = [c for c in fake_slack.calls("chat.postEphemeral") if gate.flow_run_id in c.args.get("text", "")]
+    assert state_of(old.flow_run_id)[1] == "Suspended" and state_of(forged.flow_run_id)[1] == "Suspended"
+    told = [c for c in fake_slack.calls("chat.postEphemeral") if old.flow_run_id in c.args.get("text", "")]
     assert told and "it was not applied" in told[0].args["text"] and told[0].args["user"] == "U0DANA"
-    assert {r["reason"] for r in refusals(gate.flow_run_id, 1)} == {"gateway_stopped"}
-    assert name not in [n for n, _, _ in slack_state.held_answers()]
+    assert {r["reason"] for r in refusals(old.flow_run_id, 1)} == {"gateway_stopped"}
+    held = [n for n, _, _ in slack_state.held_answers()]
+    assert names["old"] not in held and names["forged"] not in held
