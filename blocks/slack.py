@@ -59,11 +59,17 @@ class SlackSettings(Block):
     )
     allowed_reviewer_ids: list[str] = Field(
         default_factory=list,
-        description="Slack user ids (U...) allowed to answer any gate from Slack. Empty: everyone in the channel.",
+        description="Slack user ids (U...) allowed to answer any gate from Slack. Empty: everyone in the gate "
+                    "channel (`clausegate up` warns about that on a real workspace).",
     )
     category_reviewer_ids: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Per gated category, Slack user ids allowed to answer gates on it (added to allowed_reviewer_ids).",
+    )
+    submitter_slack_ids: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per inbox sender (the API key's sender name), the Slack user ids of the people who submit as "
+                    "it; they may not approve gates on that sender's contracts.",
     )
     timeout_seconds: int = Field(default=10, gt=0, description="Seconds per Slack API request.")
 

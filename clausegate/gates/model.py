@@ -177,6 +177,7 @@ class DecisionInfo(BaseModel):
 
 
 UNVERIFIED_MARK = "as stated in the Prefect UI form, unverified"
+CLI_STATED_MARK = "as stated to clausegate resolve"
 RECEIPT_FIELD = "clausegate_receipt"  # the run-input field resolve_gate puts its receipt nonce in
 
 

@@ -14,7 +14,9 @@ decision is read (``store.read_decision``), :func:`attribute` accepts the receip
 
 Otherwise the answer came through the Prefect UI / API: ``via`` is ``ui`` and the reviewer is the
 name typed into the form, marked "as stated …, unverified". A ``via`` in the run input is ignored
-(kept as ``claimed_via`` for the audit).
+(kept as ``claimed_via`` for the audit). A valid receipt proves the path and the user it names;
+the reviewer is verified only when the path proves that name too (:func:`proves_reviewer`: a
+``clausegate resolve --reviewer`` other than the login is recorded as stated, unverified).
 
 Why signed: whoever can answer through the Prefect API (the UI credential) can also write flow-run
 inputs, so an unsigned receipt would be forgeable by exactly the caller it must be told apart
@@ -37,7 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from clausegate.gates.model import RECEIPT_FIELD, DecisionInfo, GateInput, unverified_reviewer
+from clausegate.gates.model import CLI_STATED_MARK, RECEIPT_FIELD, DecisionInfo, GateInput, unverified_reviewer
 from clausegate.security import credentials
 
 ReceivedVia = Literal["slack", "cli", "sla"]
@@ -111,6 +113,23 @@ def verify(value: Any, *, flow_run_id: str, gate: str, nonce: str, answer: dict[
     return receipt, None
 
 
+def proves_reviewer(receipt: DecisionReceipt) -> bool:
+    """Whether the receiving path vouches for the reviewer named, not only for itself.
+
+    Slack: the reviewer is built by the gateway from the signed request (``name (U…)``) and the
+    receipt carries that user id. The SLA sweeper: itself. The CLI proves only the login that ran it,
+    so a ``--reviewer`` other than that login is a stated name, not a verified one.
+    """
+    if receipt.via == "cli":
+        return receipt.verified_user is not None and receipt.reviewer == receipt.verified_user
+    return receipt.verified_user is not None
+
+
+def stated_to_cli(stated: str, login: str | None) -> str:
+    """A reviewer name typed into ``clausegate resolve --reviewer``, marked with the login that ran it."""
+    return f"{stated} ({CLI_STATED_MARK} by login {login or 'unknown'}, unverified)"
+
+
 def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
               lookup: Callable[[str], Any]) -> DecisionInfo | None:
     """The accepted answer (Prefect's response input, raw) with ClauseGate's attribution; None if not an answer.
@@ -144,7 +163,10 @@ def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
                                               answer=answer, stored_at=stored_at, key=key)
     common = dict(decision=form.decision, comment=form.comment, decided_at=stored_at, stated_reviewer=form.reviewer,
                   claimed_via=claimed_via, receipt_problem=problem)
-    if receipt is not None:
+    if receipt is not None and proves_reviewer(receipt):
         return DecisionInfo(via=receipt.via, reviewer=form.reviewer, reviewer_verified=True,
                             verified_user=receipt.verified_user, **common)
+    if receipt is not None:  # the path is proven, the name is not: recorded as stated, with the login that ran it
+        return DecisionInfo(via=receipt.via, reviewer=stated_to_cli(form.reviewer, receipt.verified_user),
+                            reviewer_verified=False, verified_user=receipt.verified_user, **common)
     return DecisionInfo(via="ui", reviewer=unverified_reviewer(form.reviewer), reviewer_verified=False, **common)

@@ -35,7 +35,7 @@ from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict
 
 from clausegate.errors import ClauseGateError
-from clausegate.gates import receipts, store
+from clausegate.gates import authority, receipts, store
 from clausegate.gates.model import (
     DECISION_PAST,
     RECEIPT_FIELD,
@@ -96,12 +96,15 @@ def verified_user_of(via: str, slack_user_id: str | None) -> str | None:
 
 
 def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, comment: str = "",
-                 slack_user_id: str | None = None, settings=None, gate: str | None = None) -> ResolveOutcome:
+                 slack_user_id: str | None = None, settings=None, gate: str | None = None,
+                 slack_channel: str | None = None, slack_channel_name: str | None = None) -> ResolveOutcome:
     """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases.
 
     ``via``: the path that received the answer (``slack``, ``cli`` or ``sla``), recorded in the
     signed receipt with the user that path verified (Slack user id, the CLI's login, the sweeper).
-    ``slack_user_id``: the verified Slack user, checked against the gate's allowed reviewers.
+    ``slack_user_id``, ``slack_channel`` (id) and ``slack_channel_name``: the verified Slack user and
+    where the answer was given; a Slack answer counts only as :mod:`clausegate.gates.authority` says
+    (the gate's channel, its allowed reviewers, never the submitter's own approval).
     ``gate``: the gate key the answer was given for (a Slack button carries it); an answer to an
     earlier gate of the run (e.g. a message from before a ``flow-run retry``) is not applied to
     the current one. ``settings``: a SlackSettings block, to update the gate message.
@@ -109,8 +112,9 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     """
     rid = str(run_id).strip()
     verified_user = verified_user_of(via, slack_user_id)
+    where = (slack_channel, slack_channel_name, settings)
     outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
-                       verified_user=verified_user, gate=gate)
+                       verified_user=verified_user, gate=gate, where=where)
     if outcome.kind != "resumed":  # the audit log: every refused attempt, who made it, through which path, why
         audit.record(audit.gate_refused(
             run_id=rid, reason=outcome.reason or REFUSAL_REASONS.get(outcome.kind, outcome.kind), via=str(via),
@@ -123,7 +127,7 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
 
 
 def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, slack_user_id: str | None,
-             verified_user: str | None, gate: str | None) -> ResolveOutcome:
+             verified_user: str | None, gate: str | None, where: tuple) -> ResolveOutcome:
     if via not in RECEIVING_PATHS:
         return _outcome("rejected", rid, f"'{via}' is not a path resolve_gate answers for (slack, cli, sla); "
                                          "answers in the Prefect UI go through its form.")
@@ -139,7 +143,7 @@ def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, 
     except ValueError as exc:
         return _outcome("rejected", rid, f"invalid answer: {exc}")
     try:
-        return _resolve(uuid, answer, via, slack_user_id, verified_user, gate)
+        return _resolve(uuid, answer, via, slack_user_id, verified_user, gate, where)
     except (httpx.HTTPError, OSError) as exc:
         return _outcome("error", rid, f"could not reach the Prefect API to resume run {rid}: {exc}. "
                                       "Nothing was decided; try again.")
@@ -174,8 +178,19 @@ def _lost_race(client, uuid: UUID, record) -> ResolveOutcome:
         time.sleep(0.2)
 
 
+def _slack_refusal(client, flow_run, record, answer: GateInput, slack_user_id: str | None, where: tuple,
+                   *, channel_only: bool = False) -> authority.Refusal | None:
+    """Why this Slack answer may not decide ``record`` (None: it may); see clausegate.gates.authority."""
+    channel, channel_name, settings = where
+    ref = store.read_slack_ref(client, flow_run.id, record.key)
+    refusal = authority.slack_refusal(record, ref, decision=answer.decision, slack_user_id=slack_user_id,
+                                      channel=channel, channel_name=channel_name, tags=flow_run.tags,
+                                      settings=settings)
+    return refusal if refusal is not None and (not channel_only or refusal.reason == "wrong_channel") else None
+
+
 def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None, verified_user: str | None,
-             gate: str | None) -> ResolveOutcome:
+             gate: str | None, where: tuple) -> ResolveOutcome:
     rid = str(uuid)
     with get_client(sync_client=True) as client:
         try:
@@ -186,6 +201,11 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
         state_name = state.name if state else "unknown"
         record = store.current_record(client, flow_run)
         paused = state is not None and state.is_paused()
+        if via == "slack" and record is not None:  # outside the gate's channel: not even who decided
+            refusal = _slack_refusal(client, flow_run, record, answer, slack_user_id, where, channel_only=True)
+            if refusal is not None:
+                return _outcome("forbidden", rid, refusal.message, state=state_name, record=record,
+                                reason=refusal.reason)
         if gate is not None and record is not None and record.key != gate:
             earlier = store.read_record(client, uuid, gate)
             first = store.read_decision(client, uuid, gate) if earlier else None
@@ -217,11 +237,14 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
         if record is None:
             return _outcome("not_a_gate", rid, f"run {rid} is {state_name}, but not at a ClauseGate gate.",
                             state=state_name)
-        restricted = record.allowed_reviewers and (via == "slack" or slack_user_id is not None)
-        if restricted and slack_user_id not in record.allowed_reviewers:  # Slack answers: only the allowed users
-            return _outcome("forbidden", rid, f"{record.filename}: you are not one of the reviewers allowed to "
-                                              "decide this gate. Nothing was changed.",
-                            state=state_name, record=record)
+        refusal = _slack_refusal(client, flow_run, record, answer, slack_user_id, where) if via == "slack" else None
+        if refusal is None and record.allowed_reviewers and slack_user_id is not None \
+                and slack_user_id not in record.allowed_reviewers:
+            refusal = authority.Refusal("not_allowed_reviewer", f"{record.filename}: you are not one of the "
+                                                                "reviewers allowed to decide this gate.")
+        if refusal is not None:  # channel, reviewers, own contract (clausegate.gates.authority)
+            return _outcome("forbidden", rid, refusal.message, state=state_name, record=record,
+                            reason=refusal.reason)
 
         # The receipt first (this path received this answer), then the resume that names it.
         receipt = receipts.issue(flow_run_id=rid, gate=record.key, decision=answer.decision, reviewer=answer.reviewer,
@@ -249,7 +272,7 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
         if result.status == SetStateStatus.ACCEPT:
             info = store.read_decision(client, uuid, record.key) or DecisionInfo(
                 decision=answer.decision, reviewer=answer.reviewer, comment=answer.comment, via=via,
-                reviewer_verified=True, verified_user=verified_user, decided_at=now_utc())
+                reviewer_verified=receipts.proves_reviewer(receipt), verified_user=verified_user, decided_at=now_utc())
             new_state = result.state.name if result.state else "Resuming"
             return _outcome("resumed", rid, f"{record.filename}: {DECISION_PAST[info.decision]} by {info.reviewer}; "
                                             "the review continues.", state=new_state, decision=info, record=record)

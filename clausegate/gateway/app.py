@@ -11,6 +11,7 @@ are at ``/docs``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from contextlib import asynccontextmanager
@@ -80,6 +81,9 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
     async def lifespan(app: FastAPI):
         if getattr(app.state, "config", None) is None:
             app.state.config = load_config(block_name)
+        if app.state.config.slack is not None:  # answers a stopped gateway acknowledged but never applied
+            app.state.recovery = asyncio.get_running_loop().run_in_executor(None, slack.recover_quietly,
+                                                                            app.state.config)
         try:
             yield
         finally:

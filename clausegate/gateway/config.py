@@ -1,5 +1,6 @@
 """The gateway's runtime state, handed to routes through a FastAPI dependency (``get_config``): the Slack
-block and the inbox it serves, the body limit of each route, the replay guard.
+block and the inbox it serves, the body limit of each route, the replay guard (kept in the Prefect
+server: ``clausegate.gateway.slack_state``).
 
 Its settings (``CLAUSEGATE_GATEWAY_*``, the Slack block's name, the inbox's) come from
 :func:`clausegate.config.settings`.
@@ -7,8 +8,6 @@ Its settings (``CLAUSEGATE_GATEWAY_*``, the Slack block's name, the inbox's) com
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -17,10 +16,10 @@ from slack_sdk.signature import SignatureVerifier
 
 from clausegate.config import GatewaySettings, SlackSettings, settings
 from clausegate.gates import resolve_gate
+from clausegate.gateway.slack_state import ReplayGuard
 from clausegate.inbox.errors import TooLarge
 from clausegate.inbox.service import Inbox
 
-SIGNATURE_WINDOW_SECONDS = 60 * 5  # Slack's (and slack-sdk's) 5-minute window
 SLACK_PATHS = frozenset({"/slack/interactions", "/slack/commands"})
 SUBMIT_PATH = "/inbox/tasks"
 GATEWAY_TOO_LARGE = "CG-GATEWAY-TOO-LARGE"  # a request body over its route's limit (inbox routes: CG-INBOX-TOO-LARGE)
@@ -33,31 +32,6 @@ class BodyLimit:
     max_bytes: int
     code: str
     hint: str
-
-
-class ReplayGuard:
-    """Remembers request signatures seen within the signature window; a second sighting is a replay.
-
-    In memory, per process: run one gateway process (or put this in a shared store) — a replay
-    sent to another replica would not be caught.
-    """
-
-    def __init__(self, window_seconds: float = SIGNATURE_WINDOW_SECONDS, clock: Callable[[], float] = time.time):
-        self.window = window_seconds
-        self.clock = clock
-        self._seen: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def first_time(self, signature: str) -> bool:
-        now = self.clock()
-        with self._lock:
-            for sig, seen_at in list(self._seen.items()):
-                if now - seen_at > 2 * self.window:  # a request older than the window fails verification anyway
-                    del self._seen[sig]
-            if signature in self._seen:
-                return False
-            self._seen[signature] = now
-            return True
 
 
 @dataclass

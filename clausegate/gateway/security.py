@@ -20,7 +20,8 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request, status
 from starlette.datastructures import Headers
 
-from clausegate.gateway.config import SIGNATURE_WINDOW_SECONDS, BodyLimit, GatewayConfig, get_config
+from clausegate.gateway.config import BodyLimit, GatewayConfig, get_config
+from clausegate.gateway.slack_state import SIGNATURE_WINDOW_SECONDS
 from clausegate.inbox.errors import clip
 
 log = logging.getLogger("clausegate.gateway")
@@ -162,7 +163,7 @@ async def verified_slack_body(request: Request, config: Annotated[GatewayConfig,
         valid = False
     if not valid:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "invalid or expired Slack signature")
-    if not config.replays.first_time(signature):
+    if not await config.replays.first_time(signature):  # in the Prefect server: across processes and restarts
         raise HTTPException(status.HTTP_403_FORBIDDEN, "replayed Slack request")
     return body
 

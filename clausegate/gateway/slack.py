@@ -1,16 +1,18 @@
 """Slack routes: button clicks (``/slack/interactions``) and the ``/resolve`` command (``/slack/commands``).
 
-Every request is verified first (``verified_slack_body``: signature, 5-minute window, replays → 403).
-The answer to Slack is immediate (Slack wants it within 3 s); the resume runs afterwards in a
-background task, and its outcome goes back to the person through the request's ``response_url``
-(an ephemeral message), while ``resolve_gate`` updates the gate message itself.
+Every request is verified first (``verified_slack_body``: signature, 5-minute window, replays → 403,
+the seen signatures kept in the Prefect server). The answer is then written to the Prefect server
+(``slack_state.hold``) and Slack acknowledged at once (Slack wants it within 3 s); the resume runs
+afterwards in a background task, and its outcome goes back to the person through the request's
+``response_url`` (an ephemeral message), while ``resolve_gate`` updates the gate message itself. An
+answer a killed gateway acknowledged but never applied is applied by the next start (``recover``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
@@ -19,8 +21,10 @@ from fastapi.responses import JSONResponse
 
 from clausegate.gates.model import DECISIONS, normalise_decision
 from clausegate.gates.slack_view import ACTION_PREFIX
+from clausegate.gateway import slack_state
 from clausegate.gateway.config import GatewayConfig, get_config
 from clausegate.gateway.security import SlackBody
+from clausegate.ops import audit
 from clausegate.security import fetch
 from clausegate.slack import post_ephemeral
 
@@ -29,6 +33,7 @@ log = logging.getLogger("clausegate.gateway")
 Config = Annotated[GatewayConfig, Depends(get_config)]
 
 USAGE = "Usage: `/resolve <run-id> approve|changes|escalate [comment]`"
+PENDING_RECOVERED = "CG-GATEWAY-ANSWER-RECOVERED"  # an acknowledged answer applied by the next gateway start
 ICONS = {"resumed": ":white_check_mark:", "already_decided": ":information_source:"}
 
 
@@ -42,6 +47,7 @@ class Answer:
     response_url: str | None
     channel_id: str | None
     gate: str | None = None
+    channel_name: str | None = None
 
 
 def _form(body: bytes) -> dict[str, str]:
@@ -85,9 +91,12 @@ def parse_click(body: bytes) -> Answer | None:
     if decision not in DECISIONS or action["action_id"] != f"{ACTION_PREFIX}{decision}":
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value and action do not match")
     channel = payload.get("channel") or payload.get("container") or {}
+    if not isinstance(channel, dict):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "block_actions payload with a malformed channel")
+    name = channel.get("name")
     return Answer(run_id=run_id, decision=decision, user_id=user["id"], reviewer=_reviewer(user), comment="",
                   response_url=payload.get("response_url"), channel_id=channel.get("id") or channel.get("channel_id"),
-                  gate=str(gate) if gate else None)
+                  gate=str(gate) if gate else None, channel_name=name if isinstance(name, str) else None)
 
 
 def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
@@ -103,12 +112,22 @@ def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
         log.warning("could not tell %s the outcome (%s): %s", answer.user_id, text, exc)
 
 
-def answer_in_background(config: GatewayConfig, answer: Answer) -> None:
-    """Resolve the gate and report back (runs after Slack got its acknowledgement)."""
+def answer_in_background(config: GatewayConfig, answer: Answer, held: str | None = None, note: str = "") -> None:
+    """Resolve the gate and report back (runs after Slack got its acknowledgement), then release the held
+    answer (``slack_state.hold``); ``note`` is added to what the person is told (e.g. a restart's)."""
+    try:
+        _answer(config, answer, note)
+    finally:
+        if held is not None:
+            slack_state.release(held)
+
+
+def _answer(config: GatewayConfig, answer: Answer, note: str) -> None:
     try:
         outcome = config.resolve(answer.run_id, answer.decision, reviewer=answer.reviewer, via="slack",
                                  comment=answer.comment, slack_user_id=answer.user_id, settings=config.slack,
-                                 gate=answer.gate)
+                                 gate=answer.gate, slack_channel=answer.channel_id,
+                                 slack_channel_name=answer.channel_name)
         icon = ICONS.get(outcome.kind, ":warning:")
         text = f"{icon} {outcome.message}"
         if outcome.slack_error:
@@ -118,14 +137,57 @@ def answer_in_background(config: GatewayConfig, answer: Answer) -> None:
         log.exception("resolving run %s failed", answer.run_id)
         text = (f":warning: Could not resume run {answer.run_id}: {exc}. "
                 "Nothing was decided; try again or use the Prefect UI.")
-    _post_back(config, answer, text)
+    _post_back(config, answer, text + note)
+
+
+def recover(config: GatewayConfig) -> int:
+    """At start-up: apply the answers a stopped gateway acknowledged but never applied; how many there were.
+
+    Each is resolved as if it had just arrived and the person is told it was applied after a restart;
+    one older than ``slack_state.PENDING_MAX_AGE_SECONDS`` is not applied late (audited, person told).
+    """
+    found = slack_state.held_answers()
+    for name, raw, age in found:
+        try:
+            answer = Answer(**{k: raw.get(k) for k in Answer.__dataclass_fields__})
+        except TypeError:
+            slack_state.release(name)
+            continue
+        log.warning("%s: run %s: applying %s by %s, acknowledged %.0f s ago by a gateway that stopped before "
+                    "applying it", PENDING_RECOVERED, answer.run_id, answer.decision, answer.reviewer, age)
+        if age > slack_state.PENDING_MAX_AGE_SECONDS:
+            _too_late(config, answer, age)
+            slack_state.release(name)
+            continue
+        answer_in_background(config, answer, held=name, note=" (Applied after a gateway restart.)")
+    return len(found)
+
+
+def recover_quietly(config: GatewayConfig) -> int:
+    """``recover`` for the app's start-up: a failure is logged, never stops the gateway (the answers stay held)."""
+    try:
+        return recover(config)
+    except Exception as exc:
+        log.error("%s: could not read the Slack answers a stopped gateway left (%s); they stay held and the next "
+                  "start tries again", PENDING_RECOVERED, exc)
+        return 0
+
+
+def _too_late(config: GatewayConfig, answer: Answer, age: float) -> None:
+    text = (f":warning: Your {answer.decision} for run {answer.run_id} was received {age / 60:.0f} minutes ago, but "
+            "the gateway stopped before applying it; it was not applied. Answer again if it still stands.")
+    audit.record(audit.gate_refused(run_id=answer.run_id, reason="gateway_stopped", via="slack", who=answer.reviewer,
+                                    outcome="not_applied", message=text, decision=answer.decision, gate=answer.gate,
+                                    slack_user_id=answer.user_id))
+    _post_back(config, replace(answer, response_url=None), text)  # response_url is dead by then: postEphemeral
 
 
 @router.post("/interactions", summary="Slack interactivity (block_actions)")
 async def interactions(body: SlackBody, config: Config, background: BackgroundTasks) -> Response:
     answer = parse_click(body)
-    if answer is not None:
-        background.add_task(answer_in_background, config, answer)
+    if answer is not None:  # written to the Prefect server before Slack is told it arrived
+        held = await slack_state.hold(asdict(answer))
+        background.add_task(answer_in_background, config, answer, held)
     return Response(status_code=status.HTTP_200_OK)
 
 
@@ -141,7 +203,7 @@ def parse_command(fields: dict[str, str]) -> tuple[Answer | None, str | None]:
     user = {"id": fields["user_id"], "username": fields.get("user_name")}
     return Answer(run_id=parts[0], decision=decision, user_id=fields["user_id"], reviewer=_reviewer(user),
                   comment=parts[2] if len(parts) > 2 else "", response_url=fields.get("response_url") or None,
-                  channel_id=fields.get("channel_id") or None), None
+                  channel_id=fields.get("channel_id") or None, channel_name=fields.get("channel_name") or None), None
 
 
 @router.post("/commands", summary="Slash command /resolve")
@@ -152,6 +214,7 @@ async def commands(body: SlackBody, config: Config, background: BackgroundTasks)
     answer, problem = parse_command(fields)
     if answer is None:
         return JSONResponse({"response_type": "ephemeral", "text": problem})
-    background.add_task(answer_in_background, config, answer)
+    held = await slack_state.hold(asdict(answer))  # written to the Prefect server before Slack is told it arrived
+    background.add_task(answer_in_background, config, answer, held)
     return JSONResponse({"response_type": "ephemeral",
                          "text": f"Resolving run {answer.run_id} as *{answer.decision}*…"})

@@ -11,8 +11,9 @@ path gave it (Slack, CLI, SLA sweeper, the Prefect UI/API), with ClauseGate's at
 (``via``, verified or stated reviewer); its event id is derived from run + gate, so a flow that runs
 its post-resume code again cannot add a second one (the server drops a known id).
 ``gate.refused`` is written by ``resolve_gate`` for every answer it did not apply (``reason``:
-not_allowed_reviewer, already_decided, wrong_gate, unknown_run, invalid_answer, not_waiting,
-not_a_gate, timed_out, prefect_unreachable, receipt_key_unavailable).
+wrong_channel, not_allowed_reviewer, own_contract, already_decided, wrong_gate, unknown_run,
+invalid_answer, not_waiting, not_a_gate, timed_out, prefect_unreachable, receipt_key_unavailable;
+the gateway's gateway_stopped for an answer acknowledged by a gateway that stopped too long ago).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import Any
 
 from clausegate.config import SlackSettings, load_slack_settings, slack_block_name
 from clausegate.demo.slack_server import DEFAULT_TOKEN
+from clausegate.gates.authority import trust_warnings
 from clausegate.stack.environment import base_env, client_settings
 from clausegate.stack.processes import ProcessRecord, port_free, start_process, wait_port
 from clausegate.stack.state import PORT_IN_USE, StackError, StackOptions, StackPaths
@@ -46,6 +47,9 @@ def setup_slack(options: StackOptions, paths: StackPaths, state: dict[str, Any],
     if options.slack == "off":
         return "off"
     kind, block = slack_block_state(api_url)
+    if kind == "real":
+        for warning in trust_warnings(block):  # a real workspace where anyone in the channel decides: say so
+            echo(f"warning: {warning}")
     if kind == "real" or (kind == "missing" and options.slack not in ("auto", "demo")):
         return kind
     fake_url = f"http://{options.host}:{options.fake_slack_port}/api/"

@@ -155,7 +155,8 @@ def test_a_slack_escalation_is_attributed_to_the_verified_user_and_tells_the_esc
     probe = probes["slack-escalate"]
     settings = slack_settings(fake)
     outcome = resolve_gate(probe.id, "escalate", reviewer="dana (U0DANA)", via="slack", slack_user_id="U0DANA",
-                           comment="liability is unlimited", settings=settings, gate=probe.gate())
+                           comment="liability is unlimited", settings=settings, gate=probe.gate(),
+                           slack_channel="C0GATES")
     assert outcome.kind == "resumed", outcome.message
     result = probe.result()
     assert result["status"] == "needs_legal"

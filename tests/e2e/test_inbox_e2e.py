@@ -204,5 +204,8 @@ def test_a_task_at_a_human_gate_shows_its_links_and_the_decision_is_audited(setu
             return [e for e in entries if e.event == audit.PREFIX + "gate.decided"]
 
     events = poll(lambda: asyncio.run(decided()), bool, timeout=30, what="the gate decision in the audit log")
-    assert events[0].payload["actor"] == "pat (legal)" and events[0].payload["decision"] == "approve"
+    # A name other than the CLI's login is recorded as stated (docs/security.md §5), with the login verified.
+    assert events[0].payload["stated_reviewer"] == "pat (legal)" and events[0].payload["decision"] == "approve"
+    payload = events[0].payload
+    assert payload["actor"].startswith("pat (legal) (as stated") and not payload["reviewer_verified"]
     assert events[0].payload["via"] == "cli"

@@ -71,16 +71,17 @@ def test_every_refused_attempt_is_audited_with_reason_path_and_who(fake):
     decided = open_synthetic_gate(settings, filename=f"decided-{tag}.pdf")
     attempts = {
         "not_allowed_reviewer": resolve_gate(guarded.flow_run_id, "approve", reviewer=f"mallory-{tag} (U0MAL)",
-                                             via="slack", slack_user_id="U0MAL", gate=guarded.key),
+                                             via="slack", slack_user_id="U0MAL", gate=guarded.key,
+                                             slack_channel="C0GATES"),
         "wrong_gate": resolve_gate(guarded.flow_run_id, "approve", reviewer=f"lee-{tag} (U0LEGAL)", via="slack",
-                                   slack_user_id="U0LEGAL", gate="gate-r0-000000000000"),
+                                   slack_user_id="U0LEGAL", gate="gate-r0-000000000000", slack_channel="C0GATES"),
         "unknown_run": resolve_gate(str(uuid.uuid4()), "approve", reviewer=f"uno-{tag}", via="cli"),
         "invalid_answer": resolve_gate(decided.flow_run_id, "maybe", reviewer=f"ivan-{tag}", via="cli"),
     }
     first = resolve_gate(decided.flow_run_id, "approve", reviewer=f"dana-{tag}", via="cli")
     assert first.kind == "resumed", first.message
     attempts["already_decided"] = resolve_gate(decided.flow_run_id, "changes", reviewer=f"eve-{tag} (U0EVE)",
-                                               via="slack", slack_user_id="U0EVE")
+                                               via="slack", slack_user_id="U0EVE", slack_channel="C0GATES")
     garbage = resolve_gate("not-a-run-id", "approve", reviewer=f"gus-{tag}", via="cli")
     too_long = resolve_gate(guarded.flow_run_id, "approve", reviewer=f"tim-{tag}", via="cli", comment="x" * 4000)
     assert [o.kind for o in attempts.values()] == ["forbidden", "not_suspended", "unknown_run", "rejected",
@@ -141,13 +142,13 @@ def test_the_form_has_no_via_field():
     assert not hasattr(GateInput(decision="approve", reviewer="x", via="slack"), "via")
 
 
-def test_receipts_from_resolve_gate_are_verified_and_cannot_be_replayed():
+def test_receipts_from_resolve_gate_are_verified_and_cannot_be_replayed(fake):
     from prefect.client.orchestration import get_client
 
-    first = open_synthetic_gate(None, filename="receipt-a.pdf")
+    first = open_synthetic_gate(slack_settings(fake), filename="receipt-a.pdf")
     other = open_synthetic_gate(None, filename="receipt-b.pdf")
     outcome = resolve_gate(first.flow_run_id, "approve", reviewer="lee (U0LEGAL)", via="slack",
-                           slack_user_id="U0LEGAL")
+                           slack_user_id="U0LEGAL", slack_channel="C0GATES")
     assert outcome.kind == "resumed"
     info = decision_of(first.flow_run_id, first.key)
     assert (info.via, info.reviewer, info.reviewer_verified, info.verified_user) == (

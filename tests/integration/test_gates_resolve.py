@@ -35,9 +35,10 @@ def test_resume_then_later_answers_are_told_who_decided_first(settings, fake_sla
     ref_ts = fake_slack.calls("chat.postMessage", ok_only=True)[-1]
     first = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli", comment="fine", settings=settings)
     assert first.kind == "resumed", first.message
-    # Attributed by the path (a signed receipt): the CLI, with the login that ran it.
-    assert first.decision.reviewer == "dana" and first.decision.via == "cli"
-    assert first.decision.reviewer_verified and first.decision.verified_user == getpass.getuser()
+    # Attributed by the path (a signed receipt): the CLI, with the login that ran it; a --reviewer other than
+    # that login is recorded as stated (test_gate_authority.py).
+    assert first.decision.stated_reviewer == "dana" and first.decision.via == "cli"
+    assert first.decision.verified_user == getpass.getuser()
     assert first.slack_updated is True
     assert state_of(gate.flow_run_id)[1] == "Resuming"
 
@@ -46,10 +47,11 @@ def test_resume_then_later_answers_are_told_who_decided_first(settings, fake_sla
     assert update.args["ts"] and not any(b["type"] == "actions" for b in update.args["blocks"])
     assert "dana" in update.args["text"] and ref_ts.args["channel"] == update.args["channel"]
 
-    late = resolve_gate(gate.flow_run_id, "changes", reviewer="eve", via="slack", settings=settings)
+    late = resolve_gate(gate.flow_run_id, "changes", reviewer="eve", via="slack", settings=settings,
+                        slack_channel="C0GATES")
     assert late.kind == "already_decided"
-    assert "approved by dana via cli" in late.message and "not applied" in late.message
-    assert late.decision.reviewer == "dana" and late.decision.via == "cli"
+    assert "approved by dana (" in late.message and "via cli" in late.message and "not applied" in late.message
+    assert late.decision.stated_reviewer == "dana" and late.decision.via == "cli"
 
 
 def test_concurrent_answers_first_wins(settings):
@@ -59,7 +61,8 @@ def test_concurrent_answers_first_wins(settings):
 
     def answer(who: str, decision: str) -> None:
         barrier.wait()
-        outcomes.append(resolve_gate(gate.flow_run_id, decision, reviewer=who, via="slack"))
+        outcomes.append(resolve_gate(gate.flow_run_id, decision, reviewer=who, via="slack",
+                                     slack_channel="C0GATES"))
 
     threads = [threading.Thread(target=answer, args=(w, d)) for w, d in
                (("ann", "approve"), ("bob", "changes"), ("cid", "escalate"))]
@@ -84,14 +87,15 @@ def test_unknown_and_malformed_runs():
 
 def test_restricted_reviewers_and_stale_gate_keys(settings):
     gate = open_synthetic_gate(settings, allowed=["U0LEGAL"])
-    denied = resolve_gate(gate.flow_run_id, "approve", reviewer="mallory", via="slack", slack_user_id="U0OTHER")
+    denied = resolve_gate(gate.flow_run_id, "approve", reviewer="mallory", via="slack", slack_user_id="U0OTHER",
+                          slack_channel="C0GATES")
     assert denied.kind == "forbidden" and state_of(gate.flow_run_id)[1] == "Suspended"
     stale = resolve_gate(gate.flow_run_id, "approve", reviewer="lee", via="slack", slack_user_id="U0LEGAL",
-                         gate="gate-r0-000000000000")
+                         gate="gate-r0-000000000000", slack_channel="C0GATES")
     assert stale.kind == "not_suspended" and "earlier gate" in stale.message
     assert state_of(gate.flow_run_id)[1] == "Suspended"
     allowed = resolve_gate(gate.flow_run_id, "approve", reviewer="lee", via="slack", slack_user_id="U0LEGAL",
-                           gate=gate.key)
+                           gate=gate.key, slack_channel="C0GATES")
     assert allowed.kind == "resumed"
 
 

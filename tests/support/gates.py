@@ -57,11 +57,15 @@ def fixture_deployment_id(client) -> uuid.UUID:
 
 def open_synthetic_gate(settings: SlackSettings | None = None, *, filename: str = "supply.pdf",
                         sla_hours: float = 8.0, opened_at: datetime | None = None, allowed: list[str] | None = None,
-                        timeout_seconds: int | None = None, post: bool = True) -> GateRecord:
-    """A run Suspended at a gate exactly as ``run_gate`` leaves it (see the module docstring)."""
+                        timeout_seconds: int | None = None, post: bool = True, tags: list[str] | None = None,
+                        suspend: bool = True) -> GateRecord:
+    """A run Suspended at a gate exactly as ``run_gate`` leaves it (see the module docstring).
+
+    ``tags``: the run's tags (e.g. the inbox's ``inbox-sender:NAME``); ``suspend=False``: the run stays
+    Running with its gate record written, as just before ``run_gate`` suspends (``suspend_at`` then)."""
     with get_client(sync_client=True) as client:
         deployment_id = fixture_deployment_id(client)
-        run = client.create_flow_run_from_deployment(deployment_id, name=f"review-{filename}")
+        run = client.create_flow_run_from_deployment(deployment_id, name=f"review-{filename}", tags=tags or [])
         client.set_flow_run_state(run.id, Running(), force=True)
         contract_id = uuid.uuid4().hex * 2
         categories = [f.category for f in FINDINGS]
@@ -81,13 +85,21 @@ def open_synthetic_gate(settings: SlackSettings | None = None, *, filename: str 
             store.write_once(client, run.id, slack_key(key), ref)
         elif post:
             store.write_once(client, run.id, slack_key(key), SlackRef(ok=False, error="no Slack in this test"))
-        state = Suspended(timeout_seconds=record.suspend_timeout_seconds, pause_key=key)
+    if suspend:
+        suspend_at(record)
+    return record
+
+
+def suspend_at(record: GateRecord) -> None:
+    """Suspend the record's (Running) run at its gate, with the form ``run_gate`` stores."""
+    with get_client(sync_client=True) as client:
+        state = Suspended(timeout_seconds=record.suspend_timeout_seconds, pause_key=record.key)
         keyset = keyset_from_paused_state(state)
         state.state_details.run_input_keyset = keyset
-        result = client.set_flow_run_state(run.id, state)
+        result = client.set_flow_run_state(uuid.UUID(record.flow_run_id), state)
         assert result.state is not None and result.state.is_paused(), result
-        GateInput.with_initial_data(description=f"### {filename} needs a decision").save(keyset, flow_run_id=run.id)
-    return record
+        GateInput.with_initial_data(description=f"### {record.filename} needs a decision").save(
+            keyset, flow_run_id=uuid.UUID(record.flow_run_id))
 
 
 def state_of(run_id) -> tuple[str, str]:

@@ -97,10 +97,12 @@ class SlackTestClient:
         return urlencode({"payload": json.dumps(payload)}).encode()
 
     def command_body(self, command: str, text: str, *, user: tuple[str, str] = ("U0DANA", "dana"),
-                     response_url: str | None = None) -> bytes:
+                     response_url: str | None = None, channel: tuple[str, str] | None = None) -> bytes:
+        """``channel``: (id, name) where the command is typed; a direct message is ``("D0…", "directmessage")``."""
+        channel_id, channel_name = channel or (self.channel, "contract-review")
         fields = {
             "token": "legacy-verification-token-unused", "team_id": self.team, "team_domain": "fake-clausegate",
-            "channel_id": self.channel, "channel_name": "contract-review", "user_id": user[0], "user_name": user[1],
+            "channel_id": channel_id, "channel_name": channel_name, "user_id": user[0], "user_name": user[1],
             "command": command, "text": text, "api_app_id": "A0CLAUSEGATE", "is_enterprise_install": "false",
             "response_url": response_url or self.response_url(),
             "trigger_id": f"{next(_counter)}.{int(time.time())}.abcdef",
