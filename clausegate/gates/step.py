@@ -80,13 +80,12 @@ def describe_for_ui(record: GateRecord) -> str:
         f"Playbook **{record.playbook}**: {len(record.findings)} finding(s) a person must see "
         f"({', '.join(record.categories)}). SLA: decide by **{record.sla_deadline:%Y-%m-%d %H:%M} UTC** "
         f"({record.sla_hours:g} h); after that the SLA sweeper escalates to legal.",
-        "",
-        "| Category | Page | Confidence | Clause |",
-        "|---|---|---|---|",
     ]
+    # one heading line and a wrapped quote per finding: a table's clause column ran off the form's right edge
     for f in record.findings:
-        text = f.text.replace("|", "\\|")
-        lines.append(f"| {f.category} | {', '.join(map(str, f.pages))} | {f.confidence:.2f} | {text} |")
+        pages = ", ".join(map(str, f.pages)) or "-"
+        quote = " ".join(f.text.split())
+        lines += ["", f"**{f.category}** · p. {pages} · confidence {f.confidence:.2f}", "", f"> {quote}"]
     lines += ["", f"Cost so far: {eur_text(record.cost_eur)}. Choose **approve**, **changes** or **escalate**, "
                   "enter your name as reviewer, and resume."]
     return "\n".join(lines)

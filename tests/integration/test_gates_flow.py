@@ -59,3 +59,21 @@ def test_run_input_form_schema_and_decisions():
 def test_prefect_timeout_is_well_beyond_the_sla():
     for hours in (0.001, 8, 24, 48):
         assert suspend_timeout_seconds(hours) >= hours * 3600 + 7 * 86400
+
+
+def test_the_resume_form_description_wraps_each_finding_instead_of_a_wide_table():
+    """Issue 21 item 5: the findings table ran past the Resume modal's right edge (a Markdown table does not wrap
+    its cells there); each finding is a short heading line and a quote, which wrap."""
+    from datetime import UTC, datetime
+
+    from clausegate.gates.model import GateRecord
+    from clausegate.gates.step import describe_for_ui
+    from tests.support.gates import FINDINGS
+
+    record = GateRecord(key="gate-r1-x", flow_run_id="r", contract_id="0" * 64, filename="supply.pdf",
+                        playbook="payment-liability", categories=[f.category for f in FINDINGS], findings=FINDINGS,
+                        opened_at=datetime(2026, 1, 1, tzinfo=UTC), sla_hours=8, suspend_timeout_seconds=30000)
+    text = describe_for_ui(record)
+    assert not [line for line in text.splitlines() if line.startswith("|")], text
+    for f in FINDINGS:
+        assert f"> {' '.join(f.text.split())}" in text and f"**{f.category}** · p. {f.pages[0]}" in text
