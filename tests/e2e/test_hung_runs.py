@@ -6,7 +6,8 @@ The session Prefect server, `prefect deploy` of prefect.yaml, process workers, t
 * ``test_a_run_that_hangs_before_its_first_heartbeat_is_crashed_and_requeued``: the flow-run process is
   stopped (SIGSTOP) the moment its run is Running, before the server has a heartbeat from it; its worker stays
   up.  The zombie automation must crash it (it arms on the Running state too), dead-letters stops the hung
-  process through the worker and requeues the run, and the second attempt completes.  Before the fix the run
+  process through the worker (the test sends the SIGKILL that ends the worker's 30 s grace at once) and requeues
+  the run, and the second attempt completes.  Before the fix the run
   stayed Running (inbox ``processing``) with nothing watching it.
 * ``test_a_stale_process_cannot_end_the_gate_its_successor_waits_at``: the flow-run process (and its PDF parser)
   is stopped inside its parse task and its worker is killed (SIGKILL); another worker runs the requeued attempt,
@@ -41,7 +42,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
 
 ZOMBIE_SECONDS = 45
 # The gated contract with a parse time cap well below the time the stale process stays stopped (so its timeout has
-# passed when it wakes) and well above the ~10 s the requeued attempt needs to parse the slow page.
+# passed when it wakes) and well above the ~5 s the requeued attempt needs to parse the slow page.
 GATED_PLAYBOOK = """\
 name: hung-runs-test
 description: payment-liability gates, parse capped at 40 s without retries (tests/e2e/test_hung_runs.py)
@@ -146,8 +147,15 @@ def test_a_run_that_hangs_before_its_first_heartbeat_is_crashed_and_requeued(zom
         crashed_after = time.monotonic() - stopped
         crash = next(s for s in crashed if s.name == "Crashed")
         assert crash.message.startswith("CG-RUN-CRASHED"), crash.message
-        done = poll(lambda: _read(run.id), lambda r: r.state_type.value in ("COMPLETED", "FAILED", "CANCELLED")
-                    or (r.state_type.value == "CRASHED" and r.run_count >= 2), timeout=180, interval=1,
+        # dead-letters asks the worker to stop the hung process before the requeue (Cancelling, CG-RUN-REQUEUING);
+        # the worker sends SIGTERM, which a stopped process cannot act on, and SIGKILL after its 30 s grace.  That
+        # wait is tested in test_gate_not_skipped.py: here the SIGKILL comes at once.
+        poll(lambda: _read(run.id), lambda r: r.state_type.value == "CANCELLING"
+             and r.state.message.startswith(dead_letters.REQUEUING), timeout=60, interval=0.5,
+             what="dead-letters to stop the hung attempt")
+        os.kill(pid, signal.SIGKILL)
+        done = poll(lambda: _read(run.id), lambda r: r.state_type.value in ("COMPLETED", "FAILED")
+                    or (r.state_type.value == "CRASHED" and r.run_count >= 2), timeout=120, interval=1,
                     what="the requeued attempt to finish")
         print(f"\nhung before its first heartbeat: crashed {crashed_after:.0f} s after SIGSTOP, finished "
               f"{time.monotonic() - stopped:.0f} s after it; states {_names(run.id)}")
@@ -161,13 +169,13 @@ def test_a_run_that_hangs_before_its_first_heartbeat_is_crashed_and_requeued(zom
 
 
 def _gated_slow_pdf(folder: Path) -> Path:
-    """The gated contract (uncapped liability) plus one page that takes ~10 s to parse."""
+    """The gated contract (uncapped liability) plus one page that takes ~5 s to parse."""
     from pypdf import PdfWriter
 
     pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()}.", *GATED_PAGES[1:]]
     writer = PdfWriter()
     writer.append(str(make_text_pdf(folder / "gated-text.pdf", pages)))
-    writer.append(str(make_slow_pdf(folder / "gated-slow.pdf", operations=800_000)))
+    writer.append(str(make_slow_pdf(folder / "gated-slow.pdf", operations=400_000)))
     out = folder / "gated.pdf"
     with open(out, "wb") as fh:
         writer.write(fh)
