@@ -33,16 +33,15 @@ Exceptions are fenced too (:func:`fenced_exit`, around the whole contract-review
 engine turns an exception that leaves the flow body into a state of the run — a task's
 ``TimeoutError`` into ``Failed``/``TimedOut``, any other exception into ``Failed``, a
 ``BaseException`` (a termination signal) into ``Crashed`` — and the server accepts each of them even
-from ``Suspended`` (issue 20: a stale process stopped inside its parse task woke up, the task's
-timeout alarm fired at once, and the run waiting at the current attempt's gate ended ``TimedOut``).
-So before any exception may leave the body, the attempt is read again (never from the freshness
-window): stale → :class:`StaleAttempt` instead (the engine proposes nothing), current → the exception
-goes on as before. The check runs in the thread that raised, before the engine sees the exception,
-so it cannot lose a race to it. Why here and not elsewhere: Prefect 3.9's server has no
-compare-and-set on flow-run states (a proposal cannot say "only if the run is still in my state"),
-and a watchdog thread that ends the process when it finds the attempt stale would race the main
-thread on wake-up (a pending SIGALRM runs the task's timeout at the first bytecode after SIGCONT;
-the watchdog needs a read of the server first).
+from ``Suspended``. A process stopped inside a task wakes up with that task's timeout long passed, so
+the exception comes first, before any check. So before any exception may leave the body the attempt
+is read again (never from the freshness window): stale → :class:`StaleAttempt` instead (the engine
+proposes nothing), current → the exception goes on as before. The check runs in the thread that
+raised, before the engine sees the exception, so it cannot lose a race to it. Why here: Prefect 3.9's
+server has no compare-and-set on flow-run states (a proposal cannot say "only if the run is still in
+my state"), and a watchdog thread that ended the process once it found the attempt stale would race
+the main thread on wake-up (a pending SIGALRM runs the task's timeout at the first bytecode after
+SIGCONT; the watchdog needs a read of the server first).
 
 Freshness window (issue 12): a read costs ~20 ms on a loaded SQLite server, and a fully cached review passes
 six checks in ~0.3 s.  So a check within :data:`FRESH_SECONDS` (2 s) of this attempt's last confirmation
