@@ -29,6 +29,20 @@ report and before the run's result is returned (clausegate/pipeline/review.py,
 clausegate/gates/step.py). The window between the last check and the engine's final state proposal
 is milliseconds; the zombie window is minutes.
 
+Exceptions are fenced too (:func:`fenced_exit`, around the whole contract-review body): Prefect's
+engine turns an exception that leaves the flow body into a state of the run — a task's
+``TimeoutError`` into ``Failed``/``TimedOut``, any other exception into ``Failed``, a
+``BaseException`` (a termination signal) into ``Crashed`` — and the server accepts each of them even
+from ``Suspended``. A process stopped inside a task wakes up with that task's timeout long passed, so
+the exception comes first, before any check. So before any exception may leave the body the attempt
+is read again (never from the freshness window): stale → :class:`StaleAttempt` instead (the engine
+proposes nothing), current → the exception goes on as before. The check runs in the thread that
+raised, before the engine sees the exception, so it cannot lose a race to it. Why here: Prefect 3.9's
+server has no compare-and-set on flow-run states (a proposal cannot say "only if the run is still in
+my state"), and a watchdog thread that ended the process once it found the attempt stale would race
+the main thread on wake-up (a pending SIGALRM runs the task's timeout at the first bytecode after
+SIGCONT; the watchdog needs a read of the server first).
+
 Freshness window (issue 12): a read costs ~20 ms on a loaded SQLite server, and a fully cached review passes
 six checks in ~0.3 s.  So a check within :data:`FRESH_SECONDS` (2 s) of this attempt's last confirmation
 (the moment that read was *sent*, by the clock below) reuses it instead of reading again.  Why that cannot
@@ -57,13 +71,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 from uuid import UUID
 
 from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
-from prefect.exceptions import Abort
+from prefect.exceptions import Abort, PrefectSignal
 
 STALE = "CG-RUN-STALE-ATTEMPT"
 FRESH_SECONDS = 2.0  # a confirmation younger than this is reused (see "Freshness window" above); zombie window ≥ 45 s
@@ -160,3 +176,27 @@ def _log(message: str) -> None:
         get_run_logger().warning(message)
     except Exception:  # no run logger here: the module logger still says it
         log.warning(message)
+
+
+@contextmanager
+def fenced_exit(where: str = "the run's end") -> Iterator[None]:
+    """Let an exception leave the block (and become the run's state) only while this attempt is current.
+
+    Prefect's own signals pass unchanged (``Pause``: the gate; ``Abort``: :class:`StaleAttempt` or the
+    server's own abort), and so does ``GeneratorExit``.  Any other exception, ``BaseException`` included,
+    is checked with a fresh read: stale → :class:`StaleAttempt` (chained to it) instead; current, or
+    the check itself failed (the server unreachable: then the engine cannot propose a state either) → the
+    exception as it was."""
+    try:
+        yield
+    except (PrefectSignal, GeneratorExit):
+        raise
+    except BaseException as exc:
+        try:
+            ensure_current(f"{where} ({type(exc).__name__}: {str(exc)[:200]})", max_age=0)
+        except StaleAttempt as stale:
+            raise stale from exc
+        except Exception as check:  # could not check: behave as without the fence
+            log.warning("could not check the attempt before %s: %r", where, check)
+        raise
+

@@ -33,7 +33,7 @@ from prefect.utilities.annotations import opaque
 from clausegate.errors import ClauseGateError, GateError
 from clausegate.gates import run_gate
 from clausegate.ops.budget import start_meter, stop_meter
-from clausegate.pipeline.attempts import ensure_current
+from clausegate.pipeline.attempts import ensure_current, fenced_exit
 from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
 from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
@@ -61,7 +61,16 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     """Review one contract PDF; write JSON + Markdown reports to ``out_dir``.  Returns the review, or a
     Failed state carrying the partial review when a step stopped it.  ``ask_person=False``: never
     suspend for a gate; mark the review ``pending_decision`` instead (and skip the attempt checks:
-    batch chunk runs never decide a gate), and publish no review artifact (the batch's summary lists it)."""
+    batch chunk runs never decide a gate), and publish no review artifact (the batch's summary lists it).
+    With ``ask_person`` an exception leaves the review (and becomes the run's state) only while this
+    attempt is the run's current one (:func:`~clausegate.pipeline.attempts.fenced_exit`)."""
+    if not ask_person:
+        return _review(source, playbook, extractor, out_dir, ask_person=False)
+    with fenced_exit():
+        return _review(source, playbook, extractor, out_dir, ask_person=True)
+
+
+def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, ask_person: bool) -> Review | State:
     logger = get_run_logger()
     checkpoint = ensure_current if ask_person else _unchecked
     book = load_playbook(playbook)

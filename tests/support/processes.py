@@ -97,3 +97,27 @@ def alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (children first found through ``/proc/<pid>/task/*/children``)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for tid in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{tid}/children") as fh:
+                    todo.extend(int(child) for child in fh.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def signal_tree(pids: list[int], sig: int) -> None:
+    """Send ``sig`` to each of ``pids`` that still exists."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
