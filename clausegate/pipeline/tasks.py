@@ -31,6 +31,7 @@ from typing import Any
 from prefect import Task, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
+from prefect.utilities.annotations import opaque
 
 from clausegate.config import settings
 from clausegate.errors import BudgetExceeded
@@ -52,7 +53,7 @@ from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_
 from clausegate.review.llm.redlines import GenerationAnswer, GenerationPrompt, ground_suggestions
 from clausegate.review.offline.model import META_NAME, MODEL_DIR
 from clausegate.review.playbook import Playbook, StepPolicy
-from clausegate.review.report import render_markdown, write_report
+from clausegate.review.report import render_markdown, report_paths, write_report
 from clausegate.review.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
 from clausegate.security import at_rest
 
@@ -207,6 +208,15 @@ class ReviewTasks:
     ask_extraction_model: Task
     ask_generation_model: Task
     publish_report: Task
+
+    def write_report(self, review: Review, out_dir: str, *, artifact: bool) -> list[str]:
+        """Run ``publish_report`` for ``review``.  Writing the files is its side effect, so a cached
+        result counts only while both files are on disk: when one is missing (deleted to re-review, or
+        never written) the task runs with ``refresh_cache`` and its cache record is written anew."""
+        task_obj = self.publish_report
+        if not all(path.is_file() for path in report_paths(review, out_dir)):
+            task_obj = task_obj.with_options(refresh_cache=True)
+        return task_obj(opaque(review), out_dir, artifact=artifact)
 
 
 def cache_expiration(book: Playbook) -> timedelta:
