@@ -42,6 +42,7 @@ from clausegate.pipeline.model_calls import (
     ProviderRef,
     call_model,
     skipped,
+    used_in_part,
 )
 from clausegate.pipeline.timing import timed_step
 from clausegate.providers.retry import MODEL_RETRY_POLICY, retry_condition
@@ -51,6 +52,7 @@ from clausegate.review.document.codes import PARSER_VERSION
 from clausegate.review.llm import extract as llm_extract
 from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_answer
 from clausegate.review.llm.redlines import GenerationAnswer, GenerationPrompt, ground_suggestions
+from clausegate.review.llm.salvage import salvaged_answer, salvaged_suggestions
 from clausegate.review.offline.model import META_NAME, MODEL_DIR
 from clausegate.review.playbook import Playbook, StepPolicy
 from clausegate.review.report import render_markdown, report_paths, write_report
@@ -151,12 +153,17 @@ def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], mod
 def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens: int,
                          budget: BudgetContext) -> ModelExtraction:
     try:
-        answer, cost, model, paid_by = call_model(ref, prompt.system, prompt.user, ModelAnswer, max_tokens,
-                                                  prompt.tokens, budget, step="extract")
+        call = call_model(ref, prompt.system, prompt.user, ModelAnswer, max_tokens, budget, step="extract")
     except BudgetExceeded as skip:
         return skipped(skip)
-    clauses, notices = ground_answer(answer, prompt, model=model)
-    return ModelExtraction(clauses=clauses, notices=notices, cost=cost, model=model, paid_by=paid_by)
+    if call.answer is not None:
+        clauses, notices = ground_answer(call.answer, prompt, model=call.model)
+        return ModelExtraction(clauses=clauses, notices=notices, cost=call.cost, model=call.model,
+                               paid_by=call.paid_by)
+    clauses, notices = ground_answer(salvaged_answer(call.unused), prompt, model=call.model)
+    result = ModelExtraction(clauses=clauses, notices=notices, cost=call.cost, model=call.model, paid_by=call.paid_by,
+                             answered=sorted({c.category for c in clauses}))
+    return used_in_part(call, result, [f"{c.category} (p. {c.pages[0]})" for c in clauses])
 
 
 @task(name="ask-generation-model", **_MODEL_CALL)
@@ -164,12 +171,17 @@ def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens:
 def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens: int,
                          budget: BudgetContext) -> ModelSuggestions:
     try:
-        answer, cost, model, paid_by = call_model(ref, prompt.system, prompt.user, GenerationAnswer, max_tokens,
-                                                  prompt.tokens, budget, step="generate")
+        call = call_model(ref, prompt.system, prompt.user, GenerationAnswer, max_tokens, budget, step="generate")
     except BudgetExceeded as skip:
         return skipped(skip)
-    suggestions, notices = ground_suggestions(answer, prompt, model=model)
-    return ModelSuggestions(suggestions=suggestions, notices=notices, cost=cost, model=model, paid_by=paid_by)
+    if call.answer is not None:
+        suggestions, notices = ground_suggestions(call.answer, prompt, model=call.model)
+        return ModelSuggestions(suggestions=suggestions, notices=notices, cost=call.cost, model=call.model,
+                                paid_by=call.paid_by)
+    suggestions, notices = ground_suggestions(salvaged_suggestions(call.unused), prompt, model=call.model)
+    result = ModelSuggestions(suggestions=suggestions, notices=notices, cost=call.cost, model=call.model,
+                              paid_by=call.paid_by, answered=sorted({s.category for s in suggestions}))
+    return used_in_part(call, result, [f"a redline for {s.category}" for s in suggestions])
 
 
 @task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)
