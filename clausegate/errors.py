@@ -155,6 +155,7 @@ CODES: dict[str, Code] = {
     "CG-MODEL-BAD-REQUEST": Code("the provider refused the request as malformed", "14"),
     "CG-MODEL-TRUNCATED": Code("the answer was cut at the output token limit", "14"),
     "CG-MODEL-BAD-OUTPUT": Code("the answer is not the JSON asked for, even after one repair call", "14"),
+    "CG-MODEL-PARTIAL": Code("a paid model answer was used in part: its complete, valid items are kept", "14"),
     "CG-MODEL-DEGRADED": Code("a model step failed: the review uses the offline result alone", "14"),
     "CG-MODEL-STEP-TIMEOUT": Code("a model step was cut by its Prefect step timeout", "14"),
     "CG-MODEL-STEP-FAILED": Code("a model step failed after its retries", "14"),

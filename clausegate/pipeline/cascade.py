@@ -188,9 +188,12 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
     """Ask once (Prefect retries transient errors inside ``ask``). Permanent answers that a different
     request can fix are handled here with a new, different request, never the same one again:
     context overflow -> fewer passages (marked [TRUNCATED]); output cut at max_tokens -> once with
-    twice the output budget.  A budget skip raises ``BudgetExceeded`` (``model_calls.model_result``)."""
+    twice the output budget.  A budget skip raises ``BudgetExceeded`` (``model_calls.model_result``).
+    A truncated answer's complete items (``PartialAnswer.partial``) are paid for: if asking again fails or
+    is skipped, they are the result."""
     notices: list[Notice] = []
     raised_output = False
+    partial = None
     while True:
         try:
             return model_result(step, ask(prompt, ref, max_tokens, budget)), prompt, notices
@@ -203,11 +206,23 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
                 f"{len(prompt.passages)} passages instead")))
             prompt = smaller
         except OutputTruncated as error:
+            partial = getattr(error, "partial", None) or partial
             if raised_output:
-                raise
+                if partial is None:
+                    raise
+                return partial, prompt, notices
             raised_output, max_tokens = True, max_tokens * 2
             notices.append(Notice(code=error.code,
                                   message=f"answer cut at the output limit; asked again with max_tokens={max_tokens}"))
+        except Exception as error:
+            if partial is None:
+                raise
+            if not isinstance(error, BudgetExceeded):
+                _log_failure(error, step)
+            code = getattr(error, "code", STEP_TIMEOUT if isinstance(error, TimeoutError) else STEP_FAILED)
+            return partial, prompt, [*notices, Notice(code=code, message=(
+                f"asking again with max_tokens={max_tokens}: {getattr(error, 'message', error)}; the complete items "
+                "of the truncated answer are used instead"))]
 
 
 def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extraction, book: Playbook,
@@ -246,14 +261,27 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
                              summary=CascadeSummary(categories_sent=list(send), model_calls=0, model_calls_saved=0,
                                                     prompt_tokens_sent=0, **summary))
     must_confirm = set(book.gated_categories) | set(book.high_risk)
-    clauses, disputes, gate = merge_findings(offline.clauses, result.clauses, send, model=result.model,
+    answered, unconfirmed = _answered(send, result.answered)  # an answer used in part covers only some
+    clauses, disputes, gate = merge_findings(offline.clauses, result.clauses, answered, model=result.model,
                                              must_confirm=must_confirm)
+    if unconfirmed:
+        notices.append(Notice(code=DEGRADED, message=(
+            f"the model's answer was used in part; the offline result is kept for what it did not cover. The model "
+            f"could not confirm: {', '.join(unconfirmed)}.")))
     extraction = Extraction(contract_id=offline.contract_id, extractor=f"{extractor} ({result.model}) + offline",
                             clauses=clauses, categories_checked=categories,
                             notices=[*offline.notices, *notices, *result.notices, *disputes])
-    return CascadeResult(extraction=extraction, cost=result.cost, gate=gate, summary=CascadeSummary(
+    return CascadeResult(extraction=extraction, cost=result.cost, gate=gate, degraded=bool(unconfirmed),
+                         unconfirmed=unconfirmed, summary=CascadeSummary(
         categories_sent=send, model_calls=result.cost.calls, model_calls_saved=0,
         prompt_tokens_sent=prompt.tokens, truncated=prompt.truncated, **summary))
+
+
+def _answered(sent: list[str], answered: list[str] | None) -> tuple[list[str], list[str]]:
+    """(categories the model's answer covers, categories sent that it does not); ``answered`` None: all."""
+    if answered is None:
+        return list(sent), []
+    return [c for c in sent if c in answered], [c for c in sent if c not in answered]
 
 
 def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: Cost,
@@ -281,7 +309,9 @@ def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: 
         return GenerationResult(degraded=True, notices=[failure, Notice(code=DEGRADED, message=(
             f"the generation step failed ({failure.code}); the findings are kept, no redlines or questions were "
             f"suggested for {', '.join(dict.fromkeys(c.category for c in targets))}."))])
-    return GenerationResult(suggestions=result.suggestions, notices=[*notices, *result.notices], cost=result.cost)
+    _, uncovered = _answered(list(dict.fromkeys(c.category for c in targets)), result.answered)
+    return GenerationResult(suggestions=result.suggestions, notices=[*notices, *result.notices], cost=result.cost,
+                            degraded=bool(uncovered))
 
 
 def final_status(status: str, degraded: bool) -> str:

@@ -2,13 +2,21 @@
 which block answers (``ProviderRef``), the budget guard, the spend meter and ledger, and the memo
 of paid answers that keeps a Prefect retry from paying twice.
 
-Money (see ``clausegate.ops.budget``): every answer a provider bills is recorded the moment it arrives,
+Money (see ``clausegate.ops.budget``): a budget is a cap.  Every request is checked before it is sent
+(the first one, the repair call, a Prefect retry's, the larger re-ask of a truncated answer) against
+its worst case: the prompt's tokens (with a margin for the provider's tokenizer) plus the whole
+``max_tokens``, at the block's prices.  Every answer a provider bills is recorded the moment it arrives,
 in the one spend ledger and in the review's meter, whatever happens next (an answer that fails
 validation, a repair call that fails, a task that fails later).  A Prefect retry of a task run
-never sends a request that run already paid for: the paid answer is reused.  A budget skip is a
-Completed task run (its message says why; never cached), which the flow sees as ``BudgetExceeded``
-(:func:`model_result`).  A result's ``paid_by`` names the review and task run that paid for it, so
-a rerun that takes it from the cache reports it as spend reused from cache, not as its own.
+never sends a request that run already paid for: the paid answer is reused.
+
+A paid answer is never thrown away while part of it can be used: when the answer is cut at the
+output limit, fails validation even after its repair, or its repair call would exceed the budget,
+its complete, valid items are kept (:func:`used_in_part`, notice ``CG-MODEL-PARTIAL`` naming them)
+and the categories it does not cover are reported as not confirmed.  A budget skip with nothing
+paid is a Completed task run (its message says why; never cached), which the flow sees as
+``BudgetExceeded`` (:func:`model_result`).  A result's ``paid_by`` names the review and task run
+that paid for it, so a rerun that takes it from the cache reports it as spend reused from cache.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from prefect import get_run_logger
@@ -29,18 +38,20 @@ from prefect.transactions import get_transaction
 from pydantic import BaseModel, ConfigDict
 
 from clausegate.config import load_model_block
-from clausegate.errors import BudgetExceeded
+from clausegate.errors import BudgetExceeded, ClauseGateError
 from clausegate.ops.budget import check_budget, current_meter, prepare_ledger, record_spend, spent_this_period
 from clausegate.providers.base import ModelResponse
+from clausegate.providers.errors import InvalidOutput, OutputTruncated
 from clausegate.providers.retry import use_fallback_now
 from clausegate.providers.structured import complete_json
-from clausegate.review.money import eur_text
+from clausegate.review.money import add_costs, eur_text
+from clausegate.review.passages import count_tokens
 from clausegate.review.playbook import Budgets
 from clausegate.review.schemas import Clause, Cost, Notice, Suggestion
 
 RATE_LIMIT = "clausegate-model-calls"
-OUTPUT_TOKEN_ESTIMATE = 0.5  # share of max_output_tokens assumed for a budget estimate
 PROMPT_TOKEN_MARGIN = 1.3  # our token count vs. a provider tokenizer
+PARTIAL = "CG-MODEL-PARTIAL"
 
 
 class ProviderRef(BaseModel):
@@ -70,6 +81,8 @@ class ModelExtraction(BaseModel):
     cost: Cost
     model: str
     paid_by: str = ""  # "<review key>#<task run id>" of the run that paid for it (budget.SpendMeter)
+    answered: list[str] | None = None  # an answer used in part: the categories it covers (None: all sent)
+    truncated: bool = False  # that answer was cut at the output limit: worth asking again with more
 
 
 class ModelSuggestions(BaseModel):
@@ -80,6 +93,8 @@ class ModelSuggestions(BaseModel):
     cost: Cost
     model: str
     paid_by: str = ""
+    answered: list[str] | None = None  # used in part: the categories it has suggestions for
+    truncated: bool = False
 
 
 def provider_ref(name: str) -> ProviderRef:
@@ -95,28 +110,52 @@ class BudgetSkip(BaseModel):
     hint: str = ""
 
 
-def _guard(client, max_tokens: int, prompt_tokens: int, budget: BudgetContext) -> None:
-    estimate_tokens = int(prompt_tokens * PROMPT_TOKEN_MARGIN + max_tokens * OUTPUT_TOKEN_ESTIMATE)
-    estimate_eur = client.pricing.eur(int(prompt_tokens * PROMPT_TOKEN_MARGIN), int(max_tokens * OUTPUT_TOKEN_ESTIMATE))
+def worst_case(pricing, prompt_tokens: int, max_tokens: int) -> tuple[int, float]:
+    """(tokens, EUR) a request can cost at most: its prompt with the tokenizer margin, plus the whole
+    output budget (a provider never bills more output than ``max_tokens``)."""
+    prompt = int(prompt_tokens * PROMPT_TOKEN_MARGIN)
+    return prompt + max_tokens, pricing.eur(prompt, max_tokens)
+
+
+def _guard(client, system: str, user: str, max_tokens: int, budget: BudgetContext, paid: Cost,
+           what: str = "model call") -> None:
+    """Raise ``BudgetExceeded`` unless this request's worst case fits every budget.  ``paid``: what
+    this task run has paid so far (counted when the review has no meter)."""
+    estimate_tokens, estimate_eur = worst_case(client.pricing, count_tokens(system) + count_tokens(user), max_tokens)
     period_spent = spent_this_period(budget.budgets.period) if estimate_eur > 0 else 0.0
     meter = current_meter()  # the review's own spend so far, failed attempts included
-    run_cost = meter.own() if meter is not None else budget.run_cost
+    run_cost = meter.own() if meter is not None else add_costs(budget.run_cost, paid)
     verdict = check_budget(budget.budgets, run_cost=run_cost, estimated_eur=estimate_eur,
                            estimated_tokens=estimate_tokens, period_spent=period_spent)
     if not verdict.allowed:
-        raise BudgetExceeded(f"model call skipped: {verdict.reason}",
-                             hint="the step used the offline extractor instead; raise the playbook's budgets to "
-                                  "use the model")
+        raise BudgetExceeded(f"{what} skipped: {verdict.reason} (its worst case: {estimate_tokens:,} tokens, "
+                             f"{eur_text(estimate_eur)})",
+                             hint="the step used what it had (the offline extractor, or what was paid for); raise "
+                                  "the playbook's budgets to use the model")
+
+
+def _not_cached() -> None:
+    """This task run's result is not written to the cache (its transaction does not commit a record)."""
+    transaction = get_transaction()
+    if transaction is not None:
+        transaction.write_on_commit = False
 
 
 def skipped(error: BudgetExceeded) -> State:
     """A budget skip as the task's final state: Completed, the reason as its message, not cached
     (a rerun with more budget must ask the model; a cached skip would answer for it)."""
-    transaction = get_transaction()
-    if transaction is not None:
-        transaction.write_on_commit = False
+    _not_cached()
     return Completed(message=f"skipped ({error.code}): {error.message}",
                      data=BudgetSkip(message=error.message, hint=error.hint))
+
+
+class PartialAnswer(OutputTruncated):
+    """A truncated answer whose complete items were kept (``partial``): ask again with a bigger output
+    budget, and use ``partial`` if that cannot be done."""
+
+    def __init__(self, message: str, *, partial: ModelExtraction | ModelSuggestions | None = None, **kwargs) -> None:
+        self.partial = partial
+        super().__init__(message, **kwargs)
 
 
 def model_result(step: str, result: ModelExtraction | ModelSuggestions | State) -> Any:
@@ -124,13 +163,16 @@ def model_result(step: str, result: ModelExtraction | ModelSuggestions | State) 
 
     A budget skip (the Completed state of :func:`skipped`) raises ``BudgetExceeded``: the caller keeps
     the offline result, with the notice.  Any other result is reported to the review's meter, which is
-    how one taken from the cache counts as spend reused, not as this run's."""
+    how one taken from the cache counts as spend reused, not as this run's.  A truncated answer used in
+    part raises :class:`PartialAnswer` (an ``OutputTruncated``) carrying it."""
     if isinstance(result, State):
         skip = result.result()
         raise BudgetExceeded(skip.message, hint=skip.hint)
     meter = current_meter()
     if meter is not None:
         meter.received(step, result.cost, result.paid_by)
+    if result.truncated:
+        raise PartialAnswer("the answer was cut at the output limit; its complete items are kept", partial=result)
     return result
 
 
@@ -162,8 +204,9 @@ class _Metered:
     already answered in this task run (same prompt and output limit, any model) is answered from
     ``answers`` instead of being sent and paid again."""
 
-    def __init__(self, client, answers: dict[str, ModelResponse], on_paid: Callable[[ModelResponse], None]) -> None:
-        self._client, self._answers, self._on_paid = client, answers, on_paid
+    def __init__(self, client, answers: dict[str, ModelResponse], on_paid: Callable[[ModelResponse], None],
+                 before_send: Callable[[str, str, int], None]) -> None:
+        self._client, self._answers, self._on_paid, self._before_send = client, answers, on_paid, before_send
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -174,26 +217,46 @@ class _Metered:
             get_run_logger().info("reused the answer already paid for in this task run (request %s); not sent again",
                                   self._answers[key].request_id)
             return self._answers[key]
+        self._before_send(system, user, max_tokens or self._client.max_output_tokens)  # the budget: may refuse
         response = self._client.complete(system, user, max_tokens=max_tokens, **options)
         self._answers[key] = response
         self._on_paid(response)
         return response
 
 
-def call_model(ref: ProviderRef, system: str, user: str, schema, max_tokens: int, prompt_tokens: int,
-               budget: BudgetContext, *, step: str = "model"):
-    """One model call inside a model task: budget guard, rate limit, metered answers, one repair at most.
+@dataclass(frozen=True)
+class ModelCall:
+    """What :func:`call_model` got: the parsed ``answer``, or (``answer`` None) the texts of the paid
+    answers it could not use whole and the ``problem`` (``BudgetExceeded``: the repair call was
+    refused; ``OutputTruncated``; ``InvalidOutput``), for :func:`used_in_part`."""
 
-    Returns (parsed answer, cost of every answer paid in this task run, model, paid_by); raises
-    ``BudgetExceeded`` before anything is sent when the call would exceed a budget."""
+    answer: Any
+    unused: list[str]
+    problem: ClauseGateError | None
+    cost: Cost
+    model: str
+    paid_by: str
+
+
+def call_model(ref: ProviderRef, system: str, user: str, schema, max_tokens: int, budget: BudgetContext, *,
+               step: str = "model") -> ModelCall:
+    """One model call inside a model task: budget guard before every request, rate limit, metered
+    answers, one repair at most.  Raises ``BudgetExceeded`` when the first request would exceed a
+    budget (nothing sent, nothing paid); any other failure with a paid answer in hand is returned."""
     client = load_model_block(ref.block).get_client()
-    _guard(client, max_tokens, prompt_tokens, budget)
-    prepare_ledger()  # the ledger lock exists (created if missing) before anything is paid
-    rate_limit(RATE_LIMIT)
     run_id = str(task_run.id or uuid.uuid4())
     meter = current_meter()
     logger = get_run_logger()
     answers = _paid_answers(run_id)
+    sent: list[bool] = []  # a request was sent in this call (the rate limit is taken once)
+
+    def before_send(system: str, user: str, limit: int) -> None:
+        _guard(client, system, user, limit, budget, client.pricing.cost(answers.values()),
+               what="repair call" if answers else "model call")
+        if not sent:
+            prepare_ledger()  # the ledger lock exists (created if missing) before anything is paid
+            rate_limit(RATE_LIMIT)
+        sent.append(True)
 
     def paid(response: ModelResponse) -> None:
         cost = client.pricing.cost([response])
@@ -203,13 +266,50 @@ def call_model(ref: ProviderRef, system: str, user: str, schema, max_tokens: int
                     response.input_tokens, response.output_tokens, eur_text(cost.eur), response.request_id)
         record_spend(cost.eur)  # paid, whether or not the answer turns out usable
 
+    parsed, problem, unused = None, None, []
     try:
-        parsed, responses = complete_json(_Metered(client, answers, paid), system, user, schema,
+        parsed, responses = complete_json(_Metered(client, answers, paid, before_send), system, user, schema,
                                           max_tokens=max_tokens, use_fallback=use_fallback_now())
+    except BudgetExceeded as error:
+        if not answers:  # the first request: nothing paid, a plain skip
+            _forget_paid(run_id)
+            raise
+        problem, unused, responses = error, [r.text for r in answers.values()], list(answers.values())
+    except (OutputTruncated, InvalidOutput) as error:
+        responses = list(error.responses or answers.values())
+        problem, unused = error, [r.text for r in responses]
     except Exception as error:
         if not getattr(error, "transient", False):  # no retry of this task run follows
             _forget_paid(run_id)
         raise
     _forget_paid(run_id)
     paid_by = f"{meter.key if meter is not None else 'no-review'}#{run_id}"
-    return parsed, client.pricing.cost(answers.values()), responses[-1].model or ref.model, paid_by
+    model = (responses[-1].model if responses else "") or ref.model
+    return ModelCall(answer=parsed, unused=unused, problem=problem, cost=client.pricing.cost(answers.values()),
+                     model=model, paid_by=paid_by)
+
+
+def used_in_part(call: ModelCall, result: ModelExtraction | ModelSuggestions,
+                 kept: list[str]) -> ModelExtraction | ModelSuggestions | State:
+    """``result``, built from the valid items ``kept`` (labels) of ``call``'s unusable paid answers,
+    with notices saying why and which.  Nothing kept: the call's problem stands (a budget skip, or
+    the error raised).  Kept after a refused repair call: not cached, so a rerun with more budget
+    asks again (like :func:`skipped`)."""
+    problem = call.problem
+    if not kept:
+        if isinstance(problem, BudgetExceeded):
+            return skipped(problem)
+        raise problem
+    if isinstance(problem, BudgetExceeded):
+        why = "its answer failed validation and the repair call was skipped for the budget"
+        _not_cached()
+    elif isinstance(problem, OutputTruncated):
+        why = "its answer was cut at the output limit"
+    else:
+        why = "its answer failed validation, also after the repair call"
+    notices = [Notice(code=PARTIAL, message=f"the model's paid answer was used in part ({why}): kept "
+                                            f"{len(kept)} complete, valid item(s): {', '.join(kept)}")]
+    if not isinstance(problem, OutputTruncated):  # the cascade's notice says it asks again with more output
+        notices.insert(0, Notice(code=problem.code, message=problem.message))
+    return result.model_copy(update={"notices": [*notices, *result.notices],
+                                     "truncated": isinstance(problem, OutputTruncated)})

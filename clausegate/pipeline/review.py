@@ -143,7 +143,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
     review = review.model_copy(update={"decisions": decisions, "status": status,
                                        "warnings": [*review.warnings, *notices]})
     checkpoint("report")
-    paths = tasks.publish_report(opaque(review), out_dir, artifact=ask_person)  # the batch: no artifact per contract
+    paths = tasks.write_report(review, out_dir, artifact=ask_person)  # the batch: no artifact per contract
     logger.info("5/5 report: %s (cost %s, %d model calls; %s reused from cache)", ", ".join(paths),
                 eur_text(review.cost.eur), review.cost.calls, eur_text(review.cost.reused_eur))
     checkpoint("finishing the run")

@@ -31,6 +31,7 @@ from typing import Any
 from prefect import Task, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
+from prefect.utilities.annotations import opaque
 
 from clausegate.config import settings
 from clausegate.errors import BudgetExceeded
@@ -41,6 +42,7 @@ from clausegate.pipeline.model_calls import (
     ProviderRef,
     call_model,
     skipped,
+    used_in_part,
 )
 from clausegate.pipeline.timing import timed_step
 from clausegate.providers.retry import MODEL_RETRY_POLICY, retry_condition
@@ -50,10 +52,11 @@ from clausegate.review.document.codes import PARSER_VERSION
 from clausegate.review.llm import extract as llm_extract
 from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_answer
 from clausegate.review.llm.redlines import GenerationAnswer, GenerationPrompt, ground_suggestions
+from clausegate.review.llm.salvage import salvaged_answer, salvaged_suggestions
 from clausegate.review.offline.model import META_NAME, MODEL_DIR
 from clausegate.review.playbook import Playbook, StepPolicy
 from clausegate.review.redact import redact_review
-from clausegate.review.report import SEALED_SUFFIX, render_markdown, write_report
+from clausegate.review.report import SEALED_SUFFIX, render_markdown, report_paths, write_report
 from clausegate.review.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
 from clausegate.security import at_rest
 
@@ -151,12 +154,17 @@ def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], mod
 def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens: int,
                          budget: BudgetContext) -> ModelExtraction:
     try:
-        answer, cost, model, paid_by = call_model(ref, prompt.system, prompt.user, ModelAnswer, max_tokens,
-                                                  prompt.tokens, budget, step="extract")
+        call = call_model(ref, prompt.system, prompt.user, ModelAnswer, max_tokens, budget, step="extract")
     except BudgetExceeded as skip:
         return skipped(skip)
-    clauses, notices = ground_answer(answer, prompt, model=model)
-    return ModelExtraction(clauses=clauses, notices=notices, cost=cost, model=model, paid_by=paid_by)
+    if call.answer is not None:
+        clauses, notices = ground_answer(call.answer, prompt, model=call.model)
+        return ModelExtraction(clauses=clauses, notices=notices, cost=call.cost, model=call.model,
+                               paid_by=call.paid_by)
+    clauses, notices = ground_answer(salvaged_answer(call.unused), prompt, model=call.model)
+    result = ModelExtraction(clauses=clauses, notices=notices, cost=call.cost, model=call.model, paid_by=call.paid_by,
+                             answered=sorted({c.category for c in clauses}))
+    return used_in_part(call, result, [f"{c.category} (p. {c.pages[0]})" for c in clauses])
 
 
 @task(name="ask-generation-model", **_MODEL_CALL)
@@ -164,12 +172,17 @@ def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens:
 def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens: int,
                          budget: BudgetContext) -> ModelSuggestions:
     try:
-        answer, cost, model, paid_by = call_model(ref, prompt.system, prompt.user, GenerationAnswer, max_tokens,
-                                                  prompt.tokens, budget, step="generate")
+        call = call_model(ref, prompt.system, prompt.user, GenerationAnswer, max_tokens, budget, step="generate")
     except BudgetExceeded as skip:
         return skipped(skip)
-    suggestions, notices = ground_suggestions(answer, prompt, model=model)
-    return ModelSuggestions(suggestions=suggestions, notices=notices, cost=cost, model=model, paid_by=paid_by)
+    if call.answer is not None:
+        suggestions, notices = ground_suggestions(call.answer, prompt, model=call.model)
+        return ModelSuggestions(suggestions=suggestions, notices=notices, cost=call.cost, model=call.model,
+                                paid_by=call.paid_by)
+    suggestions, notices = ground_suggestions(salvaged_suggestions(call.unused), prompt, model=call.model)
+    result = ModelSuggestions(suggestions=suggestions, notices=notices, cost=call.cost, model=call.model,
+                              paid_by=call.paid_by, answered=sorted({s.category for s in suggestions}))
+    return used_in_part(call, result, [f"a redline for {s.category}" for s in suggestions])
 
 
 @task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)
@@ -213,6 +226,15 @@ class ReviewTasks:
     ask_extraction_model: Task
     ask_generation_model: Task
     publish_report: Task
+
+    def write_report(self, review: Review, out_dir: str, *, artifact: bool) -> list[str]:
+        """Run ``publish_report`` for ``review``.  Writing the files is its side effect, so a cached
+        result counts only while both files are on disk: when one is missing (deleted to re-review, or
+        never written) the task runs with ``refresh_cache`` and its cache record is written anew."""
+        task_obj = self.publish_report
+        if not all(path.is_file() for path in report_paths(review, out_dir)):
+            task_obj = task_obj.with_options(refresh_cache=True)
+        return task_obj(opaque(review), out_dir, artifact=artifact)
 
 
 def cache_expiration(book: Playbook) -> timedelta:

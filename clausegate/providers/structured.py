@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from clausegate.providers.base import ModelResponse
 from clausegate.providers.errors import InvalidOutput, OutputTruncated
+from clausegate.review.llm.prompts import render
 
 __all__ = ["complete_json", "parse_json_object", "repair_prompt"]
 
@@ -116,14 +117,9 @@ def _describe(exc: ValidationError) -> str:
 
 
 def repair_prompt(user: str, previous_output: str, error: str, schema: type[BaseModel]) -> str:
-    """The original request, the previous answer and the error, each clearly delimited."""
+    """The original request, the previous answer and the error, each clearly delimited
+    (``prompts/repair_answer.j2``).  The previous answer is untrusted like contract text (it can echo
+    it): its tag characters are neutralised, so it cannot close its block or steer the repair."""
     previous = previous_output if len(previous_output) <= _MAX_ECHO else previous_output[:_MAX_ECHO] + "\n[...cut]"
-    return (
-        f"{user}\n\n"
-        "Your previous answer to the request above could not be used.\n"
-        f"<previous_output>\n{previous}\n</previous_output>\n"
-        f"<validation_error>\n{error}\n</validation_error>\n"
-        f"<json_schema>\n{json.dumps(schema.model_json_schema(), separators=(',', ':'))}\n</json_schema>\n"
-        "Answer again with exactly one JSON object that matches the schema and fixes the error. "
-        "No prose, no code fences."
-    )
+    return render("repair_answer.j2", user=user.rstrip("\n"), previous=previous, error=error,
+                  schema=schema.model_json_schema())

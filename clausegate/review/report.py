@@ -166,14 +166,19 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def report_paths(review: Review, out_dir: str | Path) -> tuple[Path, Path]:
+    """Where ``review``'s report goes: ``<out_dir>/<stem>.json`` and ``.md``."""
+    stem = report_stem(review)
+    return Path(out_dir) / f"{stem}.json", Path(out_dir) / f"{stem}.md"
+
+
 def write_report(review: Review, out_dir: str | Path, *, private: bool = False) -> tuple[Path, Path]:
     """Write ``<stem>.json`` and ``<stem>.md`` atomically (owner-only files); return their paths.
     ``private``: a folder this creates is owner-only too (strict text mode)."""
     folder = Path(out_dir)
     try:
         folder.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
-        stem = report_stem(review)
-        json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
+        json_path, md_path = report_paths(review, folder)
         _atomic_write(json_path, json.dumps(review.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
         _atomic_write(md_path, render_markdown(review))
     except OSError as exc:

@@ -419,6 +419,14 @@ def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     statuses = {r["file"]: r["status"] for r in data["rows"]}
     assert statuses == {"contract-00.pdf": "skipped", "contract-01.pdf": "skipped", "locked.pdf": "failed"}
 
+    # Issue 20: a deleted report re-reviews the contract (runbook) and its report is on disk again, although
+    # every step of that review, the report step included, has a cached result.
+    (deleted,) = out.glob("contract-00-*.json")
+    deleted.unlink()
+    result = runner.invoke(app, ["batch", str(inbox), "--playbook", book, "--out", str(out), "--local"])
+    assert deleted.is_file(), result.output
+    assert json.loads(deleted.read_text())["status"] == "complete"
+
 
 @pytest.mark.usefixtures("prefect_server")
 def test_cli_batch_without_a_deployment_leaves_gated_contracts_pending(tmp_path):

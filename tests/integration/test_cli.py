@@ -43,6 +43,15 @@ def test_review_sample_prints_findings_and_writes_report(prefect_server, tmp_pat
     assert "Cap on Liability" in report["gated_categories"]
     assert any(c["category"] == "Cap on Liability" for c in report["clauses"])
 
+    # Issue 20: delete the report to re-review (the runbook's advice): every step is cached, the report is
+    # written again, as the command says.
+    written = sorted(p.name for p in tmp_path.iterdir())
+    for path in tmp_path.iterdir():
+        path.unlink()
+    again = clausegate("review", str(SAMPLE), "--playbook", "payment-liability", "--out", str(tmp_path))
+    assert again.returncode == 0 and f"Report: {tmp_path}" in again.stdout, again.stdout + again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == written
+
 
 def test_review_uses_the_running_local_stack(prefect_server, tmp_path):
     """No PREFECT_API_URL, but a `clausegate up` stack of this project folder is up: the review runs on its server

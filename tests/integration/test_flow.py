@@ -127,3 +127,29 @@ def test_a_changed_input_misses_the_cache(tmp_path, monkeypatch):
     _, states = run_review(pdf, out, two)
     assert "parse-pdf" in steps_by_state(states, "Cached")  # (write-report too when the review came out the same)
     assert {"prefilter", "extract-clauses"} <= steps_by_state(states, "Completed")
+
+
+def test_a_deleted_report_is_written_again_by_a_cached_rerun(tmp_path):
+    """Issue 20: the runbook says to delete a report to re-review; the rerun's report step was a cache hit that
+    wrote nothing while the run said it had.  The files are the step's side effect: missing ones are written."""
+    pdf = make_text_pdf(tmp_path / "supply.pdf", SUPPLY_PAGES)
+    out = tmp_path / "reports"
+    first, _ = run_review(pdf, out)
+    assert first.is_completed(), first.message
+    written = sorted(p.name for p in out.iterdir())
+    assert len(written) == 2
+    for path in out.iterdir():
+        path.unlink()
+
+    again, states = run_review(pdf, out)
+    assert again.is_completed(), again.message
+    assert sorted(p.name for p in out.iterdir()) == written, "the rerun said it wrote the report"
+    assert states["write-report"] == "Completed" and MODEL_STEPS <= steps_by_state(states, "Cached")
+    assert json.loads(next(out.glob("*.json")).read_text())["contract_id"] == again.result().contract_id
+
+    (md,) = out.glob("*.md")
+    md.unlink()  # one file of the two missing is enough
+    _, states = run_review(pdf, out)
+    assert md.is_file() and states["write-report"] == "Completed"
+    _, states = run_review(pdf, out)  # both on disk: the cached step stands
+    assert states["write-report"] == "Cached"

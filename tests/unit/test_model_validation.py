@@ -169,3 +169,32 @@ def test_step_timeout_shorter_than_the_http_calls_of_one_attempt_is_rejected_nam
     check_step_timeouts(parse_playbook(BOOK % 250), timeouts)  # exactly enough is fine
     check_step_timeouts(book, {})  # blocks not known: nothing to check here
     check_step_timeouts(book, timeouts, extractor="offline")  # --extractor offline: only generate is checked
+
+
+# ------------------------------------------------------------------ issue 20: what a paid, unusable answer still holds
+
+def test_a_cut_or_malformed_answer_keeps_its_complete_clauses_checked_like_any_answer():
+    from clausegate.review.llm.salvage import salvaged_answer
+
+    gov = {"category": "Governing Law", "passage_id": "p0", "text": GOV, "confidence": 0.9}
+    ld = {"category": "Liquidated Damages", "passage_id": "p2", "text": LD, "confidence": 0.8}
+    made_up = gov | {"text": "the laws of Mars shall govern this whole agreement"}
+    whole = json.dumps({"clauses": [gov, made_up, ld]})
+    cut = whole[: whole.index('"Liquidated Damages"') + 30]  # cut inside the last clause
+    clauses, notices = ground_answer(salvaged_answer([cut]), prompt(), model="m")
+    assert [c.category for c in clauses] == ["Governing Law"]  # the made-up one is checked, and dropped
+    assert [n.code for n in notices] == ["CG-MODEL-UNGROUNDED"]
+
+    keyed = "Here: " + json.dumps({"clauses": {"1": gov, "2": ld}}) + " trailing {broken"  # not a list: invalid
+    assert [c.category for c in ground_answer(salvaged_answer([keyed]), prompt(), model="m")[0]] == [
+        "Governing Law", "Liquidated Damages"]
+    assert salvaged_answer(["I'm sorry, I cannot answer in JSON."]).clauses == []
+
+
+def test_a_cut_generation_answer_keeps_its_complete_valid_suggestions():
+    from clausegate.review.llm.salvage import salvaged_suggestions
+
+    good = {"clause_id": "c0", "redline": "Cap liability at the fees paid.", "questions": ["Why unlimited?"]}
+    empty = {"clause_id": "c1", "redline": ""}  # fails the schema
+    text = json.dumps({"suggestions": [good, empty, good | {"clause_id": "c2"}]})[:-40]
+    assert [s.clause_id for s in salvaged_suggestions([text]).suggestions] == ["c0"]
