@@ -139,7 +139,10 @@ class Inbox:
                                    hint="use a new idempotency_key for a different request")
                 return await self._existing(client, caller, run, "same idempotency key"), False
             if found["live"]:
-                return await self._existing(client, caller, found["live"][0], "same contract and playbook"), False
+                run = found["live"][0]
+                if key_tag is not None:  # the key now names this task too: a later submission with it finds it
+                    await self._bind_key(client, run, key_tag)
+                return await self._existing(client, caller, run, "same contract and playbook"), False
             if idempotency_key is None:
                 key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{found['attempts']}"
             tags = [CLAUSEGATE, *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
@@ -181,6 +184,20 @@ class Inbox:
         return {"earlier": [r for r in runs if key_tag in r.tags][:1] if key_tag else [],
                 "live": [r for r in same if r.state_type not in OPEN][:1],
                 "attempts": sum(1 for r in same if r.state_type is not None and r.state_type.value in RETRIED)}
+
+    async def _bind_key(self, client, run: FlowRun, key_tag: str) -> None:
+        """Add the idempotency key's tag to ``run`` (a task content de-duplication answered with).
+
+        Tags are replaced as a whole, so a concurrent update (another key bound to the same run) can drop
+        this one: read back and add it again until it is there."""
+        for _ in range(5):
+            if key_tag in run.tags:
+                return
+            async with self.prefect.writing():
+                await client.update_flow_run(run.id, tags=[*run.tags, key_tag])
+            run = await client.read_flow_run(run.id)
+        if key_tag not in run.tags:
+            raise Unavailable(f"the idempotency key could not be bound to task {run.id}", hint="submit again")
 
     async def _create_run(self, client, **fields) -> tuple[FlowRun, bool]:
         """(the run, created?): ``create_flow_run_from_deployment`` that also says whether the run is new.

@@ -178,6 +178,22 @@ def test_idempotency_key_and_content_dedupe_return_the_existing_task(env, tmp_pa
     assert fresh.status_code == 201 and fresh.json()["task_id"] != first.json()["task_id"]
 
 
+def test_an_idempotency_key_answered_by_content_dedupe_is_bound_to_that_task(env, tmp_path):
+    data = pdf_bytes(tmp_path, "Key binding test.")
+    first = submit(env, env["acme"], data)
+    assert first.status_code == 201, first.text
+    task_id = first.json()["task_id"]
+    deduped = submit(env, env["acme"], data, idempotency_key="mail-bind-1")  # content dedupe answers first
+    assert deduped.status_code == 200 and deduped.json()["task_id"] == task_id
+    # The key is now the task's: once it is cancelled (content dedupe no longer answers), the key still does ...
+    assert env["client"].post(f"/inbox/tasks/{task_id}/cancel", headers=auth(env["acme"])).status_code == 200
+    again = submit(env, env["acme"], data, idempotency_key="mail-bind-1")
+    assert again.status_code == 200 and again.json()["task_id"] == task_id, again.text
+    # ... and the key used for another contract is a conflict.
+    other = submit(env, env["acme"], pdf_bytes(tmp_path, "Key binding, other contract."), idempotency_key="mail-bind-1")
+    assert other.status_code == 409 and other.json()["detail"]["code"] == "CG-INBOX-CONFLICT", other.text
+
+
 def test_bad_requests_get_4xx_with_the_field_and_the_next_step(env, tmp_path):
     pdf = pdf_bytes(tmp_path, "Errors test.")
     key = env["acme"]
