@@ -32,7 +32,6 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Scheduled, State, to_state_create
 
-import clausegate.security.at_rest  # noqa: F401 - registers the serializer that seals review results
 from clausegate.config import InboxSettings
 from clausegate.gates import store
 from clausegate.inbox import limits
@@ -59,6 +58,7 @@ from clausegate.ops import audit
 from clausegate.ops.dead_letters import REQUEUING
 from clausegate.pipeline.tags import CLAUSEGATE, contract_tag, playbook_tag, read_tag
 from clausegate.review.schemas import Review
+from clausegate.security import at_rest, key_canary  # at_rest also registers the serializer of sealed reviews
 
 RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 OPEN = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED, StateType.CANCELLING)  # no longer "live"
@@ -79,6 +79,14 @@ class Inbox:
     # ------------------------------------------------------------------ helpers
     def _client(self):
         return self.prefect.use()
+
+    def check_at_rest_key(self) -> None:
+        """``CG-AT-REST-KEY`` unless this gateway's at-rest key is the one the workers use: checked against the
+        result storage's key check file (when it is a local folder) and the stack's canary Variable
+        (``clausegate.security.key_canary``).  A gateway with another key must not start: it would seal
+        uploads no worker can read, and could not read the reviews."""
+        at_rest.check_result_key()
+        key_canary.check_stack_key()
 
     async def aclose(self) -> None:
         await self.prefect.aclose()
@@ -259,6 +267,9 @@ class Inbox:
         if state_type == "CANCELLED" and REQUEUING not in message:
             message = await self._requeue_message(run) or message
         code = error_code(message, state_type)
+        if isinstance(review, at_rest.AtRestKeyError | at_rest.AtRestCorrupt):  # never "done" with review: null
+            code, message, review = review.code, self.public(f"the review cannot be read: {review}"), None
+            state_type = "FAILED"
         params = run.parameters or {}
         source = str(params.get("source", ""))
         view = TaskView(
@@ -285,9 +296,12 @@ class Inbox:
         latest = max(cancelling, key=lambda s: s.timestamp, default=None)
         return latest.message if latest is not None and REQUEUING in (latest.message or "") else None
 
-    async def _review(self, run: FlowRun) -> Review | None:
+    async def _review(self, run: FlowRun) -> Review | at_rest.AtRestKeyError | at_rest.AtRestCorrupt | None:
+        """The run's review; the at-rest error when it is sealed with another key (or damaged)."""
         try:
             value = await run.state.aresult(raise_on_failure=False, retry_result_failure=False)
+        except (at_rest.AtRestKeyError, at_rest.AtRestCorrupt) as error:
+            return error
         except Exception:  # no persisted result (e.g. crashed): the view says so through status/error
             return None
         if isinstance(value, Review):

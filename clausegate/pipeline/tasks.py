@@ -54,7 +54,7 @@ from clausegate.review.offline.model import META_NAME, MODEL_DIR
 from clausegate.review.playbook import Playbook, StepPolicy
 from clausegate.review.report import render_markdown, write_report
 from clausegate.review.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
-from clausegate.security import at_rest
+from clausegate.security import at_rest, key_canary
 
 # ---------------------------------------------------------------- cache keys
 
@@ -112,6 +112,7 @@ def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
     (``CG-AT-REST-KEY`` before any cached step is looked up; see clausegate/security/at_rest.py).
     """
     at_rest.check_result_key()
+    key_canary.check_stack_key()  # the stack's key (clausegate/security/key_canary.py), when storage is remote too
     max_bytes = int(max_file_mb * 1024 * 1024)
     with at_rest.plaintext_path(source, max_plain_bytes=max_bytes) as plain:
         if plain is None:  # a plain file (e.g. `clausegate review FILE`)
