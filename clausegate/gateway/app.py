@@ -42,6 +42,8 @@ def load_config(block_name: str | None, *, require_slack: bool = False, with_inb
         raise ConfigurationError(f"no SlackSettings block named '{block_name or current.slack_block}'",
                                  hint="create one (see docs/slack.md) or pass --block")
     box = Inbox(current.inbox, ui_url=PREFECT_UI_URL.value()) if with_inbox else None
+    if box is not None:
+        box.check_at_rest_key()  # CG-AT-REST-KEY: a gateway with another key than the workers' does not start
     return GatewayConfig(slack=slack_settings, inbox=box, limits=current.gateway)
 
 

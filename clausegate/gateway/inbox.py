@@ -26,7 +26,8 @@ from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUploadFile
 from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 
-from clausegate.gateway.config import SUBMIT_PATH, GatewayConfig, get_config
+from clausegate.config import InboxSettings
+from clausegate.gateway.config import GatewayConfig, get_config
 from clausegate.inbox import intake
 from clausegate.inbox.errors import BadSubmission, Unauthorized, Unavailable, clip
 from clausegate.inbox.fields import TOPIC_PATTERN, Priority, validate_fields
@@ -93,21 +94,39 @@ MAX_FORM_FIELDS = 16  # the form has 8 fields; a few unknown ones are ignored, t
 MAX_FIELD_BYTES = 16 * 1024  # a text field (the longest legitimate one, a URL, is 2 KB at most)
 
 
-async def read_submission(request: Request, max_bytes: int) -> tuple[SubmitFields, UploadFile | None, FormData]:
+class SealingMultiPartParser(MultiPartParser):
+    """Starlette's multipart parser, with the file part streamed into a sealed temporary file as it arrives
+    (``clausegate.inbox.intake.open_upload``) instead of a spool: the gateway holds a chunk, not the upload."""
+
+    def __init__(self, *args, settings: InboxSettings, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+
+    def on_headers_finished(self) -> None:
+        super().on_headers_finished()
+        upload = self._current_part.file
+        if upload is not None:
+            upload.file.close()  # the empty spool starlette made for it
+            upload.file = intake.open_upload(self.settings, upload.filename or "")
+            self._files_to_close_on_error.append(upload.file)
+
+
+async def read_submission(request: Request, settings: InboxSettings) -> tuple[SubmitFields, UploadFile | None,
+                                                                               FormData]:
     """The submission's fields and upload, parsed from the (size-capped) multipart stream.
 
     Called only after the key was checked and a rate slot taken: nothing of the body is read before.
     At most one file, ``MAX_FORM_FIELDS`` fields of ``MAX_FIELD_BYTES`` each; the body as a whole is
     capped while it streams (``BodyLimitMiddleware``: the upload limit plus the form's overhead), and
-    the upload is kept in memory up to that cap (``max_bytes``), never spooled to a plain temp file.
+    the upload is sealed into a temporary file under the inbox's uploads folder while it arrives (capped
+    at the upload limit there too), never held whole in memory nor spooled to a plain temp file.
     """
     content_type, _ = parse_options_header(request.headers.get("content-type", ""))
     try:
         async with aclosing(request.stream()) as stream:
             if content_type == b"multipart/form-data":
-                parser = MultiPartParser(request.headers, stream, max_files=1, max_fields=MAX_FORM_FIELDS,
-                                         max_part_size=MAX_FIELD_BYTES)
-                parser.spool_max_size = max_bytes + 1
+                parser = SealingMultiPartParser(request.headers, stream, max_files=1, max_fields=MAX_FORM_FIELDS,
+                                                max_part_size=MAX_FIELD_BYTES, settings=settings)
                 form = await parser.parse()
             elif content_type == b"application/x-www-form-urlencoded":
                 form = await FormParser(request.headers, stream, max_fields=MAX_FORM_FIELDS,
@@ -145,7 +164,6 @@ async def submit_task(
     request: Request,
     response: Response,
     inbox: InboxDep,
-    config: Annotated[GatewayConfig, Depends(get_config)],
     key: Annotated[tuple[Caller, ApiKeyRecord], Depends(get_key)],
 ) -> Submitted:
     """Submit a contract for review; answers at once with the task id (201, or 200 for an existing task).
@@ -153,11 +171,11 @@ async def submit_task(
     The API key is checked and the sender's rate slot taken before a byte of the upload is read."""
     caller, record = key
     await inbox.admit(caller, record)
-    fields, file, form = await read_submission(request, config.body_limit("POST", SUBMIT_PATH).max_bytes)
+    fields, file, form = await read_submission(request, inbox.settings)
     try:
         return await _submit(response, inbox, caller, fields, file)
     finally:
-        await form.close()  # the upload (held in memory)
+        await form.close()  # the upload's temporary file, unless it was stored
 
 
 async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: SubmitFields,
@@ -171,26 +189,22 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
     settings = inbox.settings
     # File work (reading a referenced file; hashing, sealing and writing the upload) runs in a worker thread:
     # on the event loop it would hold up every other request of the gateway while it runs.
-    if kind == "file":
-        data = await intake.read_capped(_chunks(file), settings.max_upload_bytes, f"the upload '{clip(file.filename)}'")
-        name, origin = intake.safe_filename(file.filename), "upload"
-    elif kind == "source_path":
-        data, name = await run_in_threadpool(intake.read_reference, fields.source_path, settings)
-        name, origin = intake.safe_filename(name), f"path:{fields.source_path}"
+    if kind == "file":  # sealed to a temporary file while it streamed in (SealingMultiPartParser)
+        stored = await run_in_threadpool(intake.store_upload, file.file, intake.safe_filename(file.filename),
+                                         "upload", settings)
     else:
-        data, name = await intake.fetch_url(fields.source_url, settings)
-        origin = f"url:{fields.source_url}"
-    stored = await run_in_threadpool(intake.store, data, name, origin, settings)  # durable before the run exists
+        if kind == "source_path":
+            data, name = await run_in_threadpool(intake.read_reference, fields.source_path, settings)
+            name, origin = intake.safe_filename(name), f"path:{fields.source_path}"
+        else:
+            data, name = await intake.fetch_url(fields.source_url, settings)
+            origin = f"url:{fields.source_url}"
+        stored = await run_in_threadpool(intake.store, data, name, origin, settings)  # durable before the run exists
     submitted, created = await inbox.submit(caller, stored, sender=who, topic=fields.topic, priority=fields.priority,
                                             playbook=fields.playbook, idempotency_key=fields.idempotency_key)
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
     response.headers["Location"] = f"/inbox/tasks/{submitted.task_id}"
     return submitted
-
-
-async def _chunks(upload: UploadFile):
-    while chunk := await upload.read(intake.CHUNK):
-        yield chunk
 
 
 @router.get("/tasks/{task_id}", response_model=TaskView, responses=ERRORS)

@@ -1,9 +1,11 @@
 """From what a client sent to a stored, checked PDF: upload, path reference or allow-listed URL.
 
 Every source ends the same way: the bytes are capped at the size limit while they are read, must
-carry a PDF header (magic bytes, not the file name), and are written atomically (temp file +
-rename) to ``uploads/<sha256[:16]>/<safe name>``.  The stored copy is what the review reads, so a
-referenced file edited later cannot change a task, and the same bytes are stored once.
+carry a PDF header (magic bytes, not the file name), and are written sealed and atomically (temp file +
+rename) to ``uploads/<sha256[:16]>/<safe name>``.  An upload is sealed to its temporary file while it
+streams in (``open_upload``/``store_upload``), so the gateway never holds one whole.  The stored copy
+is what the review reads, so a referenced file edited later cannot change a task, and the same bytes
+are stored once.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import errno
 import hashlib
 import os
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -22,8 +23,7 @@ from clausegate.inbox.errors import BadSubmission, NotPdf, SourceUnavailable, To
 from clausegate.review.document.sandbox import check_pdf_magic
 from clausegate.security import at_rest, fetch
 from clausegate.security.fetch import Policy
-
-CHUNK = 256 * 1024
+from clausegate.security.sealed_stream import SealingWriter
 
 
 @dataclass(frozen=True)
@@ -40,16 +40,6 @@ def safe_filename(name: str | None, fallback: str = "contract.pdf") -> str:
     base = PurePosixPath((name or "")[-4096:].replace("\\", "/")).name
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")[:120] or fallback
     return base if base.lower().endswith(".pdf") else base + ".pdf"
-
-
-async def read_capped(chunks: AsyncIterator[bytes], limit: int, what: str) -> bytes:
-    data = bytearray()
-    async for chunk in chunks:
-        data += chunk
-        if len(data) > limit:
-            raise TooLarge(f"{what} is larger than the inbox limit of {limit / 1024 / 1024:.1f} MB",
-                           hint="split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB")
-    return bytes(data)
 
 
 def store(data: bytes, filename: str, origin: str, settings: InboxSettings) -> StoredContract:
@@ -74,6 +64,36 @@ def store(data: bytes, filename: str, origin: str, settings: InboxSettings) -> S
     else:  # new, plain (stored before encryption) or sealed with an older key: (re)write it sealed
         at_rest.write_sealed(target, data)
     return StoredContract(path=target, sha256=sha, filename=filename, size_bytes=len(data), origin=origin)
+
+
+def open_upload(settings: InboxSettings, shown_name: str) -> SealingWriter:
+    """Where an upload streams to while it arrives: sealed, capped at the upload limit (``TooLarge``)."""
+    too_large = TooLarge(f"the upload '{clip(shown_name)}' is larger than the inbox limit of "
+                         f"{settings.max_upload_bytes / 1024 / 1024:.1f} MB",
+                         hint="split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB")
+    return SealingWriter(settings.uploads_dir, limit=settings.max_upload_bytes, too_large=too_large)
+
+
+def store_upload(sealed: SealingWriter, filename: str, origin: str, settings: InboxSettings) -> StoredContract:
+    """``store`` for an upload already sealed while it streamed: check its first bytes, then move it into place
+    (or keep the copy already there, as ``store`` does).  The temporary file is gone either way."""
+    try:
+        sealed.finish()
+        if not sealed.size:
+            raise NotPdf(f"the contract from {origin} is empty (0 bytes)", hint="send the PDF file itself")
+        try:
+            check_pdf_magic(filename, sealed.head)
+        except DocumentError as error:
+            raise NotPdf(error.message, hint=error.hint) from None
+        sha = sealed.sha256.hexdigest()
+        target = settings.uploads_dir / sha[:16] / filename
+        if at_rest.is_current_sealed_copy(target, sealed.size):
+            os.utime(target)
+        else:
+            sealed.commit(target)
+    finally:
+        sealed.abort()
+    return StoredContract(path=target, sha256=sha, filename=filename, size_bytes=sealed.size, origin=origin)
 
 
 def _shown_reference(reference: str, root: Path) -> str:

@@ -32,7 +32,6 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Scheduled, State, to_state_create
 
-import clausegate.security.at_rest  # noqa: F401 - registers the serializer that seals review results
 from clausegate.config import InboxSettings
 from clausegate.gates import store
 from clausegate.inbox import limits
@@ -59,6 +58,7 @@ from clausegate.ops import audit
 from clausegate.ops.dead_letters import REQUEUING
 from clausegate.pipeline.tags import CLAUSEGATE, contract_tag, playbook_tag, read_tag
 from clausegate.review.schemas import Review
+from clausegate.security import at_rest, key_canary  # at_rest also registers the serializer of sealed reviews
 
 RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 OPEN = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED, StateType.CANCELLING)  # no longer "live"
@@ -79,6 +79,14 @@ class Inbox:
     # ------------------------------------------------------------------ helpers
     def _client(self):
         return self.prefect.use()
+
+    def check_at_rest_key(self) -> None:
+        """``CG-AT-REST-KEY`` unless this gateway's at-rest key is the one the workers use: checked against the
+        result storage's key check file (when it is a local folder) and the stack's canary Variable
+        (``clausegate.security.key_canary``).  A gateway with another key must not start: it would seal
+        uploads no worker can read, and could not read the reviews."""
+        at_rest.check_result_key()
+        key_canary.check_stack_key()
 
     async def aclose(self) -> None:
         await self.prefect.aclose()
@@ -139,7 +147,10 @@ class Inbox:
                                    hint="use a new idempotency_key for a different request")
                 return await self._existing(client, caller, run, "same idempotency key"), False
             if found["live"]:
-                return await self._existing(client, caller, found["live"][0], "same contract and playbook"), False
+                run = found["live"][0]
+                if key_tag is not None:  # the key now names this task too: a later submission with it finds it
+                    await self._bind_key(client, run, key_tag)
+                return await self._existing(client, caller, run, "same contract and playbook"), False
             if idempotency_key is None:
                 key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{found['attempts']}"
             tags = [CLAUSEGATE, *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
@@ -181,6 +192,20 @@ class Inbox:
         return {"earlier": [r for r in runs if key_tag in r.tags][:1] if key_tag else [],
                 "live": [r for r in same if r.state_type not in OPEN][:1],
                 "attempts": sum(1 for r in same if r.state_type is not None and r.state_type.value in RETRIED)}
+
+    async def _bind_key(self, client, run: FlowRun, key_tag: str) -> None:
+        """Add the idempotency key's tag to ``run`` (a task content de-duplication answered with).
+
+        Tags are replaced as a whole, so a concurrent update (another key bound to the same run) can drop
+        this one: read back and add it again until it is there."""
+        for _ in range(5):
+            if key_tag in run.tags:
+                return
+            async with self.prefect.writing():
+                await client.update_flow_run(run.id, tags=[*run.tags, key_tag])
+            run = await client.read_flow_run(run.id)
+        if key_tag not in run.tags:
+            raise Unavailable(f"the idempotency key could not be bound to task {run.id}", hint="submit again")
 
     async def _create_run(self, client, **fields) -> tuple[FlowRun, bool]:
         """(the run, created?): ``create_flow_run_from_deployment`` that also says whether the run is new.
@@ -242,6 +267,9 @@ class Inbox:
         if state_type == "CANCELLED" and REQUEUING not in message:
             message = await self._requeue_message(run) or message
         code = error_code(message, state_type)
+        if isinstance(review, at_rest.AtRestKeyError | at_rest.AtRestCorrupt):  # never "done" with review: null
+            code, message, review = review.code, self.public(f"the review cannot be read: {review}"), None
+            state_type = "FAILED"
         params = run.parameters or {}
         source = str(params.get("source", ""))
         view = TaskView(
@@ -268,9 +296,12 @@ class Inbox:
         latest = max(cancelling, key=lambda s: s.timestamp, default=None)
         return latest.message if latest is not None and REQUEUING in (latest.message or "") else None
 
-    async def _review(self, run: FlowRun) -> Review | None:
+    async def _review(self, run: FlowRun) -> Review | at_rest.AtRestKeyError | at_rest.AtRestCorrupt | None:
+        """The run's review; the at-rest error when it is sealed with another key (or damaged)."""
         try:
             value = await run.state.aresult(raise_on_failure=False, retry_result_failure=False)
+        except (at_rest.AtRestKeyError, at_rest.AtRestCorrupt) as error:
+            return error
         except Exception:  # no persisted result (e.g. crashed): the view says so through status/error
             return None
         if isinstance(value, Review):

@@ -58,7 +58,7 @@ from clausegate.review.playbook import Playbook, StepPolicy
 from clausegate.review.redact import redact_review
 from clausegate.review.report import SEALED_SUFFIX, render_markdown, report_paths, write_report
 from clausegate.review.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
-from clausegate.security import at_rest
+from clausegate.security import at_rest, key_canary
 
 # ---------------------------------------------------------------- cache keys
 
@@ -116,6 +116,7 @@ def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
     (``CG-AT-REST-KEY`` before any cached step is looked up; see clausegate/security/at_rest.py).
     """
     at_rest.check_result_key()
+    key_canary.check_stack_key()  # the stack's key (clausegate/security/key_canary.py), when storage is remote too
     max_bytes = int(max_file_mb * 1024 * 1024)
     with at_rest.plaintext_path(source, max_plain_bytes=max_bytes) as plain:
         if plain is None:  # a plain file (e.g. `clausegate review FILE`)

@@ -7,6 +7,7 @@ names the field).  Built-in playbooks live in ``clausegate/review/playbooks/``; 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -30,7 +31,8 @@ def _canonical_category(value: str) -> str:
     try:
         return canonical(value)
     except KeyError:
-        raise ValueError(f"unknown clause category {value!r} (see clausegate.review.categories.CATEGORIES)") from None
+        raise ValueError(f"unknown clause category {_clipped(repr(value))} "
+                         "(see clausegate.review.categories.CATEGORIES)") from None
 
 
 class StepPolicy(_Strict):
@@ -195,16 +197,66 @@ def builtin_playbooks() -> list[str]:
 def _describe(error: ValidationError) -> str:
     parts = []
     for item in error.errors():
-        location = ".".join(str(x) for x in item["loc"]) or "(top level)"
-        parts.append(f"{location}: {item['msg']}")
-    return "; ".join(parts)
+        location = ".".join(_clipped(x) for x in item["loc"]) or "(top level)"
+        parts.append(f"{location}: {_clipped(item['msg'], 3 * _SHOWN)}")
+    more = len(parts) - 5
+    return "; ".join(parts[:5]) + (f"; and {more} more" if more > 0 else "")
+
+
+# A playbook is a few KB of plain YAML (the built-in ones are under 4 KB): anything far larger, nested
+# deeper, or using tags or aliases is refused before it is built, with one coded error and no traceback.
+MAX_PLAYBOOK_BYTES = 256 * 1024
+MAX_PLAYBOOK_DEPTH = 16
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SHOWN = 80  # at most this many characters of anything taken from the file appear in a message
+
+
+def _clipped(text: object, limit: int = _SHOWN) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _refuse(origin: str, why: str) -> PlaybookError:
+    return PlaybookError(f"playbook {origin} is invalid: {why}",
+                         hint="start from clausegate/review/playbooks/default.yaml: plain YAML mappings, lists and "
+                              f"scalars, at most {MAX_PLAYBOOK_BYTES // 1024} KB and {MAX_PLAYBOOK_DEPTH} levels deep")
+
+
+def _check_shape(text: str, origin: str) -> None:
+    """Walk the YAML events (the parser is iterative, so no depth can overflow the stack): refuse deep
+    nesting, tags (``!!python/object``, ``!x``) and aliases (a few lines that expand to millions of nodes)."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_LOADER):
+            where = f"line {event.start_mark.line + 1}"
+            if isinstance(event, yaml.AliasEvent):
+                raise _refuse(origin, f"{where}: YAML aliases (*name) are not allowed in a playbook")
+            if getattr(event, "tag", None) is not None:  # the parser sets it only for a tag written in the file
+                raise _refuse(origin, f"{where}: YAML tags (!…) are not allowed in a playbook")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_PLAYBOOK_DEPTH:
+                    raise _refuse(origin, f"{where}: nested more than {MAX_PLAYBOOK_DEPTH} levels deep")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:  # its str() quotes the file around the error: say where and what only
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", str(exc.problem or exc.context or "syntax error"))
+        raise PlaybookError(f"playbook {origin} is not valid YAML{where}: {_clipped(problem)}",
+                            hint="fix the YAML syntax there") from None
+    except yaml.YAMLError:
+        raise PlaybookError(f"playbook {origin} is not valid YAML", hint="fix the YAML syntax") from None
 
 
 def parse_playbook(text: str, *, origin: str = "<string>") -> Playbook:
+    if len(text) > MAX_PLAYBOOK_BYTES:
+        raise _refuse(origin, f"it is larger than {MAX_PLAYBOOK_BYTES // 1024} KB")
+    _check_shape(text, origin)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PlaybookError(f"playbook {origin} is not valid YAML: {exc}", hint="fix the YAML syntax") from None
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    except (yaml.YAMLError, RecursionError, ValueError):  # _check_shape let nothing of the kind through
+        raise PlaybookError(f"playbook {origin} is not valid YAML", hint="fix the YAML syntax") from None
     if not isinstance(data, dict):
         raise PlaybookError(f"playbook {origin} must be a YAML mapping",
                             hint="start from clausegate/review/playbooks/default.yaml")
@@ -227,4 +279,16 @@ def load_playbook(name_or_path: str) -> Playbook:
             f"playbook {name_or_path!r} not found",
             hint=f"use one of {builtin_playbooks()} or a path to a .yaml file",
         )
-    return parse_playbook(path.read_text(encoding="utf-8"), origin=str(path))
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_PLAYBOOK_BYTES + 1)
+    except OSError as exc:
+        raise PlaybookError(f"playbook {path} cannot be read: {exc.strerror or type(exc).__name__}",
+                            hint="check the path and its permissions") from None
+    if len(raw) > MAX_PLAYBOOK_BYTES:
+        raise _refuse(str(path), f"it is larger than {MAX_PLAYBOOK_BYTES // 1024} KB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refuse(str(path), "it is not UTF-8 text") from None
+    return parse_playbook(text, origin=str(path))

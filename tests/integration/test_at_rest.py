@@ -16,9 +16,13 @@ import hashlib
 import io
 import json
 import os
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.serializers import Serializer
@@ -41,10 +45,12 @@ from clausegate.security.at_rest import (
     result_storage_dir,
 )
 from clausegate.security.credentials import new_at_rest_key
+from clausegate.security.key_canary import check_stack_key
 from flows.contract_review import contract_review
 from tests.support.contracts import SUPPLY_PAGES
 from tests.support.flow_runs import MODEL_STEPS, steps_by_state, task_states
 from tests.support.pdf_factory import make_text_pdf
+from tests.support.prefect_server import free_port
 
 PHRASE = "Quokkaville Annex 7731"
 SECRET_PAGES = [SUPPLY_PAGES[0], SUPPLY_PAGES[1].replace("State of New York", f"State of New York ({PHRASE})"),
@@ -234,3 +240,43 @@ def test_a_changed_key_is_a_coded_error_not_garbage_or_a_silent_recompute(prefec
     with pytest.raises(AtRestKeyError) as error:
         stored_review.result()
     assert error.value.code == "CG-AT-REST-KEY"
+
+
+# ------------------------------------------------------------------------------------ one key per stack
+@pytest.mark.usefixtures("prefect_server")
+def test_a_process_with_another_key_than_the_stacks_is_stopped_by_the_canary(monkeypatch):
+    check_stack_key()  # the session's key: the stack's (the first check stores the canary)
+    check_stack_key()
+    monkeypatch.setenv("CLAUSEGATE_AT_REST_KEY", new_at_rest_key())
+    with pytest.raises(AtRestKeyError) as error:
+        check_stack_key()
+    assert error.value.code == "CG-AT-REST-KEY" and "is not the key this stack's uploads" in str(error.value)
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_gateway_with_another_at_rest_key_refuses_to_start(tmp_path):
+    """A real `clausegate gateway` process with another key than the workers' exits with CG-AT-REST-KEY; on the
+    old code it started, sealed uploads no worker could read and answered `done` with `review: null`."""
+    check_stack_key()
+    port = free_port()
+    env = {**os.environ, "CLAUSEGATE_AT_REST_KEY": new_at_rest_key(), "CLAUSEGATE_INBOX_DATA_DIR": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "COLUMNS": "200"}
+    log = tmp_path / "gateway.log"
+    process = subprocess.Popen([sys.executable, "-m", "clausegate.cli", "gateway", "--port", str(port)], env=env,
+                               cwd=tmp_path, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                answered = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code
+            except httpx.HTTPError:
+                answered = None
+            assert answered is None, f"the gateway started and answered /healthz {answered}: {log.read_text()}"
+            time.sleep(0.3)
+        output = log.read_text()
+        assert process.poll() == 2, output
+        assert "[CG-AT-REST-KEY]" in output and "Traceback" not in output, output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)

@@ -18,6 +18,7 @@ from clausegate.stack.processes import start_process, stop_process
 from clausegate.stack.state import StackPaths, write_state
 from clausegate.stack.warmstart import serve_argv
 from tests.support.deployments import wait_for
+from tests.support.hostile_playbooks import MARKER, hostile_playbooks
 from tests.support.pdf_factory import make_truncated_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,6 +130,17 @@ def test_bad_input_fails_fast_with_a_code(args, message):
     done = clausegate(*args, timeout=60)
     assert done.returncode == 2
     assert message in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("kind", ["deep", "large", "tag"])
+def test_a_hostile_playbook_is_one_coded_error_without_a_traceback_or_its_contents(tmp_path, kind):
+    path = hostile_playbooks(tmp_path)[kind]
+    done = clausegate("review", str(SAMPLE), "--playbook", str(path), timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output[-2000:]
+    assert "[CG-PLAYBOOK-INVALID]" in output and "Next step" in output, output[-2000:]
+    assert "Traceback" not in output and MARKER not in output and MARKER.lower() not in output, output[-2000:]
+    assert len(output.splitlines()) <= 6 and len(output) < 1500, output[-2000:]
 
 
 def test_playbooks_lists_builtins():

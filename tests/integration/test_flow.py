@@ -12,6 +12,7 @@ import pytest
 from flows.contract_review import contract_review
 from tests.support.contracts import SUPPLY_PAGES
 from tests.support.flow_runs import MODEL_STEPS, review_artifact_keys, steps_by_state, task_states
+from tests.support.hostile_playbooks import MARKER, hostile_playbooks
 from tests.support.pdf_factory import make_text_pdf
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -153,3 +154,14 @@ def test_a_deleted_report_is_written_again_by_a_cached_rerun(tmp_path):
     assert md.is_file() and states["write-report"] == "Completed"
     _, states = run_review(pdf, out)  # both on disk: the cached step stands
     assert states["write-report"] == "Cached"
+
+
+@pytest.mark.parametrize("kind", ["deep", "large", "tag"])
+def test_a_hostile_playbook_parameter_fails_the_run_with_one_code(tmp_path, kind):
+    pdf = make_text_pdf(tmp_path / "c.pdf", SUPPLY_PAGES)
+    book = hostile_playbooks(tmp_path)[kind]
+    state = asyncio.run(contract_review(str(pdf), playbook=str(book), out_dir=str(tmp_path / "out"),
+                                        return_state=True))
+    assert state.is_failed()
+    assert "CG-PLAYBOOK-INVALID" in state.message and MARKER not in state.message, state.message[:2000]
+    assert MARKER.lower() not in state.message and len(state.message) < 1500, state.message[:2000]

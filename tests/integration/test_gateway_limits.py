@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -23,7 +24,9 @@ import httpx
 import pytest
 
 from blocks.slack import SlackSettings
-from tests.support.inbox_support import make_key
+from clausegate.security.at_rest import file_is_sealed
+from tests.support.deployments import deploy_once
+from tests.support.inbox_support import cancel_open_inbox_runs, make_key
 from tests.support.prefect_server import free_port
 from tests.support.slack_client import sign
 
@@ -38,6 +41,8 @@ MB = 1024 * 1024
 EARLY = 24 * MB
 # Peak RSS may grow a little (first requests, buffers); a buffering gateway grows by the body size.
 RSS_GROWTH = 48 * MB
+# 8 parallel uploads of 19 MB: streamed, a few chunk buffers each; held whole (and copied to seal) > 300 MB.
+UPLOAD_RSS_GROWTH = 64 * MB
 
 
 # ----------------------------------------------------------------------------------------- raw HTTP
@@ -134,11 +139,12 @@ def peak_rss(pid: int) -> int:
 
 
 class GatewayProcess:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, max_upload_mb: float = 1) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = data_dir / "gateway.log"
-        env = {**os.environ, "CLAUSEGATE_INBOX_DATA_DIR": str(data_dir), "CLAUSEGATE_INBOX_MAX_UPLOAD_MB": "1",
+        env = {**os.environ, "CLAUSEGATE_INBOX_DATA_DIR": str(data_dir),
+               "CLAUSEGATE_INBOX_MAX_UPLOAD_MB": f"{max_upload_mb:g}",
                "CLAUSEGATE_INBOX_RATE_PER_MINUTE": "1000", "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "clausegate.cli", "gateway", "--port", str(self.port), "--block", BLOCK],
@@ -278,3 +284,35 @@ def test_an_authenticated_chunked_upload_is_cut_off_at_the_upload_limit(gateway)
     assert grown < RSS_GROWTH
     detail = assert_error(response, 413, "CG-INBOX-TOO-LARGE")
     assert "MB" in detail["message"] and str(gateway.log.parent) not in response.body.decode(), detail
+
+
+def test_parallel_uploads_stream_to_disk_without_growing_the_gateway(tmp_path_factory):
+    """8 uploads of 19 MB at once (a valid key, under a 20 MB limit): each is sealed to disk while it streams
+    in, so the gateway's peak RSS grows by a fraction of the 152 MB sent, not by several copies of each."""
+    root = tmp_path_factory.mktemp("upload-rss")
+    deploy_once(root)
+    (root / "gateway").mkdir()
+    server = GatewayProcess(root / "gateway", max_upload_mb=20)
+    key, _ = make_key("bulk")
+    headers = {"Authorization": f"Bearer {key}"}
+
+    def upload(i: int) -> httpx.Response:
+        body = b"%PDF-1.4\n" + os.urandom(19 * MB - 9)  # distinct contents: no upload is de-duplicated
+        return httpx.post(server.url + "/inbox/tasks", headers=headers, timeout=300,
+                          files={"file": (f"bulk-{i}.pdf", body, "application/pdf")}, data={"playbook": "default"})
+
+    try:
+        assert upload(0).status_code == 201  # the first upload's imports and buffers are not what is measured
+        before = server.peak_rss
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(upload, range(1, 9)))
+        grown = server.peak_rss - before
+        print(f"8 parallel 19 MB uploads: gateway peak RSS {before / MB:.0f} MB -> +{grown / MB:.1f} MB")
+        assert [a.status_code for a in answers] == [201] * 8, [a.text[:200] for a in answers]
+        assert grown < UPLOAD_RSS_GROWTH, f"the gateway's peak RSS grew by {grown / MB:.0f} MB"
+        stored = list((root / "gateway" / "uploads").rglob("bulk-*.pdf"))
+        assert len(stored) == 9 and all(file_is_sealed(p) for p in stored)
+        assert not list((root / "gateway").rglob(".upload-*"))  # no temporary file left behind
+    finally:
+        server.stop()
+        cancel_open_inbox_runs()

@@ -17,6 +17,7 @@ import hypothesis
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
+from prefect import tags
 from prefect.client.orchestration import get_client
 
 from clausegate.gateway import GatewayConfig, create_app
@@ -24,6 +25,8 @@ from clausegate.inbox import keys
 from clausegate.inbox.service import Inbox
 from clausegate.ops import audit
 from clausegate.security.at_rest import file_is_sealed, read_sealed_file
+from clausegate.security.credentials import new_at_rest_key
+from flows.contract_review import contract_review
 from tests.support.deployments import deploy_once
 from tests.support.inbox_support import (
     GOVERNING_LAW_PAGES,
@@ -176,6 +179,36 @@ def test_idempotency_key_and_content_dedupe_return_the_existing_task(env, tmp_pa
     assert client.post(f"/inbox/tasks/{first.json()['task_id']}/cancel", headers=auth(env["acme"])).status_code == 200
     fresh = submit(env, env["acme"], data)
     assert fresh.status_code == 201 and fresh.json()["task_id"] != first.json()["task_id"]
+
+
+def test_an_idempotency_key_answered_by_content_dedupe_is_bound_to_that_task(env, tmp_path):
+    data = pdf_bytes(tmp_path, "Key binding test.")
+    first = submit(env, env["acme"], data)
+    assert first.status_code == 201, first.text
+    task_id = first.json()["task_id"]
+    deduped = submit(env, env["acme"], data, idempotency_key="mail-bind-1")  # content dedupe answers first
+    assert deduped.status_code == 200 and deduped.json()["task_id"] == task_id
+    # The key is now the task's: once it is cancelled (content dedupe no longer answers), the key still does ...
+    assert env["client"].post(f"/inbox/tasks/{task_id}/cancel", headers=auth(env["acme"])).status_code == 200
+    again = submit(env, env["acme"], data, idempotency_key="mail-bind-1")
+    assert again.status_code == 200 and again.json()["task_id"] == task_id, again.text
+    # ... and the key used for another contract is a conflict.
+    other = submit(env, env["acme"], pdf_bytes(tmp_path, "Key binding, other contract."), idempotency_key="mail-bind-1")
+    assert other.status_code == 409 and other.json()["detail"]["code"] == "CG-INBOX-CONFLICT", other.text
+
+
+def test_a_review_sealed_with_another_key_is_a_coded_error_not_done_without_a_review(env, tmp_path, monkeypatch):
+    pdf = make_text_pdf(tmp_path / "sealed.pdf", ["Key check contract.", *GOVERNING_LAW_PAGES])
+    with tags("inbox", "inbox-sender:acme"):  # a finished inbox task, as a worker leaves it
+        state = asyncio.run(contract_review(str(pdf), playbook=env["settings"].playbooks()["deploy-test"],
+                                            out_dir=str(tmp_path / "out"), return_state=True))
+    task_id = str(state.state_details.flow_run_id)
+    done = env["client"].get(f"/inbox/tasks/{task_id}", headers=auth(env["acme"])).json()
+    assert done["status"] == "done" and done["review"] is not None, done
+    monkeypatch.setenv("CLAUSEGATE_AT_REST_KEY", new_at_rest_key())  # this process now has another key
+    view = env["client"].get(f"/inbox/tasks/{task_id}", headers=auth(env["acme"])).json()
+    assert view["status"] == "failed" and view["review"] is None, view
+    assert view["error"]["code"] == "CG-AT-REST-KEY" and "another at-rest key" in view["error"]["message"], view
 
 
 def test_bad_requests_get_4xx_with_the_field_and_the_next_step(env, tmp_path):

@@ -238,12 +238,45 @@ def make_slow_pdf(path: str | Path, operations: int = 300_000) -> Path:
     return p
 
 
-def make_memory_hungry_pdf(path: str | Path, megabytes: int = 60) -> Path:
-    """A tiny one-page PDF whose content stream inflates to one string of ``megabytes`` MB
-    (a decompression bomb under pypdf's 75 MB per-stream limit); parsing it needs several times that."""
-    content = b"BT /F1 12 Tf 10 10 Td (" + b"A" * (megabytes * 1024 * 1024) + b") Tj ET\n"
+def make_memory_hungry_pdf(path: str | Path, megabytes: int = 15) -> Path:
+    """A tiny one-page PDF whose content stream inflates to ``megabytes`` MB of one-glyph text objects
+    (under the parser's 16 MB per-page inflate budget): every reader builds an object per operator, so
+    parsing it needs many times ``megabytes`` (a memory-cap test; a single-stream bomb is
+    :func:`make_flate_bomb_pdf`)."""
+    operator = b"BT /F1 1 Tf 9 9 Td (x) Tj ET\n"
+    content = operator * (megabytes * 1024 * 1024 // len(operator))
     p = _prepare(path)
     p.write_bytes(_single_stream_page_pdf(content))
+    return p
+
+
+def make_flate_bomb_pdf(path: str | Path, megabytes: int = 2048) -> Path:
+    """A one-page PDF (about 1 KB per inflated MB) whose content stream inflates to
+    ``megabytes`` MB of one text string: far over pypdf's 75 MB stream cap and any parser's memory cap.
+
+    Built in a second: each 1 MB block is compressed after a full flush, so every block after the first has
+    the same bytes and is repeated, not recompressed; the checksum is computed over the whole."""
+    chunk = b"A" * (1 << 20)
+    deflater = zlib.compressobj(9)
+    head = deflater.compress(b"BT /F1 12 Tf 10 10 Td (" + chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
+    block = deflater.compress(chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
+    end = b") Tj ET\n"
+    tail = deflater.compress(end) + deflater.flush()
+    checksum = zlib.adler32(b"BT /F1 12 Tf 10 10 Td (")
+    for _ in range(megabytes):
+        checksum = zlib.adler32(chunk, checksum)
+    checksum = zlib.adler32(end, checksum)
+    compressed = head + block * (megabytes - 1) + tail[:-4] + checksum.to_bytes(4, "big")
+    stream = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(compressed) + compressed + b"\nendstream"
+    p = _prepare(path)
+    p.write_bytes(minimal_pdf([
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        "/Resources << /Font << /F1 5 0 R >> >> >>",
+        stream,
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]))
     return p
 
 

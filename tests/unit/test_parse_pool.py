@@ -108,7 +108,7 @@ def test_memory_cap_then_the_next_parse_works_on_a_fresh_worker(tmp_path, pool_s
     if pool_size:
         _parse(fine, memory_mb=200)
         before = _pool().pids()
-    bomb = factory.make_memory_hungry_pdf(tmp_path / "bomb.pdf", megabytes=60)
+    bomb = factory.make_memory_hungry_pdf(tmp_path / "bomb.pdf", megabytes=15)
     error = _error(bomb, memory_mb=200, max_chars=10**9, timeout_seconds=60, pool_size=pool_size)
     assert error.code == "CG-PDF-TOO-COMPLEX" and "200 MB" in error.message and "memory_mb" in error.hint
     assert "capped at the fees" in _parse(fine, memory_mb=200, pool_size=pool_size).pages[0].text

@@ -10,6 +10,7 @@ import pickle
 import re
 import shutil
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -296,13 +297,39 @@ def test_timeout_kills_the_parser_quickly(tmp_path):
     assert "1 s" in error.message and "timeout_seconds" in error.hint
 
 
-def test_memory_cap_stops_a_decompression_bomb(tmp_path):
-    path = factory.make_memory_hungry_pdf(tmp_path / "bomb.pdf", megabytes=60)
+def test_memory_cap_stops_a_memory_hungry_pdf(tmp_path):
+    path = factory.make_memory_hungry_pdf(tmp_path / "bomb.pdf", megabytes=15)
     assert path.stat().st_size < 100_000
     started = time.monotonic()
     error = expect_error(path, "CG-PDF-TOO-COMPLEX", memory_mb=200, max_chars=10**9, timeout_seconds=60)
     assert time.monotonic() - started < 30
     assert "200 MB" in error.message and "memory_mb" in error.hint
+
+
+# The one-shot worker's boot, and its peak RSS (VmHWM: per process image, so not the parent's) on stderr at exit.
+_MEASURED_BOOT = child.ONE_SHOT_BOOT.replace(
+    "sys.exit(_worker_main(sys.argv[2:]))",
+    "import os\ntry:\n    _worker_main(sys.argv[2:])\nfinally:\n"
+    "    os.write(2, open('/proc/self/status', 'rb').read())")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads the worker's peak RSS from /proc")
+def test_a_flate_bomb_is_refused_before_any_reader_inflates_it(tmp_path):
+    bomb = factory.make_flate_bomb_pdf(tmp_path / "bomb.pdf", megabytes=2048)  # 2 MB file, 2 GB inflated
+    assert bomb.stat().st_size < 3 * 1024 * 1024
+    options = {"memory_mb": 1024, "timeout": 60, "max_chars": 500_000, "ocr": "off", "extractor": "pdfium"}
+    done = subprocess.run([sys.executable, "-I", "-c", _MEASURED_BOOT, child.PACKAGE_PARENT, json.dumps(options)],
+                          input=bomb.read_bytes(), capture_output=True, timeout=120, env=child.worker_env())
+    status = dict(line.split(":", 1) for line in done.stderr.decode("utf-8", "replace").splitlines() if ":" in line)
+    assert done.returncode == 0 and "VmHWM" in status, (done.returncode, done.stderr[-500:])
+    peak_mb = int(status["VmHWM"].split()[0]) / 1024
+    print(f"2 GB flate bomb, 1024 MB cap: parse worker peak RSS {peak_mb:.0f} MB")
+    result = json.loads(done.stdout)
+    assert result["code"] == "CG-PDF-TOO-COMPLEX" and "inflate to more than 16 MB" in result["message"], result
+    assert peak_mb < 300, f"the parse worker peaked at {peak_mb:.0f} MB"
+    # The product path (the parse pool) says the same.
+    error = expect_error(bomb, "CG-PDF-TOO-COMPLEX", timeout_seconds=60)
+    assert "inflate to more than 16 MB" in error.message
 
 
 @pytest.mark.parametrize(

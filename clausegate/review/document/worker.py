@@ -26,7 +26,7 @@ from typing import Any
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
 
-from clausegate.review.document import text_quality
+from clausegate.review.document import inflate_guard, text_quality
 from clausegate.review.document.codes import (
     CORRUPT,
     CRYPTO_MISSING,
@@ -97,7 +97,7 @@ def _too_complex(exc: BaseException, memory_mb: int | None = None) -> dict[str, 
     why = {
         "MemoryError": f"reading it needs more memory than the parser's {cap}memory cap",
         "RecursionError": "its objects are nested too deeply",
-    }.get(type(exc).__name__, f"a pypdf safety limit was reached ({exc})")
+    }.get(type(exc).__name__, f"a safety limit was reached ({exc})")
     return failure(
         TOO_COMPLEX,
         f"the PDF is too complex to parse safely: {why}.",
@@ -227,6 +227,7 @@ def _read_page(reader: Any, document: Any, number: int, tesseract: str | None, o
     hidden = None
     try:
         page = reader.pages[number - 1]
+        inflate_guard.check_page(page, reader, number)  # before PDFium (which inflates without limits) loads it
         try:
             raw, hidden = page_text(page, reader, number, document)
         except (MemoryError, RecursionError, LimitReachedError):
