@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import typer
 
 from clausegate.cli.app import app, console
-from clausegate.cli.server import Server, server_or_temporary
+from clausegate.cli.server import TEMPORARY, Server, server_or_temporary
 from clausegate.stack import temporary_server
 
 Protocol = Literal["anthropic", "openai"]
@@ -25,6 +25,18 @@ def _block_server() -> Server:
     except ClauseGateError as error:
         console.print(f"[red]{error}[/red]", highlight=False)
         raise typer.Exit(1) from None
+
+
+def _offer_in_forms(server: Server) -> None:
+    """A block saved on a real server is offered in the extractor drop-down of its deployments' run forms."""
+    if server.kind == TEMPORARY:
+        return
+    from prefect.client.orchestration import get_client  # local import: keeps CLI start-up lean
+
+    from clausegate.stack.deploy import offer_model_blocks  # local import: Prefect's client; CLI start-up
+
+    with get_client(sync_client=True) as client:
+        offer_model_blocks(client)
 
 
 def _block_class(protocol: str):
@@ -52,6 +64,7 @@ def model_block(
     fields = {k: v for k, v in dict(base_url=base_url, model=model, fallback_model=fallback_model).items() if v}
     server = _block_server()
     cls(**fields, eur_per_million_input_tokens=eur_in, eur_per_million_output_tokens=eur_out).save(name, overwrite=True)
+    _offer_in_forms(server)
     console.print(f"saved block [bold]{SLUGS[protocol]}/{name}[/bold] on {server.where}; use it with "
                   f"`clausegate review FILE --extractor {SLUGS[protocol]}/{name}`", highlight=False)
 
@@ -77,13 +90,14 @@ def fake_model(
                              responder=contract_responder).start()
     console.print(f"fake {protocol} server on {server.url} (fault rate {fault_rate:.0%}); key: {DEFAULT_API_KEY}")
     if save_block:
-        where = _block_server().where
+        server = _block_server()
         block = _block_class(protocol)(base_url=server.url, model=f"fake-{protocol}",
                                        fallback_model=f"fake-{protocol}-fallback", api_key=SecretStr(DEFAULT_API_KEY),
                                        eur_per_million_input_tokens=eur_in, eur_per_million_output_tokens=eur_out)
         block.save(save_block, overwrite=True)
+        _offer_in_forms(server)
         temporary_server.stop()  # a temporary server is needed for the save only, not while the fake model runs
-        console.print(f"saved block {SLUGS[protocol]}/{save_block} on {where}: "
+        console.print(f"saved block {SLUGS[protocol]}/{save_block} on {server.where}: "
                       f"clausegate review FILE --extractor {SLUGS[protocol]}/{save_block}", highlight=False)
     try:
         while True:
