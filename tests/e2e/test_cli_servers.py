@@ -2,7 +2,8 @@
 (real subprocesses, no PREFECT_API_URL, no PREFECT_API_AUTH_STRING).
 
 - With a `clausegate up` stack of the project folder up, `gates`, `resolve`, `inbox` and `model-block` use its
-  server with its credential (read from the secrets folder, as `up` wrote it).
+  server with its credential (read from the secrets folder, as `up` wrote it); a saved model block is offered in
+  the extractor drop-down of the deployed run forms.
 - With none, the commands that need a real server say so (CG-STACK-NO-SERVER, with `clausegate up`) and start no
   server of any kind; their ``--help`` needs none.
 """
@@ -16,10 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.utilities.callables import parameter_schema
 
 from clausegate.config import OpenAICompatibleModel
 from clausegate.stack.lifecycle import down, up
 from clausegate.stack.state import NO_SERVER, StackOptions, StackPaths
+from flows.contract_review import contract_review
 from tests.support.gates import open_synthetic_gate, state_of
 from tests.support.prefect_server import free_port
 from tests.support.processes import run_watching_children
@@ -125,7 +129,16 @@ def test_gates_and_resolve_use_the_running_stack(stack, prefect_server, tmp_path
     assert keys.returncode == 0 and f"on {where}" in " ".join(keys.stderr.split()), keys.stdout + keys.stderr
     assert_no_server_started(tmp_path, children, keys.stdout + keys.stderr)
 
+    with get_client(sync_client=True) as client:  # a deployed form whose extractor drop-down lists saved blocks
+        form = client.create_deployment(flow_id=client.create_flow_from_name("contract-review"), name="cli-form",
+                                        tags=["clausegate"], parameter_openapi_schema=parameter_schema(
+                                            contract_review).model_dump())
     saved, children = clausegate(["model-block", "openai", "cli-servers-test", "--model", "m"], env, project)
     assert saved.returncode == 0 and f"on {where}" in " ".join(saved.stdout.split()), saved.stdout + saved.stderr
     assert OpenAICompatibleModel.load("cli-servers-test").model == "m"  # on the stack's server, not another one
+    with get_client(sync_client=True) as client:
+        schema = client.read_deployment(form).parameter_openapi_schema
+        client.delete_deployment(form)
+    offered = schema["properties"]["extractor"]["anyOf"][0]["properties"]["name"]["enum"]
+    assert offered[0] == "offline" and "openai-compatible-model/cli-servers-test" in offered, offered
     assert_no_server_started(tmp_path, children, saved.stdout + saved.stderr)
