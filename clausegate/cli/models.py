@@ -90,14 +90,14 @@ def fake_model(
                              responder=contract_responder).start()
     console.print(f"fake {protocol} server on {server.url} (fault rate {fault_rate:.0%}); key: {DEFAULT_API_KEY}")
     if save_block:
-        server = _block_server()
+        saved_on = _block_server()
         block = _block_class(protocol)(base_url=server.url, model=f"fake-{protocol}",
                                        fallback_model=f"fake-{protocol}-fallback", api_key=SecretStr(DEFAULT_API_KEY),
                                        eur_per_million_input_tokens=eur_in, eur_per_million_output_tokens=eur_out)
         block.save(save_block, overwrite=True)
-        _offer_in_forms(server)
+        _offer_in_forms(saved_on)
         temporary_server.stop()  # a temporary server is needed for the save only, not while the fake model runs
-        console.print(f"saved block {SLUGS[protocol]}/{save_block} on {server.where}: "
+        console.print(f"saved block {SLUGS[protocol]}/{save_block} on {saved_on.where}: "
                       f"clausegate review FILE --extractor {SLUGS[protocol]}/{save_block}", highlight=False)
     try:
         while True:
