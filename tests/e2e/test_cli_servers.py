@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +22,7 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.utilities.callables import parameter_schema
 
-from clausegate.config import OpenAICompatibleModel
+from clausegate.config import AnthropicModel, OpenAICompatibleModel
 from clausegate.stack.lifecycle import down, up
 from clausegate.stack.state import NO_SERVER, StackOptions, StackPaths
 from flows.contract_review import contract_review
@@ -142,3 +144,21 @@ def test_gates_and_resolve_use_the_running_stack(stack, prefect_server, tmp_path
     offered = schema["properties"]["extractor"]["anyOf"][0]["properties"]["name"]["enum"]
     assert offered[0] == "offline" and "openai-compatible-model/cli-servers-test" in offered, offered
     assert_no_server_started(tmp_path, children, saved.stdout + saved.stderr)
+
+
+@pytest.mark.slow
+def test_fake_model_saves_its_block_on_the_running_stack(stack, prefect_server, tmp_path):
+    project, secrets = stack
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "clausegate.cli", "fake-model", "--port", str(port),
+                             "--save-block", "cli-servers-fake"], env=person_env(tmp_path, secrets), cwd=project,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        said = ""
+        while "clausegate review FILE" not in said and proc.poll() is None:
+            said += proc.stdout.readline()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        said += proc.communicate(timeout=60)[0]
+    assert f"on the local stack's Prefect server {prefect_server.api_url}" in " ".join(said.split()), said
+    assert AnthropicModel.load("cli-servers-fake").base_url == f"http://127.0.0.1:{port}"  # the fake, not Prefect
