@@ -205,6 +205,7 @@ CODES: dict[str, Code] = {
     "CG-STACK-DEPLOY": Code("prefect deploy failed", "9"),
     "CG-STACK-CONFIG": Code("creating pool, queues, limits or automations failed (or a bad stack setting)", "9"),
     "CG-STACK-DATABASE": Code("the embedded PostgreSQL of `clausegate up` did not start", "9"),
+    "CG-STACK-NO-SERVER": Code("CLI: a command that needs a real Prefect server found none (no URL, no stack up)", "9"),
     "CG-STACK-AUTH": Code("the Prefect API answered a request without the credential (scale-out check)", "11"),
     "CG-SCALEOUT-NO-POSTGRES": Code("scale-out: a PostgreSQL program was not found (docs/operations.md)", "9"),
     "CG-SCALEOUT-NO-USER": Code("scale-out: the PostgreSQL user could not be created (docs/operations.md)", "9"),
@@ -224,7 +225,6 @@ CODES: dict[str, Code] = {
     "CG-INBOX-CONFLICT": Code("409: the task's state or an earlier idempotency key forbids it", "10"),
     "CG-INBOX-UNAVAILABLE": Code("503: the Prefect API did not answer or contract-review is not deployed", "10"),
     "CG-INBOX-CANCELLED": Code("state message: the task was cancelled through the inbox", "10"),
-    "CG-INBOX-NO-SERVER": Code("CLI: `clausegate inbox` found no Prefect server", "10"),
     "CG-GATEWAY-TOO-LARGE": Code("413: a request body over its route's limit", "10"),
     "CG-AUDIT-WRITE": Code("an action happened but its audit event could not be posted", "10"),
     # contracts at rest (clausegate/security/at_rest.py, clausegate/ops/retention*.py)

@@ -34,7 +34,7 @@ os.environ.update(_SERVER.env())
 from prefect.events.worker import EventsWorker  # noqa: E402  (prefect: after its environment, above)
 from prefect.logging.handlers import APILogWorker  # noqa: E402
 
-from clausegate.cli.app import restore_prefect_settings  # noqa: E402
+from clausegate.cli.server import restore_prefect_settings  # noqa: E402
 from clausegate.demo.model_server import FakeModelServer  # noqa: E402
 from clausegate.providers.circuit import VARIABLE_PREFIX  # noqa: E402
 from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry  # noqa: E402

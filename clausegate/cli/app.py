@@ -1,16 +1,15 @@
 """The one Typer app and console every CLI module registers on."""
 
 import os
-from pathlib import Path
 
 import typer
 from rich.console import Console
 
+from clausegate.cli.server import use_api_credential, use_api_url
 from clausegate.stack import temporary_server
 
 app = typer.Typer(help="ClauseGate: contract review as a Prefect flow.", no_args_is_help=True, add_completion=False)
 console = Console()
-_ACTIVE_SETTINGS: list = []
 
 
 @app.callback()
@@ -23,13 +22,6 @@ def _prefect_credential() -> None:
     no_analytics()
     if os.environ.get("PREFECT_API_URL") and not temporary_server.started_url():
         use_api_credential()
-
-
-def restore_prefect_settings() -> None:
-    """Leave the Prefect settings commands entered for the rest of the process (the API credential, the stack's
-    URL), newest first: for callers that run several commands in one process (tests with ``CliRunner``)."""
-    while _ACTIVE_SETTINGS:
-        _ACTIVE_SETTINGS.pop().__exit__(None, None, None)
 
 
 def quiet_if_temporary_server() -> None:
@@ -46,7 +38,7 @@ def quiet_if_temporary_server() -> None:
     resolved = get_current_settings().api.url
     if temporary_server.claimed_by_prefect_settings(resolved):
         if resolved is None:  # Prefect was loaded before the launcher set PREFECT_API_URL: set the live settings
-            _use_api_url(temporary_server.started_url())
+            use_api_url(temporary_server.started_url())
         if not temporary_server.answers():
             _load_review_models()
         try:
@@ -67,50 +59,3 @@ def _load_review_models() -> None:
         warm_up()
     except Exception:  # the review reports it where it needs them, with the step and run
         pass
-
-
-def use_api_credential() -> None:
-    """Send the stack's API credential (basic auth) unless the environment already names one."""
-    from clausegate.security import credentials  # local import: Prefect; keeps `clausegate` start-up lean
-
-    if os.environ.get("PREFECT_API_AUTH_STRING"):
-        return
-    auth = credentials.api_auth_string()
-    if not auth:
-        return
-    from prefect.settings import PREFECT_API_AUTH_STRING, temporary_settings  # local import: keeps start-up lean
-
-    os.environ["PREFECT_API_AUTH_STRING"] = auth
-    _ACTIVE_SETTINGS.append(temporary_settings(updates={PREFECT_API_AUTH_STRING: auth}))
-    _ACTIVE_SETTINGS[-1].__enter__()
-
-
-def use_stack_api_url() -> str | None:
-    """PREFECT_API_URL, or the URL of a running `clausegate up` stack (with its API credential), found the way
-    `clausegate status` finds it: the state file of the project folder (``CLAUSEGATE_PROJECT_DIR`` or the
-    current folder) and the server's health check.  ``None``: no server but the command's temporary one."""
-    if temporary_server.started_url():
-        return None
-    if os.environ.get("PREFECT_API_URL"):
-        use_api_credential()
-        return os.environ["PREFECT_API_URL"]
-    from clausegate.config import settings  # local import: keeps `clausegate` start-up lean
-    from clausegate.stack.processes import api_healthy  # local import: httpx; keeps `clausegate` start-up lean
-    from clausegate.stack.state import StackPaths, read_state  # local import: keeps `clausegate` start-up lean
-
-    state = read_state(StackPaths.for_project(settings().project_dir or Path.cwd()))
-    if state and state.get("api_url") and api_healthy(state["api_url"]):
-        use_api_credential()
-        _use_api_url(state["api_url"])
-        return state["api_url"]
-    return None
-
-
-def _use_api_url(url: str) -> None:
-    """Prefect reads its settings when first imported: set the variable *and* the live settings."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings  # local import: keeps start-up lean
-
-    os.environ["PREFECT_API_URL"] = url
-    # Keep the context manager referenced: a collected one would close and restore the old settings.
-    _ACTIVE_SETTINGS.append(temporary_settings(updates={PREFECT_API_URL: url}))
-    _ACTIVE_SETTINGS[-1].__enter__()

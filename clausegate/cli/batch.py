@@ -18,7 +18,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from clausegate.cli.app import app, console, quiet_if_temporary_server, use_stack_api_url
+from clausegate.cli.app import app, console, quiet_if_temporary_server
+from clausegate.cli.server import TEMPORARY, find_server
 from clausegate.review.money import eur_digits
 
 STATUS_STYLE = {"reviewed": "green", "waiting": "yellow", "failed": "red", "not-submitted": "red",
@@ -125,17 +126,19 @@ def batch_command(
         console.print(f"[red]{error}[/red]")
         raise typer.Exit(2) from None
 
+    server = find_server()
+    real = server is not None and server.kind != TEMPORARY
     gate_deployment, why = None, "--local"
     if not local:
-        api_url = use_stack_api_url()
-        ready, why = _deployment_ready(DEFAULT_DEPLOYMENT) if api_url else (
+        ready, why = _deployment_ready(DEFAULT_DEPLOYMENT) if real else (
             False, "no PREFECT_API_URL and no running `clausegate up` stack here")
         gate_deployment = DEFAULT_DEPLOYMENT if ready else None
         if deployments and not ready:
             console.print(f"[red][{NO_DEPLOYMENT}] contract-review deployment runs unavailable: {why}.[/red] "
                           "Next step: `clausegate up`, or drop --deployments.")
             raise typer.Exit(1)
-    console.print(f"Batch {folder} · playbook [bold]{book.name}[/bold] · reviews as tasks of one run, "
+    console.print(f"Batch {folder} on {server.where if real else 'a temporary Prefect server'} · playbook "
+                  f"[bold]{book.name}[/bold] · reviews as tasks of one run, "
                   f"{max_in_flight} at a time · contracts that need a person: "
                   f"{'contract-review runs' if gate_deployment else 'stay pending_decision'} ({why})")
 

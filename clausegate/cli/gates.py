@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from clausegate.cli.app import app, console
+from clausegate.cli.server import require_server
 from clausegate.errors import ClauseGateError
 
 EXIT_CODES = {"resumed": 0, "already_decided": 3, "not_suspended": 4, "unknown_run": 2, "not_a_gate": 4,
@@ -20,11 +21,12 @@ def gates() -> None:
     """List the gates waiting for a decision: run, contract, findings, age, SLA left."""
     from clausegate.gates import format_delta, waiting_gates  # local import: Prefect; keeps CLI start-up lean
 
+    server = require_server("gates", "the waiting gates are its flow runs")
     waiting = waiting_gates()
     if not waiting:
-        console.print("No gates are waiting for a decision.")
+        console.print(f"No gates are waiting for a decision on {server.where}.", highlight=False)
         return
-    table = Table(title=f"{len(waiting)} gate(s) waiting for a decision")
+    table = Table(title=f"{len(waiting)} gate(s) waiting for a decision on {server.where}")
     table.add_column("Run", style="bold", no_wrap=True)
     table.add_column("Contract")
     table.add_column("Findings")
@@ -60,10 +62,12 @@ def resolve(
     from clausegate.config import load_slack_settings  # local import: Prefect; keeps CLI start-up lean
     from clausegate.gates import resolve_gate  # local import: Prefect; keeps CLI start-up lean
 
+    server = require_server("resolve", "the gate is one of its flow runs")
     outcome = resolve_gate(run_id, decision, reviewer=reviewer or getpass.getuser(), via="cli", comment=comment,
                            settings=load_slack_settings())
     colour = {"resumed": "green", "already_decided": "yellow"}.get(outcome.kind, "red")
-    console.print(f"[{colour}]{outcome.kind}[/{colour}]: {outcome.message}")
+    console.print(f"[{colour}]{outcome.kind}[/{colour}]: {outcome.message} [dim](on {server.where})[/dim]",
+                  highlight=False)
     if outcome.slack_error:
         console.print(f"[yellow]The Slack message was not updated:[/yellow] {outcome.slack_error}")
     raise typer.Exit(EXIT_CODES.get(outcome.kind, 1))
@@ -82,6 +86,7 @@ def gateway(
 
     from clausegate.gateway.app import create_app, load_config  # local import: keeps CLI start-up lean
 
+    server = require_server("gateway", "inbox tasks and gates are its flow runs")
     try:
         config = load_config(block)
     except ClauseGateError as error:
@@ -90,5 +95,5 @@ def gateway(
     slack = (f"Slack block '{config.slack._block_document_name}': POST /slack/interactions, POST /slack/commands"
              if config.slack is not None else "Slack: off (no SlackSettings block; see docs/slack.md)")
     console.print(f"ClauseGate gateway on http://{host}:{port} — inbox: /inbox/tasks (API docs /docs); "
-                  f"{slack}; GET /healthz")
+                  f"{slack}; GET /healthz; on {server.where}", highlight=False)
     uvicorn.run(create_app(config), host=host, port=port, log_level="info")

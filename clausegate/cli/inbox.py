@@ -9,22 +9,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from clausegate.cli.app import app, console, use_stack_api_url
+from clausegate.cli.app import app, console
+from clausegate.cli.server import require_server
 
 notes = Console(stderr=True)  # messages go to stderr, so `KEY=$(clausegate inbox keys create ...)` gets the key only
-NO_SERVER = "CG-INBOX-NO-SERVER"
 
 
-def _server() -> None:
-    """Keys and the audit log live on a real Prefect server, never a temporary one."""
-    if use_stack_api_url() is None:
-        notes.print(f"[red][{NO_SERVER}][/red] no Prefect server: keys and the audit log live in its database. "
-                    "Next step: `clausegate up` in this folder, or export PREFECT_API_URL=http://HOST:4200/api")
-        raise typer.Exit(2)
+def _server(command: str) -> None:
+    """Keys and the audit log live on a real Prefect server, never a temporary one (checked by each command, not
+    a group callback, so that ``--help`` needs none)."""
+    server = require_server(f"inbox {command}", "keys and the audit log live in its database")
+    notes.print(f"[dim]on {server.where}[/dim]", highlight=False)
 
 
-inbox_app = typer.Typer(help="The inbox API: its keys and audit log.", no_args_is_help=True,
-                        callback=lambda: _server())
+inbox_app = typer.Typer(help="The inbox API: its keys and audit log.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys of inbox senders (only their hashes are stored, as Prefect variables).",
                        no_args_is_help=True)
 inbox_app.add_typer(keys_app, name="keys")
@@ -45,6 +43,7 @@ def create_key(
     from clausegate.config import settings  # local import: Prefect; keeps CLI start-up lean
     from clausegate.inbox import keys, limits  # local import: Prefect; keeps CLI start-up lean
 
+    _server("keys create")
     key, record = keys.new_key(sender, admin=admin, rate_per_minute=rate_per_minute, note=note)
     keys.save(record)
 
@@ -64,6 +63,7 @@ def list_keys() -> None:
     """Keys (id, sender, admin, created, revoked); never the keys themselves."""
     from clausegate.inbox import keys  # local import: Prefect; keeps CLI start-up lean
 
+    _server("keys list")
     table = Table("key id", "sender", "admin", "rate/min", "created", "revoked", "note")
     for r in keys.load_all():
         table.add_row(r.key_id, r.sender, "yes" if r.admin else "", str(r.rate_per_minute or "default"),
@@ -77,6 +77,7 @@ def revoke_key(key_id: Annotated[str, typer.Argument(help="the key id (second pa
     """Revoke a key at once (its next request answers 401)."""
     from clausegate.inbox import keys  # local import: Prefect; keeps CLI start-up lean
 
+    _server("keys revoke")
     record = keys.revoke(key_id)
     if record is None:
         notes.print(f"[red]no key with id {key_id}[/red] (see `clausegate inbox keys list`)")
@@ -90,6 +91,8 @@ def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None
     from prefect.client.orchestration import get_client  # local import: keeps CLI start-up lean
 
     from clausegate.ops import audit  # local import: Prefect; keeps CLI start-up lean
+
+    _server("audit")
 
     async def read():
         async with get_client() as client:

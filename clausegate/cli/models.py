@@ -8,9 +8,35 @@ from typing import Annotated, Literal
 import typer
 
 from clausegate.cli.app import app, console
+from clausegate.cli.server import TEMPORARY, Server, server_or_temporary
+from clausegate.stack import temporary_server
 
 Protocol = Literal["anthropic", "openai"]
 SLUGS = {"anthropic": "anthropic-model", "openai": "openai-compatible-model"}
+
+
+def _block_server() -> Server:
+    """Where a block is saved: the configured or stack's server, else a temporary one on PREFECT_HOME's database
+    (where later commands with no stack find it); clausegate/cli/server.py."""
+    from clausegate.errors import ClauseGateError  # local import: keeps CLI start-up lean
+
+    try:
+        return server_or_temporary()
+    except ClauseGateError as error:
+        console.print(f"[red]{error}[/red]", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _offer_in_forms(server: Server) -> None:
+    """A block saved on a real server is offered in the extractor drop-down of its deployments' run forms."""
+    if server.kind == TEMPORARY:
+        return
+    from prefect.client.orchestration import get_client  # local import: keeps CLI start-up lean
+
+    from clausegate.stack.deploy import offer_model_blocks  # local import: Prefect's client; CLI start-up
+
+    with get_client(sync_client=True) as client:
+        offer_model_blocks(client)
 
 
 def _block_class(protocol: str):
@@ -36,9 +62,11 @@ def model_block(
     time (or set it on the block in the Prefect UI); it is never passed on the command line."""
     cls = _block_class(protocol)
     fields = {k: v for k, v in dict(base_url=base_url, model=model, fallback_model=fallback_model).items() if v}
+    server = _block_server()
     cls(**fields, eur_per_million_input_tokens=eur_in, eur_per_million_output_tokens=eur_out).save(name, overwrite=True)
-    console.print(f"saved block [bold]{SLUGS[protocol]}/{name}[/bold]; use it with "
-                  f"`clausegate review FILE --extractor {SLUGS[protocol]}/{name}`")
+    _offer_in_forms(server)
+    console.print(f"saved block [bold]{SLUGS[protocol]}/{name}[/bold] on {server.where}; use it with "
+                  f"`clausegate review FILE --extractor {SLUGS[protocol]}/{name}`", highlight=False)
 
 
 @app.command("fake-model")
@@ -62,12 +90,15 @@ def fake_model(
                              responder=contract_responder).start()
     console.print(f"fake {protocol} server on {server.url} (fault rate {fault_rate:.0%}); key: {DEFAULT_API_KEY}")
     if save_block:
+        saved_on = _block_server()
         block = _block_class(protocol)(base_url=server.url, model=f"fake-{protocol}",
                                        fallback_model=f"fake-{protocol}-fallback", api_key=SecretStr(DEFAULT_API_KEY),
                                        eur_per_million_input_tokens=eur_in, eur_per_million_output_tokens=eur_out)
         block.save(save_block, overwrite=True)
-        console.print(f"saved block {SLUGS[protocol]}/{save_block}: "
-                      f"clausegate review FILE --extractor {SLUGS[protocol]}/{save_block}")
+        _offer_in_forms(saved_on)
+        temporary_server.stop()  # a temporary server is needed for the save only, not while the fake model runs
+        console.print(f"saved block {SLUGS[protocol]}/{save_block} on {saved_on.where}: "
+                      f"clausegate review FILE --extractor {SLUGS[protocol]}/{save_block}", highlight=False)
     try:
         while True:
             time.sleep(1)

@@ -2,9 +2,9 @@
 
 `clausegate review` runs :func:`clausegate.pipeline.review.review_contract` as an in-process
 ``contract-review`` flow run (the deployment's entry point is flows/contract_review.py; the library
-never imports ``flows``), on the Prefect server of ``PREFECT_API_URL``, else on the running local stack's
-(`clausegate up`, found like `clausegate status` finds it), else on a temporary server (started by the
-``clausegate`` launcher as the command starts: clausegate/stack/temporary_server.py).  With a stack up the launcher
+never imports ``flows``), on the server clausegate/cli/server.py finds: the configured one, else the running
+local stack's, else a temporary one (started by the ``clausegate`` launcher as the command starts:
+clausegate/stack/temporary_server.py).  With a stack up the launcher
 hands the whole command to the stack's warm-start process (clausegate/launch.py), unless ``--no-warm-start``.
 
 An expected failure (a ``CG-*`` error such as an encrypted or corrupt PDF) prints its code, message and next
@@ -23,7 +23,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from clausegate.cli.app import app, console, quiet_if_temporary_server, use_stack_api_url
+from clausegate.cli.app import app, console, quiet_if_temporary_server
+from clausegate.cli.server import TEMPORARY, find_server
 from clausegate.errors import ClauseGateError
 from clausegate.review.document.codes import NOT_FOUND
 from clausegate.stack.warmstart import WARM_CHILD_ENV
@@ -35,17 +36,16 @@ STOPPED = re.compile(r"^(?P<code>CG-[A-Z0-9-]+) at step '(?P<step>[^']*)': (?:\[
 
 
 def choose_server() -> tuple[str | None, str]:
-    """The Prefect server this review runs on, and how to say so: PREFECT_API_URL's, the running local
-    stack's, or (None) a temporary one Prefect starts for this command."""
-    configured = os.environ.get("PREFECT_API_URL")
-    url = use_stack_api_url()
-    if url is None:
+    """The Prefect server this review runs on, and how to say so: the configured one, the running local
+    stack's, or a temporary one (clausegate/cli/server.py); its URL is ``None`` when Prefect starts that itself."""
+    server = find_server()
+    if server is None or server.kind == TEMPORARY:
         return None, ("a temporary Prefect server (no local stack is up; `clausegate up` starts one, and reviews "
                       "on it start in seconds)")
-    where = f"Prefect server {url} (PREFECT_API_URL)" if configured else f"the local stack's Prefect server {url}"
+    where = server.where
     if os.environ.get(WARM_CHILD_ENV):  # clausegate/launch.py handed this command to the stack
         where += " (run by the stack's warm-start process: Prefect and the model already loaded)"
-    return url, where
+    return server.url, where
 
 
 class HideExpectedFailures(logging.Filter):

@@ -73,7 +73,8 @@ def up(
         raise typer.Exit(1) from None
     console.print()
     console.print(f"[bold green]ClauseGate is up.[/bold green]  Prefect UI: [link]{state['ui_url']}[/link]")
-    console.print(f"  API:      {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
+    console.print(f"  API:      {state['api_url']}   (`clausegate` commands run here find it; for `prefect …`: "
+                  f"export PREFECT_API_URL={state['api_url']})")
     if state.get("database"):
         console.print(f"  Database: {_describe_database(state['database'])}")
     if state.get("server_started"):

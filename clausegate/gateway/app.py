@@ -6,7 +6,8 @@
 Without a config the app builds one at startup (``load_config``): the SlackSettings block named by
 ``CLAUSEGATE_SLACK_BLOCK`` when it exists, the inbox from ``CLAUSEGATE_INBOX_*`` and the limits from
 ``CLAUSEGATE_GATEWAY_*`` (all through ``clausegate.config.settings``).  OpenAPI docs
-are at ``/docs``.
+are at ``/docs`` (Swagger UI) and ``/redoc``, their JavaScript and CSS served by the gateway itself from the
+``fastapi-offline`` wheel (under ``/static-offline-docs``), so they work with no network.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from prefect.settings import PREFECT_UI_URL
 
 from clausegate.config import load_slack_settings, settings
@@ -92,7 +94,9 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
             if app.state.config.inbox is not None:
                 await app.state.config.inbox.aclose()  # the shared Prefect client (clausegate/inbox/connection.py)
 
-    app = FastAPI(title="ClauseGate gateway", version="1", lifespan=lifespan,
+    # FastAPI's documented self-hosting of the docs assets (docs_url=None, get_swagger_ui_html, StaticFiles), done
+    # by fastapi-offline with the Swagger UI and ReDoc bundles it ships: no CDN.
+    app = FastAPIOffline(title="ClauseGate gateway", version="1", lifespan=lifespan,
                   description="The inbox for review tasks (`/inbox`), and Slack interactivity and slash commands "
                               "for ClauseGate's human gates (`/slack`).")
     app.state.config = config

@@ -4,10 +4,17 @@ flows/ (a description, and real choices where there are some).
 Each type is ``Annotated[T, described(...)]``; the flows' signatures use them (``flows/*.py``), and Prefect puts
 them into the deployment's parameter schema (``prefect deploy`` -> ``parameter_schema(flow)``).  Choices:
 
-- ``playbook``: a shipped playbook (clausegate/review/playbooks/*.yaml, a drop-down) *or* a path to a YAML
-  playbook on the worker's machine (the form offers both);
-- ``extractor``: ``offline`` or a model block ``<kind>/<name>`` of a kind ClauseGate knows
-  (:data:`clausegate.config.MODEL_BLOCK_KINDS`); the run checks the form, the block is loaded when used.
+- ``playbook``: a shipped playbook (clausegate/review/playbooks/*.yaml, a drop-down) *or* a name or a path to a YAML
+  playbook on the worker's machine (typed);
+- ``extractor``: ``offline`` or a saved model block (a drop-down; `clausegate up` and `clausegate model-block` fill
+  it with the blocks on the server: :func:`offer_model_blocks`) *or* a model block ``<kind>/<name>`` of a kind
+  ClauseGate knows (:data:`clausegate.config.MODEL_BLOCK_KINDS`), typed; the run checks it (``CG-CONFIG``), the
+  block is loaded when used.
+
+Each either-or is an ``anyOf`` of one *object* (``{"name": <choice>}``, the drop-down) and one *string* (typed),
+never two strings: the Prefect UI picks the tab of an ``anyOf`` by the value's JSON type, so of two string
+alternatives the second flips back to the first at the first key typed (issue 21).  API callers keep sending
+plain strings; the flow gets a plain string either way.
 
 Why ``json_schema_extra`` and not ``Field(description=...)``: Prefect builds each parameter's field with the
 docstring's description (``None`` when the docstring has no ``Args:`` entry), which replaces a description set
@@ -16,15 +23,19 @@ in ``Annotated``; ``json_schema_extra`` is merged instead (tests/unit/test_flow_
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from clausegate.config import MODEL_BLOCK_KINDS
+from clausegate.errors import ConfigurationError
 from clausegate.review.playbook import builtin_playbooks
 
 SHIPPED_PLAYBOOKS = tuple(builtin_playbooks())
 MODEL_BLOCK_PATTERN = rf"^({'|'.join(sorted(MODEL_BLOCK_KINDS))})/\S+$"
+MODEL_BLOCK_FORMS = " or ".join(f"{k}/NAME" for k in sorted(MODEL_BLOCK_KINDS))
+EXTRACTOR_DROP_DOWN = "Offline or a saved model block"
 
 
 def described(text: str, **constraints: Any) -> Any:
@@ -32,19 +43,56 @@ def described(text: str, **constraints: Any) -> Any:
     return Field(json_schema_extra={"description": text}, **constraints)
 
 
-def _option(schema: dict[str, Any], title: str) -> WithJsonSchema:
+def _option(schema: dict[str, Any], title: str) -> dict[str, Any]:
     """How one choice of an either-or parameter is labelled in the form."""
-    return WithJsonSchema({**schema, "title": title})
+    return {**schema, "title": title}
 
 
-ShippedPlaybook = Annotated[Literal[SHIPPED_PLAYBOOKS],  # type: ignore[valid-type]  # built from the folder
-                            _option({"type": "string", "enum": list(SHIPPED_PLAYBOOKS)}, "Shipped playbook")]
-PlaybookFile = Annotated[str, _option({"type": "string"}, "Playbook file (YAML path on the worker's machine)")]
-OfflineExtractor = Annotated[Literal["offline"],
-                             _option({"type": "string", "enum": ["offline"]}, "Offline (no model, no cost)")]
-ModelBlock = Annotated[str, Field(pattern=MODEL_BLOCK_PATTERN),
-                       _option({"type": "string", "pattern": MODEL_BLOCK_PATTERN},
-                               f"Model block ({' or '.join(f'{k}/NAME' for k in sorted(MODEL_BLOCK_KINDS))})")]
+def _drop_down(title: str, choices: list[str]) -> dict[str, Any]:
+    """The drop-down alternative of an either-or parameter: an object with one enum field, ``name``."""
+    return _option({"type": "object", "properties": {"name": {"type": "string", "title": "name", "enum": choices}},
+                    "required": ["name"]}, title)
+
+
+class Choice(BaseModel):
+    """A value picked from a drop-down in the UI form: ``{"name": ...}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+
+
+def _playbook(value: Choice | str) -> str:
+    return value.name if isinstance(value, Choice) else value
+
+
+def check_extractor(value: Choice | str | None) -> str | None:
+    """``offline``, a model block ``<kind>/<name>`` of a known kind, or ``None`` (the playbook's); else CG-CONFIG."""
+    name = value.name if isinstance(value, Choice) else value
+    if name is None or name == "offline" or re.fullmatch(MODEL_BLOCK_PATTERN, name):
+        return name
+    raise ValueError(f"[{ConfigurationError.code}] extractor {name!r} is neither 'offline' nor a model block "
+                     f"({MODEL_BLOCK_FORMS}). Next step: pick one in the form, or save the block "
+                     "(`clausegate model-block`, or Blocks in the UI) and give its KIND/NAME.")
+
+
+def offer_model_blocks(schema: dict[str, Any], blocks: list[str]) -> dict[str, Any]:
+    """A deployment's parameter schema whose ``extractor`` drop-down offers ``offline`` and ``blocks``
+    (``<kind>/<name>`` of the model blocks saved on its server); unchanged without that parameter."""
+    prop = schema.get("properties", {}).get("extractor")
+    if not prop or not prop.get("anyOf"):
+        return schema
+    options = [_drop_down(EXTRACTOR_DROP_DOWN, ["offline", *sorted(blocks)]) if o.get("type") == "object" else o
+               for o in prop["anyOf"]]
+    return {**schema, "properties": {**schema["properties"], "extractor": {**prop, "anyOf": options}}}
+
+
+PlaybookChoice = Annotated[Choice | str, AfterValidator(_playbook), WithJsonSchema({"anyOf": [
+    _drop_down("Shipped playbook", list(SHIPPED_PLAYBOOKS)),
+    _option({"type": "string"}, "Playbook name or file (YAML path on the worker's machine)")]})]
+ExtractorChoice = Annotated[Choice | str | None, AfterValidator(check_extractor), WithJsonSchema({"anyOf": [
+    _drop_down(EXTRACTOR_DROP_DOWN, ["offline"]),
+    _option({"type": "string"}, f"Model block by name ({MODEL_BLOCK_FORMS})"),
+    _option({"type": "null"}, "The playbook's choice")]})]
 
 # -- contract-review and nightly-batch -----------------------------------------------------------------------
 ContractSource = Annotated[str, described(
@@ -52,11 +100,11 @@ ContractSource = Annotated[str, described(
     "e.g. /data/contracts/acme-msa.pdf or a path relative to the project folder; an http(s) link to the PDF "
     "(its host must be on the worker's CLAUSEGATE_INBOX_URL_ALLOW_LIST); or an inbox task id (the task_id an "
     "inbox submission returned, i.e. an earlier review's run id) to review that contract again.")]
-Playbook = Annotated[ShippedPlaybook | PlaybookFile, described(
+Playbook = Annotated[PlaybookChoice, described(
     "Which categories to look for, which need a person's decision, and the step settings: one of the shipped "
     f"playbooks ({', '.join(SHIPPED_PLAYBOOKS)}; `clausegate playbooks` lists them) or the path of a YAML "
     "playbook on the worker's machine.")]
-Extractor = Annotated[OfflineExtractor | ModelBlock | None, described(
+Extractor = Annotated[ExtractorChoice, described(
     "How clauses are extracted: 'offline' (the built-in model, no cost) or a model block saved in Prefect "
     f"({', '.join(f'{k}/NAME' for k in sorted(MODEL_BLOCK_KINDS))}; see Blocks in the UI or `clausegate "
     "model-block`); with a model the offline extractor still runs first and only unsure categories go to the "

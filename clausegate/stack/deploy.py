@@ -1,5 +1,6 @@
 """``prefect deploy`` of the deployments in ``prefect.yaml``, run exactly as documented (from the project
-folder, ``--no-prompt``), for every deployment whose entrypoint file exists."""
+folder, ``--no-prompt``), for every deployment whose entrypoint file exists; and the UI form's drop-down of the
+model blocks saved on the server (:func:`offer_model_blocks`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from prefect.client.schemas.actions import DeploymentUpdate
+from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterTags
+from prefect.exceptions import ObjectNotFound
 
+from clausegate.config import MODEL_BLOCK_KINDS
+from clausegate.pipeline import parameters
 from clausegate.stack.environment import base_env, prefect_argv
 from clausegate.stack.state import DEPLOY_FAILED, StackError, StackPaths
 
@@ -50,3 +56,23 @@ def deploy(api_url: str, paths: StackPaths, names: list[str], *, log_file: Path,
         raise StackError(f"`prefect deploy` failed (exit {result.returncode}): " + " | ".join(tail),
                          code=DEPLOY_FAILED,
                          hint=f"see {log_file}; fix prefect.yaml or the flow it names, then run `clausegate up` again")
+
+
+def offer_model_blocks(client) -> list[str]:
+    """Offer the model blocks saved on ``client``'s server (``<kind>/<name>``) in the extractor drop-down of every
+    deployed ClauseGate flow's form (clausegate.pipeline.parameters.offer_model_blocks); returns them.  Run by
+    `clausegate up` after deploying and by `clausegate model-block` / `fake-model --save-block` after saving."""
+    blocks = []
+    for slug in MODEL_BLOCK_KINDS:
+        try:
+            docs = client.read_block_documents_by_type(slug, include_secrets=False)
+        except ObjectNotFound:  # the block type is registered with the first block of its kind
+            continue
+        blocks += [f"{slug}/{doc.name}" for doc in docs if doc.name and not doc.is_anonymous]
+    for dep in client.read_deployments(deployment_filter=DeploymentFilter(tags=DeploymentFilterTags(
+            all_=["clausegate"]))):
+        schema = dep.parameter_openapi_schema or {}
+        offered = parameters.offer_model_blocks(schema, blocks)
+        if offered != schema:
+            client.update_deployment(dep.id, DeploymentUpdate(parameter_openapi_schema=offered))
+    return blocks

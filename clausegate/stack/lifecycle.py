@@ -29,7 +29,7 @@ from clausegate.security import credentials
 from clausegate.stack import database
 from clausegate.stack.configuration import POOL, configure, set_nightly_schedule, set_pool_command
 from clausegate.stack.demo_slack import setup_slack
-from clausegate.stack.deploy import deploy, deployable
+from clausegate.stack.deploy import deploy, deployable, offer_model_blocks
 from clausegate.stack.environment import (
     base_env,
     clausegate_argv,
@@ -114,6 +114,9 @@ def up(options: StackOptions, paths: StackPaths, echo: Echo = print) -> dict[str
                 echo(f"skipping deployment {name!r}: {why}")
             echo(f"deploying {', '.join(names)} from prefect.yaml …")
             deploy(api_url, paths, names, log_file=paths.logs / "deploy.log")
+            with client_settings(api_url), get_client(sync_client=True) as client:
+                offered = offer_model_blocks(client)
+            echo(f"the run form offers {len(offered)} saved model block(s) as extractors")
             state["deployments"] = names
             state["skipped_deployments"] = [n for n, _ in skipped]
             state["nightly_schedule"] = set_nightly_schedule(api_url, options.nightly_cron, tz)

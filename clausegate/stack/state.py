@@ -18,6 +18,7 @@ DEPLOY_FAILED = "CG-STACK-DEPLOY"
 CONFIG_FAILED = "CG-STACK-CONFIG"
 ALREADY_RUNNING = "CG-STACK-RUNNING"
 DATABASE_FAILED = "CG-STACK-DATABASE"
+NO_SERVER = "CG-STACK-NO-SERVER"  # a command that needs a real Prefect server found none (clausegate/cli/server.py)
 
 STATE_VERSION = 1
 

@@ -61,7 +61,7 @@ def test_prefect_yaml_deploys_everything_non_interactively(deployed):
         assert {"source", "playbook", "extractor", "out_dir"} <= set(schema["properties"])
         assert schema["properties"]["source"]["type"] == "string"
         assert "worker's machine" in schema["properties"]["source"]["description"]  # the UI form explains it
-        assert "payment-liability" in schema["properties"]["playbook"]["anyOf"][0]["enum"]
+        assert "payment-liability" in schema["properties"]["playbook"]["anyOf"][0]["properties"]["name"]["enum"]
         assert (review.work_pool_name, review.work_queue_name) == ("clausegate", "normal")
         assert review.pull_steps == [{"prefect.deployments.steps.set_working_directory":
                                       {"directory": "{{ $CLAUSEGATE_PROJECT_DIR }}"}}]

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -121,3 +122,48 @@ def signal_tree(pids: list[int], sig: int) -> None:
             os.kill(pid, sig)
         except ProcessLookupError:
             pass
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process now."""
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                parents[int(pid)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return parents
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def run_watching_children(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120
+                          ) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run ``argv`` to the end like ``subprocess.run`` (text output captured), looking at /proc every 20 ms for
+    the processes it starts (children and theirs); returns the result and their command lines (a Prefect server
+    lives for seconds: it cannot slip between two looks)."""
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: dict[int, str] = {}
+    reader = threading.Thread(target=lambda: outputs.extend(proc.communicate(timeout=timeout)), daemon=True)
+    outputs: list[str] = []
+    reader.start()
+    while reader.is_alive():
+        parents = _parents()
+        family = {proc.pid}
+        for _ in range(4):  # a few generations deep
+            family |= {pid for pid, parent in parents.items() if parent in family}
+        for pid in family - {proc.pid} - set(seen):
+            seen[pid] = _cmdline(pid)
+        time.sleep(0.02)
+    reader.join()
+    if proc.returncode is None:
+        proc.kill()
+        proc.wait()
+    return subprocess.CompletedProcess(argv, proc.returncode, *(outputs or ["", ""])), list(seen.values())
