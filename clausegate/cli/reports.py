@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from clausegate.cli.app import app, console
+from clausegate.cli.server import require_server
 from clausegate.errors import ClauseGateError
 
 MAX_SEALED_REVIEW_BYTES = 64 * 1024 * 1024
@@ -57,13 +58,15 @@ def gate_text(run_id: Annotated[str, typer.Argument(help="the flow-run id of a r
         console.print(f"[red]'{run_id[:100]}' is not a flow run id[/red] (a UUID, as `clausegate gates` lists).",
                       highlight=False)
         raise typer.Exit(2) from None
+    server = require_server("gate-text", "the gate is one of its flow runs")
     try:
         with get_client(sync_client=True) as client:
             record = store.current_record(client, client.read_flow_run(rid))
         if record is None:
             console.print(f"Run {rid} has no gate.", highlight=False)
             raise typer.Exit(4)
-        console.print(f"{record.filename} · playbook {record.playbook} · gate {record.key}", highlight=False)
+        console.print(f"{record.filename} · playbook {record.playbook} · gate {record.key} (on {server.where})",
+                      highlight=False)
         for finding in record.findings:
             pages = ",".join(map(str, finding.pages)) or "-"
             console.print(f"\n[bold]{finding.category}[/bold] (p. {pages}, {finding.confidence:.2f})",
