@@ -6,7 +6,7 @@ import getpass
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from clausegate.cli.app import app, console
 from clausegate.cli.server import require_server
@@ -26,24 +26,21 @@ def gates() -> None:
     if not waiting:
         console.print(f"No gates are waiting for a decision on {server.where}.", highlight=False)
         return
-    table = Table(title=f"{len(waiting)} gate(s) waiting for a decision on {server.where}")
-    table.add_column("Run", style="bold", no_wrap=True)
-    table.add_column("Contract")
-    table.add_column("Findings")
-    table.add_column("Age", justify="right")
-    table.add_column("SLA left", justify="right")
-    table.add_column("Slack")
+    # one short block per gate (run id whole, then what it is about, wrapped): a table squeezed its columns
+    # to a few characters each in an 80-column terminal
+    console.print(f"[bold]{len(waiting)} gate(s) waiting for a decision[/bold] on {server.where}", highlight=False)
     for gate in waiting:
         record = gate.record
         sla = format_delta(gate.sla_left)
-        findings = f"{len(record.findings)}: " + ", ".join(record.categories)
+        sla = f"[red]{sla} (overdue)[/red]" if gate.overdue else sla
         if gate.slack and gate.slack.ok:
             slack = "posted"
         else:
-            slack = f"[yellow]{((gate.slack.error if gate.slack else None) or 'none')[:40]}[/yellow]"
-        table.add_row(gate.flow_run_id, record.filename, findings, format_delta(gate.age),
-                      f"[red]{sla} (overdue)[/red]" if gate.overdue else sla, slack)
-    console.print(table)
+            slack = f"[yellow]{escape(((gate.slack.error if gate.slack else None) or 'none')[:40])}[/yellow]"
+        console.print(f"\n[bold]{gate.flow_run_id}[/bold]  age {format_delta(gate.age)} · SLA left {sla} · "
+                      f"Slack {slack}", highlight=False)
+        console.print(f"  {escape(record.filename)}: {len(record.findings)} finding(s): "
+                      f"{escape(', '.join(record.categories))}", highlight=False)
     console.print("Answer with [bold]clausegate resolve RUN approve|changes|escalate --comment ...[/bold]")
 
 

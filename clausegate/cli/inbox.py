@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from clausegate.cli.app import app, console
@@ -98,11 +99,16 @@ def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None
         async with get_client() as client:
             return await audit.read(client, limit=limit)
 
-    table = Table("when (UTC)", "action", "who", "task / run", "details")
-    for event in asyncio.run(read()):
+    # one line per event (time, action, who, run), its details wrapped under it: a five-column table was
+    # unreadable in an 80-column terminal
+    events = asyncio.run(read())
+    if not events:
+        console.print("The audit log is empty.")
+    for event in events:
         payload = dict(event.payload)
         who, run = payload.pop("actor", ""), payload.pop("flow_run_id", "") or ""
         details = ", ".join(f"{k}={v}" for k, v in payload.items() if v not in (None, ""))
-        table.add_row(event.occurred.strftime("%Y-%m-%d %H:%M:%S"), event.event.removeprefix(audit.PREFIX), who, run,
-                      details)
-    console.print(table)
+        console.print(f"{event.occurred:%Y-%m-%d %H:%M:%S} [bold]{escape(event.event.removeprefix(audit.PREFIX))}"
+                      f"[/bold] by {escape(str(who) or '-')}" + (f" · run {run}" if run else ""), highlight=False)
+        if details:
+            console.print(f"  {escape(details)}", highlight=False)

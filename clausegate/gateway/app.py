@@ -29,7 +29,7 @@ from clausegate.errors import ConfigurationError
 from clausegate.gateway import inbox, slack
 from clausegate.gateway.config import GatewayConfig
 from clausegate.gateway.security import BodyLimitMiddleware
-from clausegate.inbox.errors import ECHO_LIMIT, InboxError, Unavailable, clip, redact_paths
+from clausegate.inbox.errors import ECHO_LIMIT, BadSubmission, InboxError, Unavailable, clip, redact_paths
 from clausegate.inbox.service import Inbox
 
 log = logging.getLogger("clausegate.gateway")
@@ -113,8 +113,15 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
-        """FastAPI's own 422 (a list naming each field), repeating at most ~100 characters of any input."""
-        return JSONResponse(status_code=422, content={"detail": [_public_error(e) for e in error.errors()]})
+        """FastAPI's own 422 in the documented shape (``detail``: code, message, hint), the field list beside it
+        (``errors``); at most ~100 characters of any input are repeated."""
+        errors = [_public_error(e) for e in error.errors()]
+        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or e['loc'][0]} ({e['loc'][0]}): {e['msg']}"
+                           for e in errors[:5] if e.get("loc"))
+        detail = BadSubmission(f"the request is not valid: {fields or 'see errors'}",
+                               hint="fix the named field and send again; every field and its allowed values are "
+                                    "listed in the API docs at /docs").as_dict()
+        return JSONResponse(status_code=422, content={"detail": detail, "errors": errors})
 
     @app.exception_handler(httpx.HTTPStatusError)
     async def prefect_refused(request: Request, error: httpx.HTTPStatusError) -> JSONResponse:

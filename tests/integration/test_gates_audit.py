@@ -230,3 +230,26 @@ def test_sweeper_fails_visibly_when_the_escalation_notice_cannot_be_delivered(fa
     assert (info.decision, info.via, info.reviewer, info.reviewer_verified) == ("escalate", "sla", "sla", True)
     late = resolve_gate(overdue.flow_run_id, "approve", reviewer="dana", via="cli")
     assert late.kind == "already_decided" and "escalated by sla via sla" in late.message
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_the_audit_log_reads_at_80_columns():
+    """Issue 21 item 5: `clausegate inbox audit` was a five-column table squeezed unreadable at 80 columns."""
+    from clausegate.cli import app
+
+    run_id = str(uuid.uuid4())
+    marker = f"audit-width-{uuid.uuid4().hex[:8]}"
+    assert audit.record(audit.audit_event("gate.refused", actor="dana (U0DANA)", flow_run_id=run_id,
+                                          reason="wrong_channel", gate=marker, via="slack"))
+    deadline = time.monotonic() + 30
+    while True:
+        out = CliRunner().invoke(app, ["inbox", "audit", "--limit", "200"], env={"COLUMNS": "80"})
+        assert out.exit_code == 0, out.output
+        if marker in out.output or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    lines = out.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    head = next(line for line in lines if run_id in line)
+    assert "gate.refused" in head and "dana (U0DANA)" in head
+    assert marker in out.output and "reason=wrong_channel" in out.output

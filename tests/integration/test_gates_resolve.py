@@ -123,9 +123,14 @@ def test_waiting_gates_and_the_cli(settings, monkeypatch):
 
     monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block-in-this-test")
     runner = CliRunner()
-    table = runner.invoke(app, ["gates"], env={"COLUMNS": "250"})
+    table = runner.invoke(app, ["gates"], env={"COLUMNS": "80"})
     assert table.exit_code == 0, table.output
     assert fresh.flow_run_id in table.output and "fresh.pdf" in table.output and "overdue" in table.output
+    # issue 21 item 5: readable at 80 columns: lines fit, the run id is whole on one line, categories not cut
+    lines = table.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    assert any(line.startswith(fresh.flow_run_id) for line in lines)
+    assert "Uncapped Liability" in table.output and "Liquidated Damages" in table.output
     done = runner.invoke(app, ["resolve", fresh.flow_run_id, "changes", "--comment", "cap it",
                                "--reviewer", "cli-user"])
     assert done.exit_code == 0, done.output
