@@ -420,7 +420,7 @@ def test_circuit_breaker_opens_after_n_transport_failures_skips_and_closes(anthr
     error = failure_of(lambda: client.complete("s", "u"))
     assert type(error) is ProviderCircuitOpen and error.code == "CG-MODEL-CIRCUIT-OPEN" and not retries(error)
     assert time.monotonic() - started < 0.2 and anthropic_server.calls == 3  # nothing sent while open
-    assert "3 consecutive transport failures" in str(error) and "anthropic-model/prod" in error.hint
+    assert "after 3 outage failures" in str(error) and "anthropic-model/prod" in error.hint
     clock.now += 29
     failure_of(lambda: client.complete("s", "u"))
     assert anthropic_server.calls == 3
@@ -434,40 +434,59 @@ def test_circuit_breaker_opens_after_n_transport_failures_skips_and_closes(anthr
     assert (state.failures, state.open_until) == (0, 0.0)
 
 
-def test_half_open_lets_one_probe_through_and_the_others_keep_skipping():
+def test_half_open_lets_one_probe_through_and_the_others_wait_for_its_outcome():
     clock = Clock()
-    breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=10, probe_seconds=5, clock=clock)
+    outcome = []  # what the probe reports while a second caller waits (the fake sleep runs it)
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+        if outcome:
+            outcome.pop(0)()
+
+    breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=10, probe_seconds=5, clock=clock,
+                             sleep=sleep)
     breaker.record_failure("u", ProviderTimeout("x"))
     with pytest.raises(ProviderCircuitOpen):
         breaker.before_call("u")
     clock.now += 10
     breaker.before_call("u")  # the probe
-    with pytest.raises(ProviderCircuitOpen):  # a second caller while the probe is in flight
+    with pytest.raises(ProviderCircuitOpen):  # a caller with another endpoint to go to goes there at once
+        breaker.before_call("u", divert=True)
+    outcome.append(lambda: breaker.record_success("u"))
+    breaker.before_call("u")  # a second caller while the probe is in flight waits: the probe answered, it goes on
+    assert breaker.state("u").failures == 0 and not breaker.state("u").tripped
+
+    breaker.record_failure("u", ProviderTimeout("x"))
+    clock.now += 10
+    breaker.before_call("u")  # the next probe
+    outcome.append(lambda: breaker.record_failure("u", ProviderTimeout("x")))
+    with pytest.raises(ProviderCircuitOpen):  # it failed: the waiting caller is skipped like any other
         breaker.before_call("u")
-    clock.now += 5  # the probe never reported back (its process died): the next call probes
-    breaker.before_call("u")
-    breaker.record_success("u")
-    breaker.before_call("u")
-    assert breaker.state("u").failures == 0
+    clock.now += 10
+    breaker.before_call("u")  # a probe that never reports back (its process died) ...
+    clock.now += 5
+    breaker.before_call("u")  # ... lets the next call probe
+    assert breaker.state("u").probe_until == clock.now + 5
 
 
-def test_only_transport_failures_count_and_an_answer_resets_the_count(anthropic_server):
-    breaker = CircuitBreaker(MemoryStore(), failures=2, cooldown_seconds=30)
+def test_only_outage_failures_count_and_an_answer_resets_the_count(anthropic_server):
+    breaker = CircuitBreaker(MemoryStore(), failures=3, cooldown_seconds=30)
     client = client_for(anthropic_server, read_timeout=0.3, breaker=breaker)
     url = client.base_url + "/v1/messages"
-    anthropic_server.script(["500", "429", "529", "hang", "ok", "hang", "401", "hang", "503"])
-    for _ in range(4):
+    anthropic_server.script(["500", "429", "529", "401", "hang", "ok", "hang", "401", "hang", "503", "hang"])
+    for _ in range(5):
         failure_of(lambda: client.complete("s", "u"))
-    assert breaker.state(url).failures == 1  # 500, 429, 529 are answers; one hang
+    assert breaker.state(url).failures == 1  # 500 and 529 counted, each cleared by the next answer (429, 401)
     client.complete("s", "u")
     assert breaker.state(url).failures == 0
     failure_of(lambda: client.complete("s", "u"))  # hang
     failure_of(lambda: client.complete("s", "u"))  # 401: an answer
     failure_of(lambda: client.complete("s", "u"))  # hang
-    assert breaker.state(url).failures == 1
-    assert failure_of(lambda: client.complete("s", "u")).status == 503  # a gateway failure counts: opens
+    failure_of(lambda: client.complete("s", "u"))  # 503
+    assert breaker.state(url).failures == 2
+    assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderTimeout  # the third: opens
     assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderCircuitOpen
-    assert anthropic_server.calls == 9
+    assert anthropic_server.calls == 11
 
 
 def test_a_bare_client_outside_prefect_keeps_no_breaker_state(anthropic_server):
