@@ -158,10 +158,16 @@ def rate_limit_headers(protocol: str, request_id: str, *, limit: int, remaining:
     return {
         "x-request-id": request_id,
         "x-ratelimit-limit-requests": str(limit), "x-ratelimit-remaining-requests": str(remaining),
-        "x-ratelimit-reset-requests": f"{max(reset_seconds, 0.0) * 1000:.0f}ms",
+        "x-ratelimit-reset-requests": _duration(reset_seconds),
         "x-ratelimit-limit-tokens": "100000", "x-ratelimit-remaining-tokens": "99000",
         "x-ratelimit-reset-tokens": "6m0s",
     }
+
+
+def _duration(seconds: float) -> str:
+    """A reset as OpenAI writes it: ``12ms``, ``1s``, ``1.2s``."""
+    seconds = max(seconds, 0.0)
+    return f"{seconds * 1000:.0f}ms" if seconds < 1 else f"{round(seconds, 3):g}s"
 
 
 def json_or_none(raw: bytes) -> Any:
