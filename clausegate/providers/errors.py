@@ -134,8 +134,9 @@ class ProviderUnreachable(ProviderError):
 
 
 class ProviderCircuitOpen(ProviderError):
-    """The endpoint's circuit breaker is open (N consecutive transport failures, within the
-    cool-down): nothing was sent. Permanent for this task run: the review keeps its offline result."""
+    """The endpoint's circuit breaker is open (outage failures no retry could save, within the
+    cool-down): nothing was sent. Permanent for this task run: the call goes to the fallback endpoint
+    when the block has another one, else the review keeps its offline result."""
 
     code = "CG-MODEL-CIRCUIT-OPEN"
 

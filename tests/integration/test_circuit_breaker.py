@@ -82,7 +82,7 @@ def test_an_outage_costs_a_batch_seconds_not_minutes(tmp_path, hung):
           f"{[round(s, 2) for s in wall]} s; without the breaker each model step waits "
           f">= {(retries + 1) * read_timeout:g} s on the provider")
 
-    assert hung.calls == 3, "after 3 transport failures no request may reach the hung provider"
+    assert hung.calls == 3, "after 3 outage failures no request may reach the hung provider"
     for result in results:
         assert result.status == "degraded" and result.clauses and all(c.source == "offline" for c in result.clauses)
         assert {"CG-MODEL-CIRCUIT-OPEN", "CG-MODEL-DEGRADED"} <= {w.code for w in result.warnings}
