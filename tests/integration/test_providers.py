@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import pickle
 import time
@@ -27,6 +28,7 @@ from clausegate.providers import (
     ModelResponse,
     NotFound,
     OpenAICompatClient,
+    OutputLimitRejected,
     OutputTruncated,
     Overloaded,
     Pricing,
@@ -41,7 +43,7 @@ from clausegate.providers import (
     error_from_response,
     retry_after_from_headers,
 )
-from clausegate.providers.ratelimits import parse_duration
+from clausegate.providers.ratelimits import pacing_wait, parse_duration
 from clausegate.providers.retry import MODEL_RETRY_POLICY, RETRY_DELAYS, retry_condition, use_fallback_now
 from tests.support.fake_model import KEY, client_for, fake_model_server
 
@@ -495,3 +497,33 @@ def test_a_bare_client_outside_prefect_keeps_no_breaker_state(anthropic_server):
     for _ in range(4):
         assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderTimeout
     assert anthropic_server.calls == 4
+
+
+@pytest.mark.parametrize("message, allowed", [
+    ("max_tokens: 64001 > 64000, which is the maximum allowed number of output tokens for claude-x", 64000),
+    ("input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length or "
+     "`max_tokens` and try again", 2000),
+    ("max_tokens is too large: 10000. This model supports at most 4096 completion tokens, whereas you provided "
+     "10000.", 4096),
+    ("'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context length is 4096 tokens "
+     "and your request has 100 input tokens (4096 > 4096 - 100).", 3996),
+])
+def test_an_output_budget_400_is_told_apart_and_says_what_fits(message, allowed):
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    response = requests.Response()
+    response.status_code, response._content = 400, json.dumps(body).encode()
+    error = error_from_response(response, provider="anthropic", block_name="b")
+    assert type(error) is OutputLimitRejected and error.allowed_output_tokens == allowed
+
+
+@pytest.mark.parametrize("headers, seconds", [
+    ({"anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": "2030-01-01T00:00:10Z"},
+     10.0),
+    ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, 360.0),
+    ({"x-ratelimit-remaining-requests": "1", "x-ratelimit-reset-requests": "12ms"}, 0.006),
+    ({"x-ratelimit-remaining-requests": "49", "x-ratelimit-reset-requests": "1s",
+      "x-ratelimit-remaining-tokens": "99000", "x-ratelimit-reset-tokens": "6m0s"}, 0.0),
+])
+def test_pacing_wait_from_the_headers_of_any_answer(headers, seconds):
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    assert pacing_wait(headers, now=now) == pytest.approx(seconds)
