@@ -26,6 +26,7 @@ from requests.adapters import HTTPAdapter
 from clausegate.providers.circuit import (
     DEFAULT_COOLDOWN_SECONDS,
     DEFAULT_FAILURES,
+    OUTAGE_SECONDS,
     BreakerState,
     CircuitBreaker,
     default_store,
@@ -118,6 +119,7 @@ class ModelClient:
         self.breaker = breaker or CircuitBreaker(default_store(), failures=breaker_failures,
                                                  cooldown_seconds=breaker_cooldown_seconds,
                                                  probe_seconds=connect_timeout + read_timeout,
+                                                 outage_seconds=min(OUTAGE_SECONDS, 2 * read_timeout),
                                                  provider=self.provider, block_name=block_name)
 
     def __repr__(self) -> str:  # never shows the key
@@ -178,13 +180,13 @@ class ModelClient:
         headers = {"content-type": "application/json", **self.auth_headers()}
         attempt = current_attempt()  # (task run id, Prefect retries it) inside a task run
         call, retried = (attempt[0], attempt[1] and retried_here) if attempt else (None, False)
-        started = time.monotonic()
+        started, sent = time.monotonic(), self.breaker.clock()
         try:
             response = self.session.post(url, json=body, headers=headers, timeout=self.timeout)
         except requests.RequestException as exc:
             error = error_from_exception(exc, provider=self.provider, block_name=self.block_name, url=url)
             logger.warning("%s", error)
-            self.breaker.record_failure(url, error, call=call, retried_here=retried)
+            self.breaker.record_failure(url, error, call=call, retried_here=retried, started=sent)
             raise error from None
         logger.info(
             "%s %s model=%s -> HTTP %s in %.2fs",
@@ -196,7 +198,7 @@ class ModelClient:
         else:
             error = error_from_response(response, provider=self.provider, block_name=self.block_name)
             if is_outage_failure(error):
-                self.breaker.record_failure(url, error, call=call, retried_here=retried)
+                self.breaker.record_failure(url, error, call=call, retried_here=retried, started=sent)
             else:  # an answer (4xx, 429 included): the endpoint is there
                 self.breaker.record_success(url)
         return response

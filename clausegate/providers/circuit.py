@@ -11,7 +11,8 @@ answer at all (timeout, refused or reset connection) or a 5xx / 529 "overloaded"
 towards opening only once the call it belongs to cannot be saved by a retry on the same endpoint:
 the call's retry failed there too, or no retry will go there (its last attempt, or its retries go to
 the fallback endpoint).  A call that fails once and succeeds on retry therefore never counts, and
-any answer from the endpoint clears the count.  After ``failures`` counted failures the endpoint is
+any answer from the endpoint clears the count.  After ``failures`` counted failures, with nothing
+answered for at least ``outage_seconds`` (a storm answers other calls in between), the endpoint is
 skipped for ``cooldown_seconds``: a call raises :class:`ProviderCircuitOpen`
 (``CG-MODEL-CIRCUIT-OPEN``, permanent: no Prefect retry) without sending anything; the client sends
 it to the fallback endpoint instead when the block has one, else the review keeps its offline
@@ -20,8 +21,8 @@ closes the breaker, its failure opens it again.  Calls arriving while the probe 
 for its outcome (at most ``probe_wait_seconds``, then they go on) rather than fail.
 
 State: one Prefect Variable per endpoint, ``clausegate_breaker_<sha1(url)[:12]>``, value
-``{"endpoint", "failures", "open_until", "probe_until", "not_before" (epoch s), "last_error",
-"calls"}`` (``calls``: failed attempts per call since the endpoint last answered; ``not_before``:
+``{"endpoint", "failures", "open_until", "probe_until", "not_before", "since" (epoch s),
+"last_error", "calls"}`` (``calls``: failed attempts per call since the endpoint last answered; ``not_before``:
 the endpoint's rate-limit cooldown, shared by every process: see ``base.py``).  Reads and writes
 are a plain read-modify-write (no lock): concurrent calls can under-count a failure or two, which
 only delays the opening by as many calls.  A Prefect API problem never blocks a model call: the
@@ -67,6 +68,7 @@ logger = logging.getLogger("clausegate.providers")
 
 DEFAULT_FAILURES = 3
 DEFAULT_COOLDOWN_SECONDS = 60.0
+OUTAGE_SECONDS = 5.0  # the endpoint must also have answered nothing for this long (a storm answers in between)
 PROBE_WAIT_SECONDS = 15.0  # how long a call waits for the half-open probe's outcome before it goes on
 PROBE_POLL_SECONDS = 0.5
 CALLS_KEPT = 24  # calls remembered per endpoint (the Variable's value stays well under Prefect's 5000 chars)
@@ -79,6 +81,7 @@ class BreakerState(BaseModel):
     open_until: float = 0.0  # epoch seconds; 0: closed
     probe_until: float = 0.0  # half-open: the probe call is in flight until then (epoch seconds)
     not_before: float = 0.0  # the shared rate-limit cooldown: no call before then (epoch seconds)
+    since: float = 0.0  # start of the first failed request since the endpoint last answered (epoch seconds)
     last_error: str = ""
     calls: dict[str, int] = {}  # failed attempts per call (task run) since the endpoint last answered
 
@@ -165,12 +168,14 @@ class CircuitBreaker:
     def __init__(self, store: Store | None = None, *, failures: int = DEFAULT_FAILURES,
                  cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS, clock: Callable[[], float] = time.time,
                  provider: str = "", block_name: str = "", probe_seconds: float | None = None,
-                 probe_wait_seconds: float = PROBE_WAIT_SECONDS, sleep: Callable[[float], None] = time.sleep) -> None:
+                 probe_wait_seconds: float = PROBE_WAIT_SECONDS, sleep: Callable[[float], None] = time.sleep,
+                 outage_seconds: float = OUTAGE_SECONDS) -> None:
         self.store = store if store is not None else NullStore()
         self.failures = max(1, int(failures))
         self.cooldown_seconds = max(0.0, float(cooldown_seconds))
         self.probe_seconds = float(probe_seconds) if probe_seconds is not None else self.cooldown_seconds
         self.probe_wait_seconds = max(0.0, float(probe_wait_seconds))
+        self.outage_seconds = max(0.0, float(outage_seconds))
         self.clock = clock
         self.sleep = sleep
         self.provider = provider
@@ -198,10 +203,11 @@ class CircuitBreaker:
         return self._await_probe(endpoint, state)
 
     def record_failure(self, endpoint: str, error: BaseException, *, call: str | None = None,
-                       retried_here: bool = False) -> bool:
+                       retried_here: bool = False, started: float | None = None) -> bool:
         """Note an outage failure of ``call`` (a Prefect task run id; None: a call of its own that is
-        never retried).  ``retried_here``: a retry of this call will be sent to this endpoint.
-        True when this failure opens (or re-opens) the breaker."""
+        never retried).  ``retried_here``: a retry of this call will be sent to this endpoint;
+        ``started``: when the failed request was sent.  True when this failure opens (or re-opens)
+        the breaker: ``failures`` counted and nothing answered for ``outage_seconds``."""
         if not is_outage_failure(error):
             return False
         state = self._read(endpoint) or BreakerState(endpoint=endpoint)
@@ -214,10 +220,12 @@ class CircuitBreaker:
         # a call's first failure waits for its retry here; the retry failing too counts both
         counted = 0 if (before == 0 and retried_here) else (2 if before == 1 else 1)
         failures = state.failures + counted
-        opens = state.tripped or failures >= self.failures  # a failed probe, or a call in flight, re-opens it
-        reason = getattr(error, "code", type(error).__name__)
         now = self.clock()
-        self._write(BreakerState(endpoint=endpoint, failures=failures, last_error=str(reason), calls=calls,
+        since = state.since or (started if started is not None else now)
+        # a failed probe, or a call in flight when it opened, re-opens it
+        opens = state.tripped or (failures >= self.failures and now - since >= self.outage_seconds)
+        reason = getattr(error, "code", type(error).__name__)
+        self._write(BreakerState(endpoint=endpoint, failures=failures, last_error=str(reason), calls=calls, since=since,
                                  open_until=now + self.cooldown_seconds if opens else 0.0,
                                  not_before=state.not_before if state.not_before > now else 0.0))
         if opens:

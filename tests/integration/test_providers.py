@@ -413,7 +413,7 @@ class Clock:
 def test_circuit_breaker_opens_after_n_transport_failures_skips_and_closes(anthropic_server):
     clock = Clock()
     breaker = CircuitBreaker(MemoryStore(), failures=3, cooldown_seconds=30, clock=clock, provider="anthropic",
-                             block_name="anthropic-model/prod")
+                             block_name="anthropic-model/prod", outage_seconds=0)
     client = client_for(anthropic_server, read_timeout=0.3, breaker=breaker)
     anthropic_server.down("hang")
     for _ in range(3):
@@ -446,7 +446,7 @@ def test_half_open_lets_one_probe_through_and_the_others_wait_for_its_outcome():
             outcome.pop(0)()
 
     breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=10, probe_seconds=5, clock=clock,
-                             sleep=sleep)
+                             sleep=sleep, outage_seconds=0)
     breaker.record_failure("u", ProviderTimeout("x"))
     with pytest.raises(ProviderCircuitOpen):
         breaker.before_call("u")
@@ -472,7 +472,7 @@ def test_half_open_lets_one_probe_through_and_the_others_wait_for_its_outcome():
 
 
 def test_only_outage_failures_count_and_an_answer_resets_the_count(anthropic_server):
-    breaker = CircuitBreaker(MemoryStore(), failures=3, cooldown_seconds=30)
+    breaker = CircuitBreaker(MemoryStore(), failures=3, cooldown_seconds=30, outage_seconds=0)
     client = client_for(anthropic_server, read_timeout=0.3, breaker=breaker)
     url = client.base_url + "/v1/messages"
     anthropic_server.script(["500", "429", "529", "401", "hang", "ok", "hang", "401", "hang", "503", "hang"])
