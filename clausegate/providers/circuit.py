@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from prefect.context import FlowRunContext, TaskRunContext
+from prefect.exceptions import ObjectAlreadyExists
 from prefect.variables import Variable
 from pydantic import BaseModel
 
@@ -153,8 +154,14 @@ class PrefectVariableStore:
             return None
 
     def write(self, state: BreakerState) -> None:
-        Variable.set(variable_name(state.endpoint), state.model_dump(mode="json"), overwrite=True,
-                     tags=["clausegate", "circuit-breaker"], _sync=True)
+        for attempt in range(2):  # two processes creating the Variable at once: the second one updates it
+            try:
+                Variable.set(variable_name(state.endpoint), state.model_dump(mode="json"), overwrite=True,
+                             tags=["clausegate", "circuit-breaker"], _sync=True)
+                return
+            except ObjectAlreadyExists:
+                if attempt:
+                    raise
 
 
 def default_store() -> Store:
