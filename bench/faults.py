@@ -2,6 +2,7 @@
 flow against the fake Claude and OpenAI-style servers at several fault rates, then a provider outage.
 
     python bench/faults.py [--contracts 50] [--rates 0,0.1,0.3] [--seed 7] [--outage 3] [--outage-seconds 30]
+                           [--in-flight 1] [--kinds rate_limit,...] [--outage-kind slow|overloaded]
 
 Per rate it prints: share of runs finished (Completed), share in an explicit partial/failed state
 (Failed with a review that names the failing step), lost runs (neither), model calls per contract,
@@ -17,9 +18,15 @@ faults injected, wasted calls (calls beyond those the 0 % run needed for the sam
 the read timeout): not delivered, so not charged by the fake and not in the ledger.  A real provider
 may charge for them; the client cannot know how much.
 
+``degraded`` counts reviews that lost their model review (status ``degraded``), ``breaker`` those
+among them skipped by an open circuit breaker (``CG-MODEL-CIRCUIT-OPEN``): at a fault rate that
+retries cure, both should be 0.  ``--in-flight N`` reviews N contracts at once (threads, as the batch's
+``max_in_flight``); ``--kinds`` picks the injected fault kinds.
+
 The outage part (``--outage N``, 0 to skip) runs N contracts while both providers hang (every request
-sleeps ``--outage-seconds``, past the 2 s read timeout), and the same N offline; the difference per
-contract is the time a provider outage costs.
+sleeps ``--outage-seconds``, past the 2 s read timeout; ``--outage-kind overloaded``: every request
+gets a 529 / an OpenAI-style 503 instead), and the same N offline; the difference per contract is
+the time a provider outage costs.
 
 Each rate uses fresh model blocks, so no model answer is reused across rates; parsing and the
 pre-filter are cached after the first rate (they cost nothing and are not what is measured).
@@ -86,6 +93,7 @@ def ledger() -> dict[str, float]:
 
 
 def start_servers(rate: float, seed: int, *, kinds=FAULT_KINDS, slow_seconds: float = 2.5):
+    """Both fakes and their blocks (read timeout 2 s; the breaker's defaults)."""
     from pydantic import SecretStr
 
     from blocks.models import AnthropicModel, OpenAICompatibleModel
@@ -104,16 +112,31 @@ def start_servers(rate: float, seed: int, *, kinds=FAULT_KINDS, slow_seconds: fl
     return servers, tag
 
 
-def review_all(pdfs: list[Path], book: str, out: Path) -> tuple[int, int, int, dict[str, int], float]:
+DEGRADED: dict[str, int] = {}  # per review_all call: {"degraded": n, "breaker": n}
+
+
+def review_all(pdfs: list[Path], book: str, out: Path,
+               in_flight: int = 1) -> tuple[int, int, int, dict[str, int], float]:
+    from concurrent.futures import ThreadPoolExecutor
+
     from flows.contract_review import contract_review
+
+    def one(pdf: Path):
+        return asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(out), return_state=True))
 
     finished = partial = lost = 0
     codes: dict[str, int] = {}
+    DEGRADED.update(degraded=0, breaker=0)
     started = time.perf_counter()
-    for pdf in pdfs:
-        state = asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(out), return_state=True))
+    with ThreadPoolExecutor(max(1, in_flight)) as pool:
+        states = list(pool.map(one, pdfs))
+    for state in states:
         if state.is_completed():
             finished += 1
+            review = state.result()
+            if review.status == "degraded":
+                DEGRADED["degraded"] += 1
+                DEGRADED["breaker"] += any(w.code == "CG-MODEL-CIRCUIT-OPEN" for w in review.warnings)
         elif state.is_failed() and state.message and state.message.startswith("CG-"):
             partial += 1
             code = state.message.split(" ", 1)[0]
@@ -133,12 +156,13 @@ def report_money(out: Path) -> tuple[float, float]:
     return round(own, 6), round(reused, 6)
 
 
-def run_rate(rate: float, pdfs: list[Path], work: Path, seed: int) -> dict:
-    servers, tag = start_servers(rate, seed)
+def run_rate(rate: float, pdfs: list[Path], work: Path, seed: int, *, kinds=FAULT_KINDS, in_flight: int = 1) -> dict:
+    servers, tag = start_servers(rate, seed, kinds=kinds)
     book = playbook(work, f"anthropic-model/bench-{tag}", f"openai-compatible-model/bench-{tag}")
     out = work / f"out-{tag}"
     before = ledger()
-    finished, partial, lost, codes, elapsed = review_all(pdfs, book, out)
+    finished, partial, lost, codes, elapsed = review_all(pdfs, book, out, in_flight)
+    degraded = dict(DEGRADED)
     after = ledger()
     time.sleep(0.5)  # let a handler thread still writing its last answer finish its record
     calls = sum(s.calls for s in servers.values())
@@ -153,15 +177,16 @@ def run_rate(rate: float, pdfs: list[Path], work: Path, seed: int) -> dict:
     return dict(rate=rate, n=len(pdfs), finished=finished, partial=partial, lost=lost, calls=calls, faults=faults,
                 billed=billed, billed_calls=billed_calls, abandoned=abandoned,
                 ledger={p: round(after[p] - before[p], 6) for p in PERIODS}, reports=own, reused=reused,
-                seconds=elapsed, codes=codes)
+                seconds=elapsed, codes=codes, **degraded)
 
 
-def run_outage(pdfs: list[Path], work: Path, seed: int, hang_seconds: float) -> dict:
-    """Both providers hang (every request sleeps past the read timeout) vs. the same contracts offline."""
+def run_outage(pdfs: list[Path], work: Path, seed: int, hang_seconds: float, kind: str = "slow") -> dict:
+    """Both providers hang (every request sleeps past the read timeout; ``kind`` "overloaded": every
+    request gets a 529) vs. the same contracts offline."""
     offline_book = playbook(work, "offline", None)
     _, _, _, _, offline = review_all(pdfs, offline_book, work / "out-offline")  # also warms parse/pre-filter
     _, _, _, _, offline = review_all(pdfs, offline_book, work / "out-offline")
-    servers, tag = start_servers(1.0, seed, kinds=("slow",), slow_seconds=hang_seconds)
+    servers, tag = start_servers(1.0, seed, kinds=(kind,), slow_seconds=hang_seconds)
     book = playbook(work, f"anthropic-model/bench-{tag}", f"openai-compatible-model/bench-{tag}")
     finished, partial, lost, codes, hung = review_all(pdfs, book, work / f"out-outage-{tag}")
     calls = sum(s.calls for s in servers.values())
@@ -179,21 +204,29 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--outage", type=int, default=3, help="contracts reviewed while the providers hang (0: skip)")
     parser.add_argument("--outage-seconds", type=float, default=30.0, help="how long a hung request sleeps")
+    parser.add_argument("--outage-kind", choices=("slow", "overloaded"), default="slow")
+    parser.add_argument("--in-flight", type=int, default=1, help="contracts reviewed at once")
+    parser.add_argument("--kinds", default=",".join(FAULT_KINDS), help="comma-separated injected fault kinds")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cg-faults-"))
     pdfs = contracts(args.contracts, work)
-    results = [run_rate(float(r), pdfs, work, args.seed) for r in args.rates.split(",")]
-    outage = run_outage(pdfs[: args.outage], work, args.seed, args.outage_seconds) if args.outage > 0 else None
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    results = [run_rate(float(r), pdfs, work, args.seed, kinds=kinds, in_flight=args.in_flight)
+               for r in args.rates.split(",")]
+    outage = (run_outage(pdfs[: args.outage], work, args.seed, args.outage_seconds, args.outage_kind)
+              if args.outage > 0 else None)
     base = results[0] if results and results[0]["rate"] == 0 else None
     for r in results:  # calls beyond those a fault-free run needed for the same contracts
         r["wasted"] = r["calls"] - base["calls"] if base else 0
-    print(f"\n{len(pdfs)} contracts, fake Claude (extraction) + fake OpenAI-style (generation), seed {args.seed}")
-    print(f"{'fault rate':>10} {'finished':>9} {'partial':>8} {'lost':>5} {'calls/contract':>15} {'faults':>7} "
-          f"{'wasted':>7} {'wasted/faults':>14} {'min':>5}")
+    print(f"\n{len(pdfs)} contracts, fake Claude (extraction) + fake OpenAI-style (generation), seed {args.seed}, "
+          f"{args.in_flight} in flight, faults {','.join(kinds)}")
+    print(f"{'fault rate':>10} {'finished':>9} {'partial':>8} {'lost':>5} {'degraded':>9} {'breaker':>8} "
+          f"{'calls/contract':>15} {'faults':>7} {'wasted':>7} {'wasted/faults':>14} {'min':>5}")
     for r in results:
         ratio = r["wasted"] / r["faults"] if r["faults"] else 0.0
         print(f"{r['rate']:>10.0%} {r['finished'] / r['n']:>9.1%} {r['partial'] / r['n']:>8.1%} {r['lost']:>5d} "
-              f"{r['calls'] / r['n']:>15.2f} {r['faults']:>7d} {r['wasted']:>7d} {ratio:>14.2f} "
+              f"{r['degraded']:>9d} {r['breaker']:>8d} {r['calls'] / r['n']:>15.2f}"
+              f" {r['faults']:>7d} {r['wasted']:>7d} {ratio:>14.2f} "
               f"{r['seconds'] / 60:>5.1f}")
         if r["codes"]:
             print(f"{'':>10} partial-failure codes: {json.dumps(r['codes'])}")
@@ -207,8 +240,9 @@ def main() -> None:
               f"{r['ledger']['month']:>10.6f} {r['ledger']['year']:>10.6f} {r['reports']:>10.6f} {r['reused']:>8.6f} "
               f"{match:>6} {r['abandoned']:>9d}")
     if outage:
-        print(f"\nprovider outage (both fakes hang {args.outage_seconds:g} s per request; read timeout 2 s, "
-              f"5 retries): {outage['n']} contracts")
+        what = (f"hang {args.outage_seconds:g} s per request" if args.outage_kind == "slow"
+                else "answer 529 (OpenAI-style: 503 overloaded) to every request")
+        print(f"\nprovider outage (both fakes {what}; read timeout 2 s, 5 retries): {outage['n']} contracts")
         print(f"  offline {outage['offline']:.1f} s/contract, during the outage {outage['hung']:.1f} s/contract "
               f"({outage['calls']:.1f} requests/contract): {outage['lost_seconds']:.1f} s lost per contract")
         print(f"  finished {outage['finished']}, partial {outage['partial']} {json.dumps(outage['codes'])}, "

@@ -54,11 +54,13 @@ class _ModelBlock(Block):
     eur_per_million_output_tokens: float = Field(default=0.0, ge=0, description="Price in EUR per 1M output tokens.")
     breaker_failures: int = Field(
         default=DEFAULT_FAILURES, ge=1, le=100,
-        description="Circuit breaker: consecutive transport failures (timeout, refused, 502/503/504) that open it.",
+        description="Circuit breaker: outage failures (no answer, 5xx, 529) that open it, counted once a retry "
+                    "cannot save the call; any answer clears the count.",
     )
     breaker_cooldown_seconds: float = Field(
         default=DEFAULT_COOLDOWN_SECONDS, ge=0, le=3600,
-        description="Circuit breaker: seconds the endpoint is skipped once open (reviews keep their offline result).",
+        description="Circuit breaker: seconds the endpoint is skipped once open (calls go to fallback_base_url "
+                    "when set, else reviews keep their offline result).",
     )
 
     def get_client(self) -> ModelClient:

@@ -154,6 +154,7 @@ CODES: dict[str, Code] = {
     "CG-MODEL-NOT-FOUND": Code("the provider does not know the model or endpoint", "14"),
     "CG-MODEL-BAD-REQUEST": Code("the provider refused the request as malformed", "14"),
     "CG-MODEL-TRUNCATED": Code("the answer was cut at the output token limit", "14"),
+    "CG-MODEL-OUTPUT-LIMIT": Code("the provider refused the output budget (max_tokens); asked again with less", "14"),
     "CG-MODEL-BAD-OUTPUT": Code("the answer is not the JSON asked for, even after one repair call", "14"),
     "CG-MODEL-PARTIAL": Code("a paid model answer was used in part: its complete, valid items are kept", "14"),
     "CG-MODEL-DEGRADED": Code("a model step failed: the review uses the offline result alone", "14"),

@@ -6,11 +6,14 @@
     server.requests[0].fault, server.calls; server.stop()
     server.billed_tokens(), server.billed_eur(3.0, 15.0)   # what it charged: delivered 200 answers only
     server.down("hang"); ...; server.up()   # an outage: every request hangs (or any fault kind) until up()
+    FakeModelServer("openai", request_limit=2, limit_window_seconds=3)   # 2 requests per 3 s, then 429
+    FakeModelServer("anthropic", max_output_tokens=1000)   # a larger max_tokens is refused (400), as for real
 
 or as a process: ``python -m clausegate.demo.model_server --protocol openai --port 8901 --fault-rate 0.3 --seed 1``.
 
 Auth is checked like the real services (``x-api-key`` + ``anthropic-version``; ``Authorization:
-Bearer``); answers carry real usage fields, request ids and rate-limit headers. Faults: see FAULTS.
+Bearer``); answers carry real usage fields, request ids and rate-limit headers (with ``request_limit``
+the remaining/reset headers count down for real and a request over the limit gets a 429). Faults: see FAULTS.
 
 Billing: like a provider's invoice, the fake keeps the usage of every answer it charged for
 (``RecordedRequest.usage``/``billed``): each HTTP 200 it delivered, usable or not (``not_json`` and
@@ -29,7 +32,6 @@ import random
 import threading
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -40,6 +42,7 @@ from clausegate.demo.model_wire import (
     RANDOM_FAULTS,
     STATUS_OVERRIDES,
     RecordedRequest,
+    RequestWindow,
     Responder,
     default_responder,
     estimate_tokens,
@@ -47,6 +50,7 @@ from clausegate.demo.model_wire import (
     json_or_none,
     peer_gone,
     prompts_of,
+    rate_limit_headers,
     redacted,
 )
 
@@ -71,6 +75,9 @@ class FakeModelServer:
         context_window: int | None = None,
         hang_seconds: float = 300.0,
         retry_after_statuses: Iterable[int] = (429, 503),
+        request_limit: int | None = None,
+        limit_window_seconds: float = 60.0,
+        max_output_tokens: int | None = None,
     ) -> None:
         if protocol not in ("anthropic", "openai"):
             raise ValueError(f"protocol must be 'anthropic' or 'openai', not {protocol!r}")
@@ -85,6 +92,8 @@ class FakeModelServer:
         self.hang_seconds = hang_seconds  # a "hang" answers nothing until up()/stop() or this long
         self.retry_after_statuses = frozenset(retry_after_statuses)  # statuses that send retry-after
         self._outage: str | None = None
+        self.window = RequestWindow(request_limit, limit_window_seconds) if request_limit else None
+        self.max_output_tokens = max_output_tokens  # a larger max_tokens gets the provider's 400
         self._released = threading.Event()
         self.known_models = set(known_models) if known_models is not None else None
         self.context_window = context_window or (200_000 if protocol == "anthropic" else 128_000)
@@ -186,8 +195,7 @@ class FakeModelServer:
     # -- one request ---------------------------------------------------------------------
     def handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
         """Decide and build the answer; records the request. Returns (status, headers, body)."""
-        _, status, extra, payload = self.handle_request(path, headers, raw)
-        return status, extra, payload
+        return self.handle_request(path, headers, raw)[1:]
 
     def handle_request(self, path: str, headers: dict[str, str],
                        raw: bytes) -> tuple[RecordedRequest, int, dict[str, str], bytes]:
@@ -198,18 +206,25 @@ class FakeModelServer:
             self.requests.append(record)
             number = len(self.requests)
         kind = self._precheck(path, headers, body) or record.fault
+        # a request the service takes counts against its limit; a 429 says nothing is left until the reset
+        allowed, remaining, reset = self.window.take() if self.window and kind not in ERRORS else (True, 49, 1.2)
+        if not allowed or kind == "rate_limit":
+            kind, remaining, reset = "rate_limit", 0, (max(reset, 0.001) if not allowed else self.retry_after)
         if kind == "slow":
             time.sleep(self.slow_seconds)
         elif kind == "hang":
             self._released.wait(self.hang_seconds)
         context = self._context(headers, body, number)
+        context["retry_after"] = reset if kind == "rate_limit" else self.retry_after
         status, extra, payload = self._answer(kind, body, context)
         record.fault, record.status = kind, status
         if status == 200:
             usage = payload.get("usage") or {}
             record.usage = {"input_tokens": int(usage.get("input_tokens", usage.get("prompt_tokens", 0))),
                             "output_tokens": int(usage.get("output_tokens", usage.get("completion_tokens", 0)))}
-        return record, status, {**self._common_headers(context, status == 429), **extra}, json.dumps(payload).encode()
+        common = rate_limit_headers(self.protocol, context["request_id"], limit=self.window.limit if self.window
+                                    else 50, remaining=remaining, reset_seconds=reset)
+        return record, status, {**common, **extra}, json.dumps(payload).encode()
 
     def _precheck(self, path: str, headers: dict[str, str], body: Any) -> str | None:
         """What the real service would refuse before looking at the request's content."""
@@ -227,6 +242,8 @@ class FakeModelServer:
             return "not_found"
         if estimate_tokens(json.dumps(body)) > self.context_window:
             return "context_too_long"
+        if self.max_output_tokens is not None and int(body.get("max_tokens") or 0) > self.max_output_tokens:
+            return "output_too_large"
         return None
 
     def _auth_problem(self, headers: dict[str, str]) -> str | None:
@@ -248,6 +265,8 @@ class FakeModelServer:
             "tokens": estimate_tokens(json.dumps(body)) if body is not None else 0,
             "window": self.context_window,
             "retry_after": self.retry_after,
+            "requested": body.get("max_tokens") if isinstance(body, dict) else None,
+            "output_limit": self.max_output_tokens,
             "masked": (given[:3] + "*" * 8 + given[-4:]) if len(given) > 8 else "****",
         }
 
@@ -297,27 +316,6 @@ class FakeModelServer:
                          "finish_reason": "length" if truncated else "stop"}],
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens},
-        }
-
-    def _common_headers(self, context: dict[str, Any], limited: bool) -> dict[str, str]:
-        remaining = "0" if limited else "49"
-        wait = self.retry_after if limited else 1.2
-        if self.protocol == "anthropic":
-            reset = (datetime.now(UTC) + timedelta(seconds=wait)).isoformat(timespec="seconds")
-            reset = reset.replace("+00:00", "Z")
-            headers = {"request-id": context["request_id"]}
-            for kind, limit in (("requests", "50"), ("tokens", "100000"), ("input-tokens", "80000"),
-                                ("output-tokens", "20000")):
-                headers |= {f"anthropic-ratelimit-{kind}-limit": limit,
-                            f"anthropic-ratelimit-{kind}-remaining": remaining if kind == "requests" else limit,
-                            f"anthropic-ratelimit-{kind}-reset": reset}
-            return headers
-        return {
-            "x-request-id": context["request_id"],
-            "x-ratelimit-limit-requests": "50", "x-ratelimit-remaining-requests": remaining,
-            "x-ratelimit-reset-requests": f"{wait:g}s",
-            "x-ratelimit-limit-tokens": "100000", "x-ratelimit-remaining-tokens": "99000",
-            "x-ratelimit-reset-tokens": "6m0s",
         }
 
 
@@ -379,12 +377,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--retry-after", type=float, default=1.0)
     parser.add_argument("--slow-seconds", type=float, default=2.0)
+    parser.add_argument("--request-limit", type=int, default=None, help="requests per --limit-window, then 429")
+    parser.add_argument("--limit-window", type=float, default=60.0, help="seconds")
+    parser.add_argument("--max-output-tokens", type=int, default=None, help="a larger max_tokens gets a 400")
     args = parser.parse_args(argv)
     server = FakeModelServer(
         args.protocol, api_key=args.api_key or None, port=args.port, fault_rate=args.fault_rate,
         fault_kinds=[k for k in args.kinds.split(",") if k], seed=args.seed, retry_after=args.retry_after,
-        slow_seconds=args.slow_seconds,
-    )
+        slow_seconds=args.slow_seconds, request_limit=args.request_limit, limit_window_seconds=args.limit_window,
+        max_output_tokens=args.max_output_tokens)
     print(f"fake {args.protocol} model server on {server.url} (fault rate {args.fault_rate})", flush=True)
     try:
         server._httpd.serve_forever()

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 Responder = Callable[[dict], "str | dict"]
@@ -59,6 +61,10 @@ ERRORS: dict[str, tuple[int, str, str, str, str | None, str]] = {
                   "The model `{model}` does not exist or you do not have access to it."),
     "bad_request": (400, "invalid_request_error", "max_tokens: Field required", "invalid_request_error", None,
                     "'messages' is a required property"),
+    "output_too_large": (400, "invalid_request_error", "max_tokens: {requested} > {output_limit}, which is the "
+                         "maximum allowed number of output tokens for {model}", "invalid_request_error", None,
+                         "max_tokens is too large: {requested}. This model supports at most {output_limit} "
+                         "completion tokens, whereas you provided {requested}."),
     "no_version": (400, "invalid_request_error", "anthropic-version: header is required", "", None, ""),
 }
 
@@ -117,6 +123,51 @@ def fault_kind(name: str) -> str:
         return ALIASES[str(name).lower()]
     except KeyError:
         raise ValueError(f"unknown fault {name!r}; use one of {sorted(ALIASES)}") from None
+
+
+class RequestWindow:
+    """A provider's requests-per-window limit: ``take()`` -> (allowed, remaining, seconds to the reset)."""
+
+    def __init__(self, limit: int, window_seconds: float) -> None:
+        self.limit, self.window_seconds = limit, window_seconds
+        self._start, self._used = 0.0, 0
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[bool, int, float]:
+        with self._lock:
+            now = time.monotonic()
+            if now >= self._start + self.window_seconds:
+                self._start, self._used = now, 0
+            allowed = self._used < self.limit
+            self._used += allowed
+            return allowed, self.limit - self._used, self._start + self.window_seconds - now
+
+
+def rate_limit_headers(protocol: str, request_id: str, *, limit: int, remaining: int, reset_seconds: float) -> dict:
+    """The request-limit headers each protocol sends on every answer (tokens: never used up here)."""
+    if protocol == "anthropic":
+        reset = (datetime.now(UTC) + timedelta(seconds=reset_seconds)).isoformat(timespec="milliseconds")
+        reset = reset.replace("+00:00", "Z")
+        headers = {"request-id": request_id}
+        for kind, kind_limit in (("requests", limit), ("tokens", 100000), ("input-tokens", 80000),
+                                 ("output-tokens", 20000)):
+            headers |= {f"anthropic-ratelimit-{kind}-limit": str(kind_limit),
+                        f"anthropic-ratelimit-{kind}-remaining": str(remaining if kind == "requests" else kind_limit),
+                        f"anthropic-ratelimit-{kind}-reset": reset}
+        return headers
+    return {
+        "x-request-id": request_id,
+        "x-ratelimit-limit-requests": str(limit), "x-ratelimit-remaining-requests": str(remaining),
+        "x-ratelimit-reset-requests": _duration(reset_seconds),
+        "x-ratelimit-limit-tokens": "100000", "x-ratelimit-remaining-tokens": "99000",
+        "x-ratelimit-reset-tokens": "6m0s",
+    }
+
+
+def _duration(seconds: float) -> str:
+    """A reset as OpenAI writes it: ``12ms``, ``1s``, ``1.2s``."""
+    seconds = max(seconds, 0.0)
+    return f"{seconds * 1000:.0f}ms" if seconds < 1 else f"{round(seconds, 3):g}s"
 
 
 def json_or_none(raw: bytes) -> Any:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from clausegate.config import load_model_block
 from clausegate.errors import BudgetExceeded, ClauseGateError
 from clausegate.pipeline.model_calls import BudgetContext, model_result, provider_ref
-from clausegate.providers.errors import ContextTooLong, OutputTruncated
+from clausegate.providers.errors import ContextTooLong, OutputLimitRejected, OutputTruncated
 from clausegate.review.llm.extract import (
     TRUNCATED_MARK,
     build_prompt,
@@ -81,6 +81,7 @@ def _notice(error: Exception, prefix: str = "") -> Notice:
     return Notice(code=getattr(error, "code", "CG-ERROR"), message=prefix + str(error))
 
 
+MIN_OUTPUT_TOKENS = 64  # below this an answer cannot hold the JSON: an output-limit refusal is final
 STEP_TIMEOUT = "CG-MODEL-STEP-TIMEOUT"
 STEP_FAILED = "CG-MODEL-STEP-FAILED"
 DEGRADED = "CG-MODEL-DEGRADED"
@@ -188,11 +189,12 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
     """Ask once (Prefect retries transient errors inside ``ask``). Permanent answers that a different
     request can fix are handled here with a new, different request, never the same one again:
     context overflow -> fewer passages (marked [TRUNCATED]); output cut at max_tokens -> once with
-    twice the output budget.  A budget skip raises ``BudgetExceeded`` (``model_calls.model_result``).
-    A truncated answer's complete items (``PartialAnswer.partial``) are paid for: if asking again fails or
-    is skipped, they are the result."""
+    twice the output budget; an output budget the provider refuses (``OutputLimitRejected``) -> the
+    budget its message allows, else half, twice at most.  A budget skip raises ``BudgetExceeded``
+    (``model_calls.model_result``).  A truncated answer's complete items (``PartialAnswer.partial``) are paid
+    for: if asking again fails or is skipped, they are the result."""
     notices: list[Notice] = []
-    raised_output = False
+    raised_output, lowered_output = False, 0
     partial = None
     while True:
         try:
@@ -214,6 +216,19 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
             raised_output, max_tokens = True, max_tokens * 2
             notices.append(Notice(code=error.code,
                                   message=f"answer cut at the output limit; asked again with max_tokens={max_tokens}"))
+        except OutputLimitRejected as error:
+            allowed = error.allowed_output_tokens
+            fits = allowed if allowed is not None and allowed < max_tokens else max_tokens // 2
+            if lowered_output >= 2 or fits < MIN_OUTPUT_TOKENS:
+                if partial is None:
+                    raise
+                return partial, prompt, [*notices, Notice(code=error.code, message=(
+                    f"{ref.model} refused the output budget ({error.message[:160]}); the complete items of the "
+                    "truncated answer are used instead"))]
+            lowered_output, max_tokens = lowered_output + 1, fits
+            notices.append(Notice(code=error.code, message=(
+                f"{ref.model} refused the output budget ({error.message[:160]}); asked again with "
+                f"max_tokens={max_tokens}")))
         except Exception as error:
             if partial is None:
                 raise

@@ -2,10 +2,15 @@
 
 A client makes exactly ONE HTTP request per ``complete()``: the session has no urllib3 retries
 and the client has no retry loop. Retrying is the Prefect task's job (see ``retry.py``). Around
-that one request a client does two things: it waits out the endpoint's cooldown first (set by a
-``retry-after`` on any earlier transient answer: 429, 503, 529, ...), and it asks the endpoint's
-circuit breaker (``circuit.py``) whether the endpoint is being skipped, then tells it how the
-request went.
+that one request a client does three things:
+
+* it asks the endpoint's circuit breaker (``circuit.py``) whether the endpoint is being skipped; an
+  open primary sends the call to the block's fallback endpoint (and model) when it has another one;
+* it waits out the endpoint's cooldown: a ``retry-after`` on an earlier transient answer (429, 503,
+  529, ...) or the rate-limit headers of an earlier answer, 200s included, saying a limit is used up
+  (``ratelimits.pacing_wait``).  The cooldown is kept in this process and, inside a Prefect run, in
+  the endpoint's shared state (the breaker's Prefect Variable), so parallel flow runs honour it too;
+* it tells the breaker how the request went.
 """
 
 from __future__ import annotations
@@ -21,18 +26,23 @@ from requests.adapters import HTTPAdapter
 from clausegate.providers.circuit import (
     DEFAULT_COOLDOWN_SECONDS,
     DEFAULT_FAILURES,
-    GATEWAY_STATUSES,
+    OUTAGE_SECONDS,
+    BreakerState,
     CircuitBreaker,
     default_store,
-    is_transport_failure,
+    is_outage_failure,
 )
 from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry
 from clausegate.providers.errors import (
+    ProviderCircuitOpen,
+    ProviderError,
     ServerError,
     error_from_exception,
     error_from_response,
 )
 from clausegate.providers.pricing import Pricing
+from clausegate.providers.ratelimits import pacing_wait
+from clausegate.providers.retry import current_attempt
 
 __all__ = ["ModelClient", "ModelResponse", "endpoint_url", "make_session"]
 
@@ -109,6 +119,7 @@ class ModelClient:
         self.breaker = breaker or CircuitBreaker(default_store(), failures=breaker_failures,
                                                  cooldown_seconds=breaker_cooldown_seconds,
                                                  probe_seconds=connect_timeout + read_timeout,
+                                                 outage_seconds=min(OUTAGE_SECONDS, 2 * read_timeout),
                                                  provider=self.provider, block_name=block_name)
 
     def __repr__(self) -> str:  # never shows the key
@@ -125,11 +136,24 @@ class ModelClient:
         use_fallback: bool = False,
     ) -> ModelResponse:
         """One request; raises a ProviderError subclass on any failure. ``use_fallback`` switches
-        to ``fallback_model``/``fallback_base_url``; explicit ``model``/``base_url`` win over both."""
+        to ``fallback_model``/``fallback_base_url``; explicit ``model``/``base_url`` win over both.
+        An open breaker on the chosen endpoint sends the call to the fallback endpoint instead (with
+        the fallback model), when there is another one and no explicit ``base_url``."""
         target_model = model or (self.fallback_model if use_fallback else self.model)
         url = endpoint_url(base_url or (self.fallback_base_url if use_fallback else self.base_url), self.path)
+        fallback_url = endpoint_url(self.fallback_base_url, self.path)
+        divert = base_url is None and url != fallback_url
+        try:
+            seen = self.breaker.before_call(url, divert=divert)
+        except ProviderCircuitOpen as error:
+            if not divert:
+                raise
+            logger.warning("%s: %s; this call goes to the fallback endpoint %s", self.provider, error.message,
+                           fallback_url)
+            url, target_model = fallback_url, model or self.fallback_model
+            seen = self.breaker.before_call(url)
         body = self.build_body(system, user, model=target_model, max_tokens=max_tokens or self.max_output_tokens)
-        response = self._post(url, body)
+        response = self._post(url, body, seen, retried_here=fallback_url == url)
         return self._parsed(response, url)
 
     # -- subclass hooks ------------------------------------------------------------------
@@ -146,39 +170,54 @@ class ModelClient:
     def _key(self) -> str | None:
         return self._api_key.get_secret_value() if self._api_key is not None else None
 
-    def _post(self, url: str, body: dict[str, Any]) -> requests.Response:
-        seen = self.breaker.before_call(url)  # raises ProviderCircuitOpen while the endpoint is skipped
-        waited = self.cooldowns.wait(url)
+    def _post(self, url: str, body: dict[str, Any], seen: BreakerState | None, *,
+              retried_here: bool) -> requests.Response:
+        """The one request. ``retried_here``: a retry of this call would go to ``url`` (retries use the
+        fallback endpoint), so its failure counts for the breaker only if the retry fails too."""
+        waited = self.cooldowns.wait(url, at_least=self.breaker.cooldown_left(seen))
         if waited:
-            logger.info("%s: waited %.2fs for the retry-after cooldown of %s", self.provider, waited, url)
+            logger.info("%s: waited %.2fs for the rate-limit cooldown of %s", self.provider, waited, url)
         headers = {"content-type": "application/json", **self.auth_headers()}
-        started = time.monotonic()
+        attempt = current_attempt()  # (task run id, Prefect retries it) inside a task run
+        call, retried = (attempt[0], attempt[1] and retried_here) if attempt else (None, False)
+        started, sent = time.monotonic(), self.breaker.clock()
         try:
             response = self.session.post(url, json=body, headers=headers, timeout=self.timeout)
         except requests.RequestException as exc:
             error = error_from_exception(exc, provider=self.provider, block_name=self.block_name, url=url)
             logger.warning("%s", error)
-            self.breaker.record_failure(url, error)
+            self.breaker.record_failure(url, error, call=call, retried_here=retried, started=sent)
             raise error from None
-        if response.status_code not in GATEWAY_STATUSES:
-            self.breaker.record_success(url, seen)  # a 502/503/504 is counted in _parsed
         logger.info(
             "%s %s model=%s -> HTTP %s in %.2fs",
             self.provider, url, body.get("model"), response.status_code, time.monotonic() - started,
         )
+        self._note_limits(url, response)
+        if response.ok:
+            self.breaker.record_success(url)
+        else:
+            error = error_from_response(response, provider=self.provider, block_name=self.block_name)
+            if is_outage_failure(error):
+                self.breaker.record_failure(url, error, call=call, retried_here=retried, started=sent)
+            else:  # an answer (4xx, 429 included): the endpoint is there
+                self.breaker.record_success(url)
         return response
+
+    def _note_limits(self, url: str, response: requests.Response) -> None:
+        """Every answer's rate-limit headers: a limit used up holds the next calls until its reset."""
+        wait = pacing_wait(response.headers)
+        if wait > 0:
+            delay = self.cooldowns.note_rate_limit(url, wait)
+            self.breaker.note_cooldown(url, delay)
+            logger.info("%s: %s says a rate limit is (nearly) used up; next call in %.2fs", self.provider, url, delay)
 
     def _parsed(self, response: requests.Response, url: str) -> ModelResponse:
         if not response.ok:
-            error = error_from_response(response, provider=self.provider, block_name=self.block_name)
+            error: ProviderError = error_from_response(response, provider=self.provider, block_name=self.block_name)
             if error.transient and error.retry_after_seconds is not None:
-                # 429, 503, 529, ...: the retry waits at least what the provider asked for
-                self.cooldowns.note_rate_limit(url, error.retry_after_seconds)
-            if response.status_code in GATEWAY_STATUSES:  # "the service behind me is unavailable"
-                if is_transport_failure(error):
-                    self.breaker.record_failure(url, error)
-                else:  # e.g. an OpenAI-style 503 "overloaded": the endpoint is there
-                    self.breaker.record_success(url)
+                # 429, 503, 529, ...: the retry (in this process or any other) waits what the provider asked for
+                delay = self.cooldowns.note_rate_limit(url, error.retry_after_seconds)
+                self.breaker.note_cooldown(url, delay)
             logger.warning("%s", error)
             raise error
         request_id = response.headers.get("request-id") or response.headers.get("x-request-id")

@@ -2,22 +2,32 @@
 worker, flow-run process and batch chunk knows at once that a provider is down.
 
     breaker = CircuitBreaker(PrefectVariableStore(), failures=3, cooldown_seconds=60)
-    breaker.before_call(url)          # raises ProviderCircuitOpen while the endpoint is skipped
-    breaker.record_failure(url, err)  # a transport failure (timeout, refused, 502/503/504)
-    breaker.record_success(url)       # any other answer: the endpoint is reachable again
+    breaker.before_call(url)                      # raises ProviderCircuitOpen while the endpoint is skipped
+    breaker.record_failure(url, err, call=run_id, retried_here=True)   # an outage failure (see below)
+    breaker.record_success(url)                   # any other answer: the endpoint is reachable again
 
-After ``failures`` consecutive transport failures the endpoint is skipped for ``cooldown_seconds``:
-a call raises :class:`ProviderCircuitOpen` (``CG-MODEL-CIRCUIT-OPEN``, permanent: no Prefect retry)
-without sending anything, and the review keeps its offline result.  After the cool-down the next
-call goes through as the one probe (half-open; the others keep skipping for ``probe_seconds``, the
-client's connect + read timeout): its success closes the breaker, its failure opens it again.
+A breaker is for outages, not for a provider that answers most calls.  An *outage failure* is no
+answer at all (timeout, refused or reset connection) or a 5xx / 529 "overloaded" answer.  It counts
+towards opening only once the call it belongs to cannot be saved by a retry on the same endpoint:
+the call's retry failed there too, or no retry will go there (its last attempt, or its retries go to
+the fallback endpoint).  A call that fails once and succeeds on retry therefore never counts, and
+any answer from the endpoint clears the count.  After ``failures`` counted failures, with nothing
+answered for at least ``outage_seconds`` (a storm answers other calls in between), the endpoint is
+skipped for ``cooldown_seconds``: a call raises :class:`ProviderCircuitOpen`
+(``CG-MODEL-CIRCUIT-OPEN``, permanent: no Prefect retry) without sending anything; the client sends
+it to the fallback endpoint instead when the block has one, else the review keeps its offline
+result.  After the cool-down the next call goes through as the one probe (half-open): its answer
+closes the breaker, its failure opens it again.  Calls arriving while the probe is in flight wait
+for its outcome (at most ``probe_wait_seconds``, then they go on) rather than fail.
 
 State: one Prefect Variable per endpoint, ``clausegate_breaker_<sha1(url)[:12]>``, value
-``{"endpoint", "failures", "open_until" (epoch s), "last_error"}``.  Reads and writes are a plain
-read-modify-write (no lock): concurrent calls can under-count a failure or two, which only delays
-the opening by as many calls.  A Prefect API problem never blocks a model call: the breaker then
-lets the call through (fails open) and logs why.  Outside a Prefect run (a bare client in a script
-or a unit test) the default store keeps nothing: pass a :class:`MemoryStore` to get a breaker there.
+``{"endpoint", "failures", "open_until", "probe_until", "not_before", "since" (epoch s),
+"last_error", "calls"}`` (``calls``: failed attempts per call since the endpoint last answered; ``not_before``:
+the endpoint's rate-limit cooldown, shared by every process: see ``base.py``).  Reads and writes
+are a plain read-modify-write (no lock): concurrent calls can under-count a failure or two, which
+only delays the opening by as many calls.  A Prefect API problem never blocks a model call: the
+breaker then lets the call through (fails open) and logs why.  Outside a Prefect run (a bare client
+in a script or a unit test) the default store keeps nothing: pass a :class:`MemoryStore` there.
 """
 
 from __future__ import annotations
@@ -30,10 +40,17 @@ from collections.abc import Callable
 from typing import Protocol
 
 from prefect.context import FlowRunContext, TaskRunContext
+from prefect.exceptions import ObjectAlreadyExists
 from prefect.variables import Variable
 from pydantic import BaseModel
 
-from clausegate.providers.errors import ProviderCircuitOpen, ProviderTimeout, ProviderUnreachable, ServerError
+from clausegate.providers.errors import (
+    Overloaded,
+    ProviderCircuitOpen,
+    ProviderTimeout,
+    ProviderUnreachable,
+    ServerError,
+)
 
 __all__ = [
     "DEFAULT_COOLDOWN_SECONDS",
@@ -44,7 +61,7 @@ __all__ = [
     "NullStore",
     "PrefectVariableStore",
     "default_store",
-    "is_transport_failure",
+    "is_outage_failure",
     "variable_name",
 ]
 
@@ -52,26 +69,36 @@ logger = logging.getLogger("clausegate.providers")
 
 DEFAULT_FAILURES = 3
 DEFAULT_COOLDOWN_SECONDS = 60.0
-GATEWAY_STATUSES = frozenset({502, 503, 504})
+OUTAGE_SECONDS = 5.0  # the endpoint must also have answered nothing for this long (a storm answers in between)
+PROBE_WAIT_SECONDS = 15.0  # how long a call waits for the half-open probe's outcome before it goes on
+PROBE_POLL_SECONDS = 0.5
+CALLS_KEPT = 24  # calls remembered per endpoint (the Variable's value stays well under Prefect's 5000 chars)
 VARIABLE_PREFIX = "clausegate_breaker_"
-
-
-_UNREAD = object()
 
 
 class BreakerState(BaseModel):
     endpoint: str
-    failures: int = 0
+    failures: int = 0  # counted outage failures since the endpoint last answered
     open_until: float = 0.0  # epoch seconds; 0: closed
+    probe_until: float = 0.0  # half-open: the probe call is in flight until then (epoch seconds)
+    not_before: float = 0.0  # the shared rate-limit cooldown: no call before then (epoch seconds)
+    since: float = 0.0  # start of the first failed request since the endpoint last answered (epoch seconds)
     last_error: str = ""
+    calls: dict[str, int] = {}  # failed attempts per call (task run) since the endpoint last answered
+
+    @property
+    def tripped(self) -> bool:
+        return self.open_until > 0
 
 
-def is_transport_failure(error: BaseException) -> bool:
-    """Counts towards opening the breaker: no answer (timeout, refused/reset connection) or a
-    gateway saying the service behind it is unavailable (502/503/504)."""
+def is_outage_failure(error: BaseException) -> bool:
+    """An outage failure: no answer at all (timeout, refused/reset connection), a 5xx, or 529 /
+    "overloaded".  A 4xx (429 included) is an answer: the endpoint is there."""
     if isinstance(error, (ProviderTimeout, ProviderUnreachable)):
         return error.status is None  # no HTTP answer at all (an HTTP 408 is an answer)
-    return isinstance(error, ServerError) and error.status in GATEWAY_STATUSES
+    if isinstance(error, Overloaded):
+        return True
+    return isinstance(error, ServerError) and error.status is not None and error.status >= 500
 
 
 def variable_name(endpoint: str) -> str:
@@ -127,8 +154,14 @@ class PrefectVariableStore:
             return None
 
     def write(self, state: BreakerState) -> None:
-        Variable.set(variable_name(state.endpoint), state.model_dump(mode="json"), overwrite=True,
-                     tags=["clausegate", "circuit-breaker"], _sync=True)
+        for attempt in range(2):  # two processes creating the Variable at once: the second one updates it
+            try:
+                Variable.set(variable_name(state.endpoint), state.model_dump(mode="json"), overwrite=True,
+                             tags=["clausegate", "circuit-breaker"], _sync=True)
+                return
+            except ObjectAlreadyExists:
+                if attempt:
+                    raise
 
 
 def default_store() -> Store:
@@ -141,68 +174,131 @@ def default_store() -> Store:
 class CircuitBreaker:
     def __init__(self, store: Store | None = None, *, failures: int = DEFAULT_FAILURES,
                  cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS, clock: Callable[[], float] = time.time,
-                 provider: str = "", block_name: str = "", probe_seconds: float | None = None) -> None:
+                 provider: str = "", block_name: str = "", probe_seconds: float | None = None,
+                 probe_wait_seconds: float = PROBE_WAIT_SECONDS, sleep: Callable[[float], None] = time.sleep,
+                 outage_seconds: float = OUTAGE_SECONDS) -> None:
         self.store = store if store is not None else NullStore()
         self.failures = max(1, int(failures))
         self.cooldown_seconds = max(0.0, float(cooldown_seconds))
         self.probe_seconds = float(probe_seconds) if probe_seconds is not None else self.cooldown_seconds
+        self.probe_wait_seconds = max(0.0, float(probe_wait_seconds))
+        self.outage_seconds = max(0.0, float(outage_seconds))
         self.clock = clock
+        self.sleep = sleep
         self.provider = provider
         self.block_name = block_name
 
     # -- the three hooks of a call ---------------------------------------------------------
-    def before_call(self, endpoint: str) -> BreakerState | None:
-        """Raise ProviderCircuitOpen while ``endpoint`` is in its cool-down; else return the state read
-        (hand it to ``record_success`` so a healthy endpoint costs one read per call, no write)."""
+    def before_call(self, endpoint: str, *, divert: bool = False) -> BreakerState | None:
+        """Raise ProviderCircuitOpen while ``endpoint`` is in its cool-down; else return the state read.
+
+        Half-open, the first caller becomes the probe; a caller arriving while the probe is in flight
+        waits for its outcome (``probe_wait_seconds`` at most, then it goes on), or, with ``divert``
+        (it has another endpoint to go to), raises ProviderCircuitOpen at once."""
         state = self._read(endpoint)
-        if state is None or state.failures < self.failures:
+        if state is None or not state.tripped:
             return state
         now = self.clock()
-        left = state.open_until - now
-        if left <= 0:
-            # half-open: this call is the probe. The others keep skipping while it is in flight (at most
-            # probe_seconds: the client's connect + read timeout), so an outage costs one probe per cool-down.
-            self._write(state.model_copy(update={"open_until": now + self.probe_seconds}))
+        if state.open_until > now:
+            raise self._open_error(endpoint, state, state.open_until - now)
+        if state.probe_until <= now:  # the cool-down is over and no probe is in flight: this call is the probe
+            self._write(state.model_copy(update={"probe_until": now + self.probe_seconds}))
             logger.info("%s: circuit breaker half-open for %s: one probe call goes through", self.provider, endpoint)
             return state
-        raise ProviderCircuitOpen(
-            f"{self.provider or 'provider'} endpoint {endpoint} skipped for another {left:.0f} s: "
-            f"{state.failures} consecutive transport failures (last: {state.last_error or 'unknown'}).",
-            hint=f"the review keeps its offline result. Check the provider's status and base_url in block "
-                 f"'{self.block_name}'; the breaker closes by itself after the cool-down "
+        if divert:
+            raise self._open_error(endpoint, state, state.probe_until - now, probing=True)
+        return self._await_probe(endpoint, state)
+
+    def record_failure(self, endpoint: str, error: BaseException, *, call: str | None = None,
+                       retried_here: bool = False, started: float | None = None) -> bool:
+        """Note an outage failure of ``call`` (a Prefect task run id; None: a call of its own that is
+        never retried).  ``retried_here``: a retry of this call will be sent to this endpoint;
+        ``started``: when the failed request was sent.  True when this failure opens (or re-opens)
+        the breaker: ``failures`` counted and nothing answered for ``outage_seconds``."""
+        if not is_outage_failure(error):
+            return False
+        state = self._read(endpoint) or BreakerState(endpoint=endpoint)
+        calls = dict(state.calls)
+        before = calls.pop(call, 0) if call else 0
+        if call:
+            calls[call] = before + 1
+            while len(calls) > CALLS_KEPT:
+                calls.pop(next(iter(calls)))
+        # a call's first failure waits for its retry here; the retry failing too counts both
+        counted = 0 if (before == 0 and retried_here) else (2 if before == 1 else 1)
+        failures = state.failures + counted
+        now = self.clock()
+        since = state.since or (started if started is not None else now)
+        # a failed probe, or a call in flight when it opened, re-opens it
+        opens = state.tripped or (failures >= self.failures and now - since >= self.outage_seconds)
+        reason = getattr(error, "code", type(error).__name__)
+        self._write(BreakerState(endpoint=endpoint, failures=failures, last_error=str(reason), calls=calls, since=since,
+                                 open_until=now + self.cooldown_seconds if opens else 0.0,
+                                 not_before=state.not_before if state.not_before > now else 0.0))
+        if opens:
+            logger.warning("%s: circuit breaker OPEN for %s after %d outage failures (%s); calls skipped for %.0f s",
+                           self.provider, endpoint, failures, reason, self.cooldown_seconds)
+        return opens
+
+    def record_success(self, endpoint: str) -> None:
+        """The endpoint answered (any HTTP answer that is not an outage failure): clear the count and
+        close the breaker.  Reads the state again: failures noted while this call was in flight are
+        cleared by its answer too."""
+        state = self._read(endpoint)
+        if state is not None and (state.failures or state.tripped or state.calls):
+            now = self.clock()
+            self._write(BreakerState(endpoint=endpoint, not_before=state.not_before if state.not_before > now else 0.0))
+            if state.tripped:
+                logger.warning("%s: circuit breaker CLOSED for %s (it answered again)", self.provider, endpoint)
+
+    # -- the shared rate-limit cooldown ---------------------------------------------------
+    def note_cooldown(self, endpoint: str, seconds: float) -> None:
+        """No call to ``endpoint`` before ``seconds`` from now, in any process sharing the store."""
+        if seconds <= 0 or isinstance(self.store, NullStore):
+            return
+        state = self._read(endpoint) or BreakerState(endpoint=endpoint)
+        not_before = self.clock() + seconds
+        if not_before > state.not_before:
+            self._write(state.model_copy(update={"not_before": not_before}))
+
+    def cooldown_left(self, state: BreakerState | None) -> float:
+        """Seconds left of the shared cooldown in ``state`` (0 when none)."""
+        return max(0.0, state.not_before - self.clock()) if state is not None else 0.0
+
+    def state(self, endpoint: str) -> BreakerState | None:
+        return self._read(endpoint)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _await_probe(self, endpoint: str, state: BreakerState) -> BreakerState | None:
+        deadline = self.clock() + min(self.probe_wait_seconds, state.probe_until - self.clock())
+        logger.info("%s: circuit breaker half-open for %s: waiting for the probe call's outcome", self.provider,
+                    endpoint)
+        while self.clock() < deadline:
+            self.sleep(PROBE_POLL_SECONDS)
+            state = self._read(endpoint)
+            now = self.clock()
+            if state is None or not state.tripped:
+                return state  # the probe was answered: closed
+            if state.open_until > now:
+                raise self._open_error(endpoint, state, state.open_until - now)  # the probe failed
+            if state.probe_until <= now:
+                return self.before_call(endpoint)  # the probe never reported back: probe again
+        logger.info("%s: the probe of %s is still in flight; this call goes on", self.provider, endpoint)
+        return state
+
+    def _open_error(self, endpoint: str, state: BreakerState, left: float, *, probing: bool = False):
+        why = "a probe call is in flight" if probing else f"skipped for another {left:.0f} s"
+        return ProviderCircuitOpen(
+            f"{self.provider or 'provider'} endpoint {endpoint} {why}: circuit breaker open after "
+            f"{state.failures} outage failures (last: {state.last_error or 'unknown'}).",
+            hint=f"the call goes to the fallback endpoint when block '{self.block_name}' has one "
+                 f"(fallback_base_url), else the review keeps its offline result. Check the provider's status "
+                 f"and base_url; the breaker closes by itself after the cool-down "
                  f"(breaker_cooldown_seconds={self.cooldown_seconds:g}) when a call succeeds, or clear it now "
                  f"with `prefect variable unset {variable_name(endpoint)}`.",
             provider=self.provider,
             retry_after_seconds=left,
         )
-
-    def record_failure(self, endpoint: str, error: BaseException) -> bool:
-        """Count a transport failure; True when this one opens (or re-opens) the breaker."""
-        if not is_transport_failure(error):
-            return False
-        state = self._read(endpoint) or BreakerState(endpoint=endpoint)
-        failures = state.failures + 1
-        opens = failures >= self.failures
-        reason = getattr(error, "code", type(error).__name__)
-        updated = BreakerState(endpoint=endpoint, failures=failures, last_error=str(reason),
-                               open_until=self.clock() + self.cooldown_seconds if opens else 0.0)
-        self._write(updated)
-        if opens:
-            logger.warning("%s: circuit breaker OPEN for %s after %d consecutive transport failures (%s); calls "
-                           "skipped for %.0f s", self.provider, endpoint, failures, reason, self.cooldown_seconds)
-        return opens
-
-    def record_success(self, endpoint: str, seen: BreakerState | None | object = _UNREAD) -> None:
-        """The endpoint answered (any HTTP answer that is not a gateway failure): close the breaker.
-        ``seen``: the state ``before_call`` read for this call (saves a read when it was clean)."""
-        state = self._read(endpoint) if seen is _UNREAD else seen
-        if state is not None and (state.failures or state.open_until):
-            self._write(BreakerState(endpoint=endpoint))
-            if state.failures >= self.failures:
-                logger.warning("%s: circuit breaker CLOSED for %s (it answered again)", self.provider, endpoint)
-
-    def state(self, endpoint: str) -> BreakerState | None:
-        return self._read(endpoint)
 
     # -- the store never breaks a call ------------------------------------------------------
     def _read(self, endpoint: str) -> BreakerState | None:

@@ -1,4 +1,6 @@
 """A process-wide cooldown per endpoint URL, so a Prefect retry honours ``retry-after`` precisely.
+(Inside a Prefect run the client also shares it with other processes through the endpoint's breaker
+state: ``CircuitBreaker.note_cooldown``.)
 
 Prefect's ``retry_delay_seconds`` is fixed when the task is defined. When a provider answers 429
 (or 503, 529, any transient status) with ``retry-after: 7``, the client records
@@ -55,9 +57,10 @@ class CooldownRegistry:
             not_before = self._not_before.get(endpoint, 0.0)
         return min(max(not_before - self._clock(), 0.0), self.max_wait)
 
-    def wait(self, endpoint: str) -> float:
-        """Sleep until ``endpoint`` may be called; returns the seconds slept."""
-        delay = self.remaining(endpoint)
+    def wait(self, endpoint: str, *, at_least: float = 0.0) -> float:
+        """Sleep until ``endpoint`` may be called (and ``at_least`` seconds: a cooldown another process
+        noted, capped at ``max_wait`` too); returns the seconds slept."""
+        delay = max(self.remaining(endpoint), min(max(at_least, 0.0), self.max_wait))
         if delay > 0:
             self._sleep(delay)
         return delay

@@ -23,6 +23,7 @@ __all__ = [
     "InvalidOutput",
     "NotFound",
     "Overloaded",
+    "OutputLimitRejected",
     "OutputTruncated",
     "ProviderCircuitOpen",
     "ProviderError",
@@ -42,6 +43,19 @@ _CONTEXT_TOO_LONG = re.compile(
     r"prompt is too long|context_length_exceeded|maximum context length|context window"
     r"|(input|prompt|context)[^.]{0,40}(too long|too large|exceeds?)",
     re.IGNORECASE,
+)
+# a 400 about the output budget: max_tokens above the model's output limit, or input + max_tokens past the window
+_OUTPUT_LIMIT = re.compile(
+    r"(max_tokens|max_completion_tokens|max_output_tokens|output tokens)[^.]{0,80}"
+    r"(too large|too big|exceed|greater than|>|at most|maximum allowed|must be less|less than or equal)",
+    re.IGNORECASE,
+)
+_ALLOWED_OUTPUT = (  # (pattern, how the allowed max_tokens follows from its numbers)
+    (re.compile(r"(\d+)\s*\+\s*(\d+)\s*>\s*(\d+)"), lambda n: n[2] - n[0]),  # input + max_tokens > window
+    (re.compile(r"max_tokens[`'\"]?:?\s*(\d+)\s*>\s*(\d+)", re.I), lambda n: n[1]),  # max_tokens: 9000 > 8192
+    (re.compile(r"at most (\d+) (?:completion|output) tokens", re.I), lambda n: n[0]),
+    (re.compile(r"maximum context length is (\d+) tokens and your request has (\d+) input tokens", re.I),
+     lambda n: n[0] - n[1]),
 )
 
 
@@ -120,8 +134,9 @@ class ProviderUnreachable(ProviderError):
 
 
 class ProviderCircuitOpen(ProviderError):
-    """The endpoint's circuit breaker is open (N consecutive transport failures, within the
-    cool-down): nothing was sent. Permanent for this task run: the review keeps its offline result."""
+    """The endpoint's circuit breaker is open (outage failures no retry could save, within the
+    cool-down): nothing was sent. Permanent for this task run: the call goes to the fallback endpoint
+    when the block has another one, else the review keeps its offline result."""
 
     code = "CG-MODEL-CIRCUIT-OPEN"
 
@@ -148,6 +163,18 @@ class BadRequest(ProviderError):
     """Another 4xx: the request itself is invalid."""
 
     code = "CG-MODEL-BAD-REQUEST"
+
+
+class OutputLimitRejected(ProviderError):
+    """A 400 saying the requested output budget does not fit (max_tokens above the model's output limit,
+    or prompt + max_tokens past its context window).  Permanent for the same request: the cascade asks
+    again with ``allowed_output_tokens`` (when the message names it) or half the budget."""
+
+    code = "CG-MODEL-OUTPUT-LIMIT"
+
+    def __init__(self, message: str, *, allowed_output_tokens: int | None = None, **kwargs: Any) -> None:
+        self.allowed_output_tokens = allowed_output_tokens
+        super().__init__(message, **kwargs)
 
 
 class OutputTruncated(ProviderError):
@@ -187,7 +214,19 @@ def error_from_response(response: requests.Response, *, provider: str, block_nam
     # rate-limit reset headers mean "wait" only on a 429 (they come with every answer).
     kwargs["retry_after_seconds"] = (retry_after_from_headers(response.headers) if cls is RateLimited
                                      else explicit_retry_after(response.headers))
+    if cls is OutputLimitRejected:
+        kwargs["allowed_output_tokens"] = allowed_output_tokens(text)
     return cls(message, **kwargs)
+
+
+def allowed_output_tokens(text: str) -> int | None:
+    """The largest max_tokens an output-limit 400 says would fit, when its message gives the numbers."""
+    for pattern, allowed in _ALLOWED_OUTPUT:
+        found = pattern.search(text)
+        if found:
+            value = allowed([int(n) for n in found.groups()])
+            return value if value > 0 else None
+    return None
 
 
 def error_from_exception(
@@ -204,6 +243,8 @@ def error_from_exception(
 
 
 def _classify(status: int, error_type: str, error_code: str, text: str) -> type[ProviderError]:
+    if status in (400, 422) and _OUTPUT_LIMIT.search(text):
+        return OutputLimitRejected
     if status == 413 or (status in (400, 422) and _CONTEXT_TOO_LONG.search(f"{error_code} {text}")):
         return ContextTooLong
     if "insufficient_quota" in (error_code, error_type) or "credit balance is too low" in text:
@@ -274,14 +315,17 @@ def _hint(cls: type[ProviderError], *, provider: str, block_name: str) -> str:
         QuotaExceeded: f"the account behind {block} is out of credit; top it up or switch the block's key.",
         Overloaded: f"the provider is overloaded; retries switch to the fallback model of {block}.",
         ServerError: "provider-side failure; the task retries it. If it persists check the provider's status page.",
-        ProviderTimeout: f"the task retries it; repeated timeouts open the circuit breaker of {block} "
-                         "(the review keeps its offline result). If answers are merely slow, lower "
-                         "max_output_tokens; raising read_timeout_seconds also needs a longer "
+        ProviderTimeout: f"the task retries it; timeouts its retries do not cure open the circuit breaker of "
+                         f"{block} (the fallback endpoint or the offline result takes over). If answers are merely "
+                         "slow, lower max_output_tokens; raising read_timeout_seconds also needs a longer "
                          "steps.<step>.timeout_seconds (checked at load).",
         ProviderUnreachable: f"check base_url in {block} and that the model server is running and reachable.",
         ContextTooLong: "shorten the prompt: keep fewer passages in the pre-filter or split the contract.",
         AuthError: f"check the API key in {block} (field api_key, or env {env}); the key was not printed.",
         NotFound: f"check model, fallback_model and base_url in {block}.",
         BadRequest: "the request was rejected as invalid; check the prompt and max_output_tokens.",
+        OutputLimitRejected: f"the review asks again with an output budget that fits; set max_output_tokens of "
+                             f"the step (playbook steps.<step>.max_output_tokens) or of {block} to what the model "
+                             "allows.",
     }
     return hints.get(cls, "")

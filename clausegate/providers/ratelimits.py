@@ -1,4 +1,5 @@
-"""Seconds to wait after a 429 (or any answer with ``retry-after``), read from the provider's headers.
+"""Seconds to wait after a 429 (or any answer with ``retry-after``), and before the next call when an
+answer says a limit is (nearly) used up, read from the provider's headers.
 
 Anthropic: ``retry-after`` and ``anthropic-ratelimit-{requests,tokens,...}-{remaining,reset}``
 (reset = RFC 3339 time). OpenAI-style: ``retry-after(-ms)`` and ``x-ratelimit-{remaining,reset}-*``
@@ -12,7 +13,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-__all__ = ["explicit_retry_after", "parse_duration", "retry_after_from_headers"]
+__all__ = ["LOW_REMAINING", "explicit_retry_after", "pacing_wait", "parse_duration", "retry_after_from_headers"]
+
+LOW_REMAINING = 2  # this few requests (or tokens) left: spread them over the time to the reset
 
 
 def retry_after_from_headers(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
@@ -41,6 +44,22 @@ def explicit_retry_after(headers: Mapping[str, str], *, now: datetime | None = N
         if seconds is not None:
             return max(0.0, seconds)
     return None
+
+
+def pacing_wait(headers: Mapping[str, str], *, now: datetime | None = None) -> float:
+    """Seconds to hold the next request after an answer (a 200 as much as an error), so it does not
+    run into a limit the answer says is used up: until the reset of a limit with 0 remaining; a
+    share of the time to the reset when only ``LOW_REMAINING`` or fewer are left; else 0."""
+    now = now or datetime.now(UTC)
+    lower = {k.lower(): v for k, v in headers.items()}
+    wait = 0.0
+    for name, value in lower.items():
+        kind, seconds = _parse_reset_header(name, value, now)
+        remaining = _float_or_none(lower.get(_remaining_header(name))) if kind else None
+        if seconds is None or remaining is None or remaining > LOW_REMAINING:
+            continue
+        wait = max(wait, max(0.0, seconds) / (max(remaining, 0.0) + 1) if remaining > 0 else max(0.0, seconds))
+    return wait
 
 
 def _from_retry_after_ms(headers: Mapping[str, str], now: datetime) -> float | None:

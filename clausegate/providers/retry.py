@@ -18,8 +18,9 @@ Wire a model-calling task like this::
 * A transient answer with ``retry-after`` (a 429, a 503, a 529, ...) puts the endpoint in the
   process-wide cooldown (``COOLDOWNS``); the retried call waits until ``retry-after`` has passed
   (at most ``COOLDOWNS.max_wait`` = 60 s) before sending.
-* Transport failures also count towards the endpoint's circuit breaker (``circuit.py``): once it
-  is open the next attempt raises ``ProviderCircuitOpen`` at once instead of waiting for a timeout.
+* Outage failures (no answer, 5xx, 529) that a retry cannot save count towards the endpoint's
+  circuit breaker (``circuit.py``, ``current_attempt``): once it is open the next attempt goes to
+  the fallback endpoint, or raises ``ProviderCircuitOpen`` at once instead of waiting for a timeout.
 * ``use_fallback_now()`` is True from the second attempt on: the retry uses the block's
   ``fallback_model`` / ``fallback_base_url``.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from prefect.context import TaskRunContext
 from prefect.runtime import task_run
 from prefect.tasks import exponential_backoff
 
@@ -42,6 +44,7 @@ __all__ = [
     "RETRY_DELAYS",
     "RETRY_JITTER_FACTOR",
     "is_transient",
+    "current_attempt",
     "retry_condition",
     "use_fallback_now",
 ]
@@ -73,6 +76,16 @@ def _exception_of(state: Any) -> BaseException | None:
 def use_fallback_now() -> bool:
     """True from a task's second attempt on (``prefect.runtime.task_run.run_count > 1``)."""
     return (task_run.run_count or 1) > 1
+
+
+def current_attempt() -> tuple[str, bool] | None:
+    """(task run id, whether Prefect retries it after a transient failure) inside a task run, else None.
+    The circuit breaker uses it: a call's failure counts once no retry can save it."""
+    context = TaskRunContext.get()
+    if context is None:
+        return None
+    run = context.task_run
+    return str(run.id), (run.run_count or 1) <= int(context.task.retries or 0)
 
 
 MODEL_RETRY_POLICY: dict[str, Any] = {

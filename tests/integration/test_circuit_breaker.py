@@ -6,16 +6,28 @@ during an outage costs the first contract N timeouts and every later one nothing
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.runtime import task_run
 from prefect.variables import Variable
 
+from blocks.models import AnthropicModel
 from clausegate.demo.model_server import FakeModelServer
 from clausegate.demo.responders import contract_responder
-from clausegate.providers import CircuitBreaker, PrefectVariableStore, ProviderCircuitOpen
+from clausegate.providers import (
+    AnthropicClient,
+    CircuitBreaker,
+    MemoryStore,
+    PrefectVariableStore,
+    ProviderCircuitOpen,
+    ProviderTimeout,
+)
 from clausegate.providers.circuit import variable_name
+from clausegate.providers.retry import MODEL_RETRY_POLICY, use_fallback_now
 from tests.support.contracts import LIABILITY_PAGES
 from tests.support.model_flow import KEY, playbook, review, save_block
 from tests.support.pdf_factory import make_text_pdf
@@ -70,7 +82,7 @@ def test_an_outage_costs_a_batch_seconds_not_minutes(tmp_path, hung):
           f"{[round(s, 2) for s in wall]} s; without the breaker each model step waits "
           f">= {(retries + 1) * read_timeout:g} s on the provider")
 
-    assert hung.calls == 3, "after 3 transport failures no request may reach the hung provider"
+    assert hung.calls == 3, "after 3 outage failures no request may reach the hung provider"
     for result in results:
         assert result.status == "degraded" and result.clauses and all(c.source == "offline" for c in result.clauses)
         assert {"CG-MODEL-CIRCUIT-OPEN", "CG-MODEL-DEGRADED"} <= {w.code for w in result.warnings}
@@ -107,3 +119,99 @@ def test_the_breaker_closes_after_the_cooldown_when_the_provider_answers(tmp_pat
     assert result.status != "degraded" and any(c.source == "model" for c in result.clauses)
     assert hung.calls == 3  # the half-open probe, answered
     assert breaker_state(hung)["failures"] == 0 and breaker_state(hung)["open_until"] == 0
+
+
+# ------------------------------------------------------------------ issue 20: storms, 529 outages, the fallback
+
+@pytest.fixture
+def fallback():
+    server = FakeModelServer("anthropic", api_key=KEY, responder=contract_responder).start()
+    yield server
+    server.stop()
+
+
+def test_an_open_primary_sends_the_call_to_a_healthy_fallback(tmp_path, hung, fallback):
+    block = save_block("anthropic", hung, fallback_base_url=fallback.url, read_timeout_seconds=1.0,
+                       connect_timeout_seconds=1.0, breaker_failures=3, breaker_cooldown_seconds=300)
+    primary = CircuitBreaker(PrefectVariableStore(), failures=3, outage_seconds=0)
+    for _ in range(3):  # the primary is down: its breaker is open
+        primary.record_failure(hung.url + "/v1/messages", ProviderTimeout("no answer"))
+    book = playbook(tmp_path, block)
+    results = []
+    for pdf in contracts(tmp_path, 2, "fallback"):
+        state, _ = review(tmp_path, pdf, book)
+        assert state.is_completed(), state.message
+        results.append(state.result())
+    assert hung.calls == 0, "nothing may be sent to an endpoint whose breaker is open"
+    assert fallback.calls >= 2 and {r.model for r in fallback.requests} == {"anthropic-fallback"}
+    for result in results:
+        assert result.status != "degraded", [w.code for w in result.warnings]
+        assert any(c.source == "model" for c in result.clauses)
+
+
+@flow
+def storm(base_url: str, calls: int) -> list[str]:
+    """``calls`` model calls in flight at once, each a task with Prefect retries (as a batch runs them)."""
+    return [f.result() for f in [ask_storm.submit(base_url, i) for i in range(calls)]]
+
+
+@task(**{**MODEL_RETRY_POLICY, "retries": 2, "retry_delay_seconds": 3, "retry_jitter_factor": None})
+def ask_storm(base_url: str, i: int) -> str:
+    if task_run.run_count == 1:
+        time.sleep(0.7 * i)  # the first attempts fail one after the other, before any retry is answered
+    block = AnthropicModel(base_url=base_url, api_key=KEY, model="primary-model", read_timeout_seconds=5,
+                           breaker_failures=3)
+    return block.get_client().complete("sys", f"user {i}", max_tokens=50, use_fallback=use_fallback_now()).text
+
+
+def test_a_storm_that_retries_cure_does_not_open_the_breaker():
+    server = FakeModelServer("anthropic", api_key=KEY).start()
+    try:
+        server.script(["503", "503", "503"])  # the first attempt of each of the 3 calls in flight fails
+        assert storm(server.url, 3) == ['{"clauses": []}'] * 3  # each retry is answered
+        assert server.calls == 6 and [r.status for r in server.requests[3:]] == [200] * 3
+        state = breaker_state(server)
+        assert state is None or (state["failures"] == 0 and state["open_until"] == 0)
+    finally:
+        server.stop()
+
+
+def test_a_529_outage_opens_the_breaker_like_a_hang(tmp_path):
+    server = FakeModelServer("anthropic", api_key=KEY, responder=contract_responder).start()
+    server.down("529")  # overloaded, on every attempt: an outage the retries do not cure
+    try:
+        # the breaker also wants 2 x read timeout (0.5 s) without an answer: a storm answers in between
+        block = save_block("anthropic", server, read_timeout_seconds=0.25, breaker_failures=3,
+                           breaker_cooldown_seconds=300)
+        book = playbook(tmp_path, block)  # extract: retries 3 (4 attempts), retry delays 0.1 s
+        results, sent = [], []
+        for pdf in contracts(tmp_path, 3, "overloaded"):
+            before = server.calls
+            state, _ = review(tmp_path, pdf, book)
+            results.append(state.result())
+            sent.append(server.calls - before)
+        assert sent[-1] == 0 and sum(sent) < 3 * 4, f"requests per contract: {sent} (4 each without the breaker)"
+        assert all(r.status == "degraded" for r in results)
+        assert {"CG-MODEL-CIRCUIT-OPEN"} <= {w.code for w in results[-1].warnings}
+        assert breaker_state(server)["last_error"] == "CG-MODEL-OVERLOADED"
+    finally:
+        server.stop()
+
+
+def test_calls_during_the_half_open_probe_wait_for_it_instead_of_failing():
+    server = FakeModelServer("anthropic", api_key=KEY, slow_seconds=1.5).start()
+    try:
+        breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=0.2, outage_seconds=0)
+        client = AnthropicClient(base_url=server.url, api_key=KEY, model="m", read_timeout=10, breaker=breaker)
+        breaker.record_failure(server.url + "/v1/messages", ProviderTimeout("no answer"))
+        time.sleep(0.3)  # the cool-down is over: the next call is the probe
+        server.script(["slow"])  # the probe's answer takes 1.5 s
+        with ThreadPoolExecutor(1) as pool:
+            probe = pool.submit(client.complete, "sys", "probe")
+            while server.calls == 0:
+                time.sleep(0.05)
+            waiting = client.complete("sys", "in flight meanwhile")  # waits for the probe, then goes on
+            assert probe.result().text == waiting.text == '{"clauses": []}'
+        assert server.calls == 2 and not breaker.state(server.url + "/v1/messages").tripped
+    finally:
+        server.stop()

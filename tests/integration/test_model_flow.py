@@ -304,7 +304,8 @@ def test_provider_failure_keeps_the_offline_clauses_degraded(tmp_path, anthropic
     offline_clauses = offline_state.result().clauses
     assert offline_clauses
     anthropic.fault_rate, anthropic.fault_kinds = 1.0, ["server_error"]
-    state, _ = review(tmp_path, pdf, playbook(tmp_path, save_block("anthropic", anthropic)))
+    block = save_block("anthropic", anthropic, breaker_failures=5)  # sustained 5xx opens it after 5: not here
+    state, _ = review(tmp_path, pdf, playbook(tmp_path, block))
     assert state.is_completed(), state.message
     result = state.result()
     assert anthropic.calls == 4  # the first attempt and 3 Prefect retries

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import pickle
 import time
@@ -27,6 +28,7 @@ from clausegate.providers import (
     ModelResponse,
     NotFound,
     OpenAICompatClient,
+    OutputLimitRejected,
     OutputTruncated,
     Overloaded,
     Pricing,
@@ -41,7 +43,7 @@ from clausegate.providers import (
     error_from_response,
     retry_after_from_headers,
 )
-from clausegate.providers.ratelimits import parse_duration
+from clausegate.providers.ratelimits import pacing_wait, parse_duration
 from clausegate.providers.retry import MODEL_RETRY_POLICY, RETRY_DELAYS, retry_condition, use_fallback_now
 from tests.support.fake_model import KEY, client_for, fake_model_server
 
@@ -411,7 +413,7 @@ class Clock:
 def test_circuit_breaker_opens_after_n_transport_failures_skips_and_closes(anthropic_server):
     clock = Clock()
     breaker = CircuitBreaker(MemoryStore(), failures=3, cooldown_seconds=30, clock=clock, provider="anthropic",
-                             block_name="anthropic-model/prod")
+                             block_name="anthropic-model/prod", outage_seconds=0)
     client = client_for(anthropic_server, read_timeout=0.3, breaker=breaker)
     anthropic_server.down("hang")
     for _ in range(3):
@@ -420,7 +422,7 @@ def test_circuit_breaker_opens_after_n_transport_failures_skips_and_closes(anthr
     error = failure_of(lambda: client.complete("s", "u"))
     assert type(error) is ProviderCircuitOpen and error.code == "CG-MODEL-CIRCUIT-OPEN" and not retries(error)
     assert time.monotonic() - started < 0.2 and anthropic_server.calls == 3  # nothing sent while open
-    assert "3 consecutive transport failures" in str(error) and "anthropic-model/prod" in error.hint
+    assert "after 3 outage failures" in str(error) and "anthropic-model/prod" in error.hint
     clock.now += 29
     failure_of(lambda: client.complete("s", "u"))
     assert anthropic_server.calls == 3
@@ -434,40 +436,59 @@ def test_circuit_breaker_opens_after_n_transport_failures_skips_and_closes(anthr
     assert (state.failures, state.open_until) == (0, 0.0)
 
 
-def test_half_open_lets_one_probe_through_and_the_others_keep_skipping():
+def test_half_open_lets_one_probe_through_and_the_others_wait_for_its_outcome():
     clock = Clock()
-    breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=10, probe_seconds=5, clock=clock)
+    outcome = []  # what the probe reports while a second caller waits (the fake sleep runs it)
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+        if outcome:
+            outcome.pop(0)()
+
+    breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=10, probe_seconds=5, clock=clock,
+                             sleep=sleep, outage_seconds=0)
     breaker.record_failure("u", ProviderTimeout("x"))
     with pytest.raises(ProviderCircuitOpen):
         breaker.before_call("u")
     clock.now += 10
     breaker.before_call("u")  # the probe
-    with pytest.raises(ProviderCircuitOpen):  # a second caller while the probe is in flight
+    with pytest.raises(ProviderCircuitOpen):  # a caller with another endpoint to go to goes there at once
+        breaker.before_call("u", divert=True)
+    outcome.append(lambda: breaker.record_success("u"))
+    breaker.before_call("u")  # a second caller while the probe is in flight waits: the probe answered, it goes on
+    assert breaker.state("u").failures == 0 and not breaker.state("u").tripped
+
+    breaker.record_failure("u", ProviderTimeout("x"))
+    clock.now += 10
+    breaker.before_call("u")  # the next probe
+    outcome.append(lambda: breaker.record_failure("u", ProviderTimeout("x")))
+    with pytest.raises(ProviderCircuitOpen):  # it failed: the waiting caller is skipped like any other
         breaker.before_call("u")
-    clock.now += 5  # the probe never reported back (its process died): the next call probes
-    breaker.before_call("u")
-    breaker.record_success("u")
-    breaker.before_call("u")
-    assert breaker.state("u").failures == 0
+    clock.now += 10
+    breaker.before_call("u")  # a probe that never reports back (its process died) ...
+    clock.now += 5
+    breaker.before_call("u")  # ... lets the next call probe
+    assert breaker.state("u").probe_until == clock.now + 5
 
 
-def test_only_transport_failures_count_and_an_answer_resets_the_count(anthropic_server):
-    breaker = CircuitBreaker(MemoryStore(), failures=2, cooldown_seconds=30)
+def test_only_outage_failures_count_and_an_answer_resets_the_count(anthropic_server):
+    breaker = CircuitBreaker(MemoryStore(), failures=3, cooldown_seconds=30, outage_seconds=0)
     client = client_for(anthropic_server, read_timeout=0.3, breaker=breaker)
     url = client.base_url + "/v1/messages"
-    anthropic_server.script(["500", "429", "529", "hang", "ok", "hang", "401", "hang", "503"])
-    for _ in range(4):
+    anthropic_server.script(["500", "429", "529", "401", "hang", "ok", "hang", "401", "hang", "503", "hang"])
+    for _ in range(5):
         failure_of(lambda: client.complete("s", "u"))
-    assert breaker.state(url).failures == 1  # 500, 429, 529 are answers; one hang
+    assert breaker.state(url).failures == 1  # 500 and 529 counted, each cleared by the next answer (429, 401)
     client.complete("s", "u")
     assert breaker.state(url).failures == 0
     failure_of(lambda: client.complete("s", "u"))  # hang
     failure_of(lambda: client.complete("s", "u"))  # 401: an answer
     failure_of(lambda: client.complete("s", "u"))  # hang
-    assert breaker.state(url).failures == 1
-    assert failure_of(lambda: client.complete("s", "u")).status == 503  # a gateway failure counts: opens
+    failure_of(lambda: client.complete("s", "u"))  # 503
+    assert breaker.state(url).failures == 2
+    assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderTimeout  # the third: opens
     assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderCircuitOpen
-    assert anthropic_server.calls == 9
+    assert anthropic_server.calls == 11
 
 
 def test_a_bare_client_outside_prefect_keeps_no_breaker_state(anthropic_server):
@@ -476,3 +497,33 @@ def test_a_bare_client_outside_prefect_keeps_no_breaker_state(anthropic_server):
     for _ in range(4):
         assert type(failure_of(lambda: client.complete("s", "u"))) is ProviderTimeout
     assert anthropic_server.calls == 4
+
+
+@pytest.mark.parametrize("message, allowed", [
+    ("max_tokens: 64001 > 64000, which is the maximum allowed number of output tokens for claude-x", 64000),
+    ("input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length or "
+     "`max_tokens` and try again", 2000),
+    ("max_tokens is too large: 10000. This model supports at most 4096 completion tokens, whereas you provided "
+     "10000.", 4096),
+    ("'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context length is 4096 tokens "
+     "and your request has 100 input tokens (4096 > 4096 - 100).", 3996),
+])
+def test_an_output_budget_400_is_told_apart_and_says_what_fits(message, allowed):
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    response = requests.Response()
+    response.status_code, response._content = 400, json.dumps(body).encode()
+    error = error_from_response(response, provider="anthropic", block_name="b")
+    assert type(error) is OutputLimitRejected and error.allowed_output_tokens == allowed
+
+
+@pytest.mark.parametrize("headers, seconds", [
+    ({"anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": "2030-01-01T00:00:10Z"},
+     10.0),
+    ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, 360.0),
+    ({"x-ratelimit-remaining-requests": "1", "x-ratelimit-reset-requests": "12ms"}, 0.006),
+    ({"x-ratelimit-remaining-requests": "49", "x-ratelimit-reset-requests": "1s",
+      "x-ratelimit-remaining-tokens": "99000", "x-ratelimit-reset-tokens": "6m0s"}, 0.0),
+])
+def test_pacing_wait_from_the_headers_of_any_answer(headers, seconds):
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    assert pacing_wait(headers, now=now) == pytest.approx(seconds)

@@ -13,6 +13,10 @@ What a fake charged, like a provider's invoice: ``server.billed`` (delivered 200
 not), ``server.billed_tokens()``, ``server.billed_eur(eur_in_per_million, eur_out_per_million)``;
 ``server.abandoned``: answers computed after the client had hung up (not charged).
 
+Limits, as the real services report them: ``fake_model_server(protocol, request_limit=2, limit_window_seconds=3)``
+counts requests down in the rate-limit headers of every answer and answers 429 past the limit;
+``max_output_tokens=500`` refuses a larger ``max_tokens`` with the provider's own 400.
+
 Servers bind 127.0.0.1 on a free port and expect the key ``KEY``.
 """
 
