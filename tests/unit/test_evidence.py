@@ -7,8 +7,6 @@ LeadersOnline co-branding agreement, whose Cap on Liability passage used to be s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from clausegate.gates import run_gate
@@ -26,9 +24,8 @@ from clausegate.review.sections import SectionTracker, from_label, heading_of
 from tests.support.contracts import make_doc
 from tools import cuad
 
-CUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "cuad"
-needs_cuad = pytest.mark.skipif(not (CUAD / "manifest.json").is_file(),
-                                reason="CUAD data (../shared/data/cuad) not present")
+needs_cuad = pytest.mark.skipif(not cuad.cuad_available(),
+                                reason="CUAD data (../shared/data/cuad or CLAUSEGATE_CUAD_DIR) not present")
 LEADERS = "LeadersonlineInc_20000427_S-1A_EX-10.8_4991089_EX-10.8_Co-Branding Agreement.pdf"
 
 
