@@ -12,12 +12,13 @@ PDFium's and pypdf's text keep them on lines of their own.  A line is furniture 
    ("12", "5 6"), a lower-case roman numeral or a rule of dashes ("- -----", a filing's page separator)
    among the first or last ``EDGE_LINES`` non-blank lines of its page; a bare number (one or two, no dot,
    at most three digits) further inside the page too (a PDF page of a filing often holds several printed
-   pages), unless the line before ends with a word that refers to it ("Section", "No.", "Exhibit");
+   pages); never a bare number the line before refers to ("Section", "No.", "Exhibit");
 3. it repeats across pages: among the first or last ``EDGE_LINES`` lines of at least 3 pages
    (2 for a two- or three-page document), compared lower-cased, spaces collapsed,
    digit runs masked and a leading or trailing page number dropped ("Acme Confidential - Page 4").
-   A repeated line needs a letter and ``MIN_REPEAT_CHARS`` characters, so "(a)" or "1." never qualifies,
-   and a signature-block field ("By:", "Name:", "Title:", "/s/") is contract text, not a running line.
+   A repeated line needs a letter and ``MIN_REPEAT_CHARS`` to ``MAX_REPEAT_CHARS`` characters; clause text is
+   never one: a line ending like a sentence or a clause piece (".", ";", ":", ","), opening like a clause
+   ("12. Term", "(a)", "Section 4", "ARTICLE V") or a signature-block field ("By:", "Name:", "/s/").
 
 Only whole lines are removed and a page stays a page (its number is unchanged), so passages keep their
 page attribution; a removed line leaves nothing behind (its neighbours join as if it were not there).
@@ -30,6 +31,7 @@ from collections import Counter
 
 EDGE_LINES = 3  # lines at the top and at the bottom of a page where headers, footers and page numbers sit
 MIN_REPEAT_CHARS = 6
+MAX_REPEAT_CHARS = 100
 
 _STAMP_RE = re.compile(
     r"^(?:\d{1,4}\s+)?Source:\s+\S.{0,100}?,\s*[0-9A-Z][^,\n]{0,30},\s*\d{1,2}/\d{1,2}/\d{2,4}$")
@@ -41,6 +43,7 @@ _BARE_NUMBERS_RE = re.compile(r"^(\d{1,4})(?:\s+(\d{1,4}))?$")
 _REFERENCE_WORDS = frozenset({"section", "sections", "article", "clause", "no.", "§", "page", "pages", "exhibit",
                               "schedule", "item", "paragraph"})
 _SIGNATURE_RE = re.compile(r"^(?:by|name|title|date|dated|its|attn|attention)\s*:|^/s/", re.IGNORECASE)
+_CLAUSE_LIKE_RE = re.compile(r"^(?:#|\(\w{1,4}\)|(?:section|article|clause|schedule|exhibit|annex)\s+[#ivxlc])")
 _RULE_RE = re.compile(r"^[\W_]{3,}$")  # a rule of dashes, underscores or stars: "- ---------------"
 _DIGITS_RE = re.compile(r"\d+")
 _SPACES_RE = re.compile(r"\s+")
@@ -53,6 +56,14 @@ def _normalised(line: str) -> str:
     return _EDGE_NUMBER_RE.sub("", key).strip()
 
 
+def _running_candidate(key: str) -> bool:
+    """A (normalised) line that may be a running header or footer; clause text never is: a line that ends like a
+    sentence or a clause piece, opens like a clause ("#. Term", "(a)", "Section #") or signs is kept."""
+    return (MIN_REPEAT_CHARS <= len(key) <= MAX_REPEAT_CHARS and any(c.isalpha() for c in key)
+            and not key.endswith((".", ";", ":", ",")) and not _SIGNATURE_RE.match(key)
+            and not _CLAUSE_LIKE_RE.match(key))
+
+
 def _edges(lines: list[str]) -> set[int]:
     """Indices of the first and last ``EDGE_LINES`` non-blank lines."""
     filled = [i for i, line in enumerate(lines) if line.strip()]
@@ -63,11 +74,11 @@ def _is_page_number(line: str, at_edge: bool, prev: str) -> bool:
     if _MARKED_PAGE_RE.match(line):
         return True
     m = _BARE_NUMBERS_RE.match(line)
+    if m is not None and prev.rstrip().rsplit(" ", 1)[-1].lower() in _REFERENCE_WORDS:
+        return False  # a number the line before refers to: "Section" / "12"
     if at_edge:
         return m is not None or _ROMAN_RE.match(line) is not None or _RULE_RE.match(line) is not None
-    # inside the page: at most three digits, not a number the line before refers to ("Section" / "12")
-    return m is not None and all(len(g) <= 3 for g in m.groups() if g) and \
-        prev.rstrip().rsplit(" ", 1)[-1].lower() not in _REFERENCE_WORDS
+    return m is not None and all(len(g) <= 3 for g in m.groups() if g)  # inside the page: at most three digits
 
 
 def furniture_lines(pages: list[str]) -> list[set[int]]:
@@ -79,8 +90,7 @@ def furniture_lines(pages: list[str]) -> list[set[int]]:
     keys: list[dict[int, str]] = []
     for lines, edge in zip(split, edges, strict=True):
         page_keys = {i: _normalised(lines[i]) for i in edge}
-        page_keys = {i: k for i, k in page_keys.items() if len(k) >= MIN_REPEAT_CHARS
-                     and any(c.isalpha() for c in k) and not _SIGNATURE_RE.match(k)}
+        page_keys = {i: k for i, k in page_keys.items() if _running_candidate(k)}
         keys.append(page_keys)
         seen.update(set(page_keys.values()))
     need = 3 if n_pages > 3 else 2

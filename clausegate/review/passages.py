@@ -23,7 +23,8 @@ furniture of the whole document, ``clausegate.review.furniture``):
    heading, is never left alone: it may push its passage to ``MAX_CHARS + LEAD_CHARS``); a
    paragraph shorter than ``MIN_CHARS`` (a heading, a clause number) is merged into the next one
    when the result still fits (never into a paragraph that opens with a Title Case heading: it
-   goes on the passage before); the short end of a long paragraph stays with that paragraph.
+   goes on the passage before, unless it is that heading's number, "12." + "Limitation of
+   Liability"); the short end of a long paragraph stays with that paragraph.
 
 So a clause normally sits in one passage, and a passage never crosses a page.
 """
@@ -71,6 +72,8 @@ _PAREN_NUMBER_RE = re.compile(r"^\(\s?\d{1,3}(?:\.\d+)?\s?%?\)")
 _LAST_WORD_RE = re.compile(r"([\w.§-]+)\W*$")
 # a heading line of words in Title Case ("Term and Termination", "Orders, Payment and Delivery"): no number
 _TITLE_LINE_RE = re.compile(r"^[A-Z][A-Za-z'’&/,\- ]{2,58}[A-Za-z]$")
+_NUMBER_ONLY_RE = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*\.?|\(\w{1,4}\)|(?:section|article)\s+[\dIVXLC][\d.]*\.?)$",
+                             re.IGNORECASE)  # a clause number on a line of its own: "12.", "(a)", "ARTICLE V"
 _TITLE_SMALL = frozenset("a an and as at by for from in into of on or the to with without".split())
 _ASCII_LOWER_RE = re.compile(r"[a-z]")
 _DROP_ASCII_UPPER = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -310,7 +313,10 @@ def titled_passages(page_text: str, *, max_chars: int = MAX_CHARS,
         first_title = title
         if carry:
             room = max_chars + (LEAD_CHARS if len(carry[0]) <= LEAD_CHARS else 0)
-            if title is not None and carry[1] is None and len(carry[0]) > 15:
+            if title is not None and carry[1] is None and _NUMBER_ONLY_RE.match(carry[0]):
+                packed[0] = f"{carry[0]} {packed[0]}"  # "12." + "Limitation of Liability ...": one heading
+                first_title = f"{carry[0]} {title}"
+            elif title is not None and carry[1] is None:
                 # a short paragraph never opens a titled section: it ends the passage before it, or stands alone
                 if passages and len(passages[-1][0]) + 1 + len(carry[0]) <= max_chars:
                     passages[-1] = (f"{passages[-1][0]} {carry[0]}", passages[-1][1])

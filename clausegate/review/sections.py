@@ -109,8 +109,11 @@ class SectionTracker:
         line ``text`` starts with, as the page's lines showed it (``passages.titled_passages``): "Limitation of
         Liability", "RECITALS"; a numbered heading at the start wins over it."""
         h = heading_of(text)
-        if h is None and title and text.startswith(title):
-            h = Heading(number="", title=title.rstrip(".:").strip(), end=len(title))
+        if title and text.startswith(title):
+            if h is None:
+                h = Heading(number="", title=title.rstrip(".:").strip(), end=len(title))
+            elif not h.title and len(title) > h.end:  # "12." on its own line, then "Limitation of Liability"
+                h = Heading(number=h.number, title=title[h.end:].strip().rstrip(".:"), end=len(title))
         if h is not None:
             if not h.title and self.section and h.number.startswith(self.section.number + "."):
                 h = Heading(number=h.number, title=self.section.title, end=h.end)
