@@ -34,6 +34,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from clausegate.review.furniture import strip_furniture
+
 MAX_CHARS = 900
 MIN_CHARS = 200
 LEAD_CHARS = 120  # a short lead (a heading such as "11.4. Indemnification.") stays with its next sentence
@@ -354,8 +356,6 @@ def titled_passages(page_text: str, *, max_chars: int = MAX_CHARS,
 def page_passages(page_texts: list[str]) -> list[list[tuple[str, str | None]]]:
     """Every page's ``titled_passages``, its page furniture removed first (``clausegate.review.furniture``):
     the one way the pre-filter, the benchmarks and training turn a document's pages into passages."""
-    from clausegate.review.furniture import strip_furniture
-
     return [titled_passages(text) for text in strip_furniture(page_texts)]
 
 
