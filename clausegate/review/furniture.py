@@ -20,6 +20,9 @@ PDFium's and pypdf's text keep them on lines of their own.  A line is furniture 
    never one: a line ending like a sentence or a clause piece (".", ";", ":", ","), opening like a clause
    ("12. Term", "(a)", "Section 4", "ARTICLE V") or a signature-block field ("By:", "Name:", "/s/").
 
+4. it is part of a numbering column torn from its clauses: ``NUMBER_RUN`` or more consecutive lines that are
+   each a clause number only ("9." "10." "10.1." ..., as PDFium reads some auto-numbered lists).
+
 Only whole lines are removed and a page stays a page (its number is unchanged), so passages keep their
 page attribution; a removed line leaves nothing behind (its neighbours join as if it were not there).
 """
@@ -44,6 +47,8 @@ _REFERENCE_WORDS = frozenset({"section", "sections", "article", "clause", "no.",
                               "schedule", "item", "paragraph"})
 _SIGNATURE_RE = re.compile(r"^(?:by|name|title|date|dated|its|attn|attention)\s*:|^/s/", re.IGNORECASE)
 _CLAUSE_LIKE_RE = re.compile(r"^(?:#|\(\w{1,4}\)|(?:section|article|clause|schedule|exhibit|annex)\s+[#ivxlc])")
+_NUMBER_LINE_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3})*\.$")  # "10.", "10.2.": a clause number alone
+NUMBER_RUN = 3  # so many clause numbers on consecutive lines: a numbering column torn from its clauses
 _RULE_RE = re.compile(r"^[\W_]{3,}$")  # a rule of dashes, underscores or stars: "- ---------------"
 _DIGITS_RE = re.compile(r"\d+")
 _SPACES_RE = re.compile(r"\s+")
@@ -106,8 +111,26 @@ def furniture_lines(pages: list[str]) -> list[set[int]]:
             if (_STAMP_RE.match(line) or _is_page_number(line, i in edge, before)
                     or (n_pages >= 2 and i in page_keys and seen[page_keys[i]] >= need)):
                 drop.add(i)
+        drop |= _number_runs(lines)
         out.append(drop)
     return out
+
+
+def _number_runs(lines: list[str]) -> set[int]:
+    """Lines of runs of at least ``NUMBER_RUN`` consecutive non-blank lines that are each a clause number only."""
+    runs: set[int] = set()
+    run: list[int] = []
+    for i, raw in enumerate([*lines, "end"]):
+        line = raw.strip()
+        if not line and run:
+            continue
+        if _NUMBER_LINE_RE.match(line):
+            run.append(i)
+            continue
+        if len(run) >= NUMBER_RUN:
+            runs.update(run)
+        run = []
+    return runs
 
 
 def strip_furniture(pages: list[str]) -> list[str]:

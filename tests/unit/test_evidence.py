@@ -236,6 +236,7 @@ def test_shipped_samples_quote_whole_sentences_under_their_sections():
     health = found[HEALTHCARE_SAMPLE]
     assert {c.section for c in health if c.category == "Cap on Liability"} == {"Limitation of Liability"}
     assert not [c for c in health if c.section == "1 Definitions" and c.pages[0] > 1]
+    assert {c.section for c in health if c.category == "Governing Law"} == {"General"}  # not "9": a numbering column
     assert any("St., POB. 325, Yehud" in c.text for c in health if c.category == "Parties")
     leaders = [c for c in found[LEADERS_SAMPLE] if c.category == "Revenue/Profit Sharing"]
     assert any("in which such revenue was received by LeadersOnline." in c.text for c in leaders)

@@ -248,5 +248,8 @@ def test_running_headers_and_page_of_lines_are_removed():
     assert strip_furniture(pages) == bodies
     body = ["1. Term.\nThe term is 12\nmonths from the Effective Date.\n"]  # one page: nothing repeats
     assert strip_furniture(body)[0].splitlines()[0] == "1. Term."
+    column = ["nor to bind the Supplier in any respect.\n9.\n10.\n10.1.\n10.2.\n11.\nThe next clause.\n",
+              "1.\nDefinitions. The following terms apply.\n"]  # PDFium's numbering column of the healthcare sample
+    assert strip_furniture(column) == ["nor to bind the Supplier in any respect.\nThe next clause.", column[1]]
     refers = ["Fees under Section\n12\napply.\nMore text follows here.\n"]  # a number the line before refers to
     assert strip_furniture(refers) == refers
