@@ -21,16 +21,15 @@ signature-block field such as "By:", "Name:", "Title:" or "/s/" is contract text
 a title on page 1 that later pages repeat as their header is the title there).
 
 1. *Starts on a sentence boundary*: its first character is not a lower-case letter (a list marker such as
-   "g." or "(iv)" aside); it does not start
-   with a parenthesised figure followed by a lower-case word ("(30) days"); and either it opens with a
-   number or a Section / Article / Exhibit reference followed by a capitalised word ("2.1. Appointment.",
-   "Section 9.4 Assignment."), or in the page text what precedes it (its own opening quote mark aside),
-   furniture lines skipped, is nothing (the document's start), a blank line, a line or text ending in ".",
-   "!", "?", ":" or ";" (closing quotes or brackets after it allowed), a list marker ("e.", "(a)", "12."),
-   or a heading line (at most 60 characters with no lower-case letter, or Title Case words and numbers
-   without a sentence end).
+   "g." or "(iv)" aside); it does not start with a parenthesised figure followed by a lower-case word
+   ("(30) days"); and either it opens with a number or a Section / Article / Exhibit reference followed
+   by a capitalised word ("2.1. Appointment.", "Section 9.4 Assignment."), or in the page text what
+   precedes it (its own opening quote mark aside), furniture lines skipped, is nothing (the document's
+   start), a blank line, a line or text ending in ".", "!", "?", ":" or ";" (closing quotes or brackets
+   after it allowed), a list marker ("e.", "(a)", "12."), or a heading line (at most 60 characters with
+   no lower-case letter, or Title Case words and numbers without a sentence end).
 2. *Ends on a sentence boundary*: its last character, closing quotes and brackets aside, is ".", "!" or
-   "?"; the word before it is not an abbreviation (a.k.a., Inc., No., U.S., POB., Ltd., Corp., Co., St.,
+   "?"; its last word is not an abbreviation (a.k.a., Inc., No., U.S., POB., Ltd., Corp., Co., St.,
    e.g., i.e.); and in the page text what follows it, furniture lines skipped, does not start with a
    lower-case letter or a parenthesised figure ("(30) days").  A quote ending in " […]" (cut, and saying
    so) is counted as *cut* and not as on a boundary.

@@ -40,6 +40,7 @@ MAX_EVIDENCE_CHARS = 1500
 CUT_MARKER = " […]"  # ends a quote cut at MAX_EVIDENCE_CHARS (``Evidence.cut``): never a silent cut
 _SENT_END_RE = re.compile(r"[.;:!?)\]\"”’]\s*$")
 _GOES_ON_RE = re.compile(r"(?:[;:,]|[;,]?\s(?:and|or|and/or))\s*$")
+_LETTERED_HEADING_RE = re.compile(r"^\([a-z]{1,2}\)\s+[A-Z][\w'’&/,\- ]{0,60}\.$")
 _BARE_NUMBER_RE = re.compile(r"^\(?[0-9ivxlcIVXLC]{1,4}(?:\.\d{1,3})*[.)]?$")
 
 
@@ -72,8 +73,15 @@ def goes_on(text: str) -> bool:
 
 
 def _only_heading(sentence: str) -> bool:
+    """A numbered heading and nothing else ("11.4. Indemnification by LeadersOnline."), or a lettered one
+    ("(c) Effect of Termination."): it opens a clause, it is never the clause."""
     h = heading_of(sentence)
-    return h is not None and not sentence[h.end:].strip()
+    if h is not None and not sentence[h.end:].strip():
+        return True
+    if len(sentence) > 70 or _LETTERED_HEADING_RE.match(sentence) is None:
+        return False
+    words = sentence.split()[1:]  # the title after "(c)": at most 6 words, the longer ones capitalised
+    return len(words) <= 6 and all(w[0].isupper() for w in words if len(w) >= 4)
 
 
 def _ends_sentence(text: str) -> bool:

@@ -233,6 +233,8 @@ def test_shipped_samples_quote_whole_sentences_under_their_sections():
     beyond = {c.category: c for c in found[BEYONDCOM_SAMPLE]}
     assert beyond["Expiration Date"].section == "6 TERM AND TERMINATION"
     assert beyond["Parties"].text.count("a.k.a. Beyond.com") == 1
+    assert not [c for c in found[BEYONDCOM_SAMPLE] if c.text == "(c) Effect of Termination."]  # a heading alone
+    assert any(c.text.startswith("(c) Effect of Termination. Upon the effective date") for c in found[BEYONDCOM_SAMPLE])
     health = found[HEALTHCARE_SAMPLE]
     assert {c.section for c in health if c.category == "Cap on Liability"} == {"Limitation of Liability"}
     assert not [c for c in health if c.section == "1 Definitions" and c.pages[0] > 1]
