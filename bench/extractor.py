@@ -14,8 +14,8 @@ precision / recall / F1 and the issue-13 table with its targets:
   category is found (``possible`` clauses are not findings; "found or possible" is shown apart
   for the high-risk categories); true when CUAD has at least one span of it for the contract;
 * passage level ("is this passage the clause?"): over every passage of every page
-  (``split_passages``); a passage is predicted for a category when a found clause's text lies
-  in it (located like CUAD's spans, ``cuad.locate_span``: the shown sentences are part
+  (``page_passages``, as the pre-filter makes them); a passage is predicted for a category when a found
+  clause's text lies in it (located like CUAD's spans, ``cuad.locate_span``: the shown sentences are part
   of the passage, or the clause runs across it); true when a CUAD span of the category
   overlaps it;
 * calibration: a finding is right when one of its passages is a true passage of its category;
@@ -47,7 +47,7 @@ from prefilter import load_holdout, parsed_document  # bench/prefilter.py
 from clausegate.review.categories import CATEGORIES, CLAUSE_CATEGORIES, METADATA_CATEGORIES
 from clausegate.review.offline.extract import extract_offline
 from clausegate.review.offline.model import MODEL_DIR, load_model
-from clausegate.review.passages import split_passages
+from clausegate.review.passages import page_passages
 from clausegate.review.prefilter import prefilter
 from tools import cuad
 
@@ -106,14 +106,15 @@ def evaluate(docs) -> dict:
         t0 = time.process_time()
         clauses = extract_offline(prefilter(doc, cats), cats)
         cpu.append(time.process_time() - t0)
-        page_passages = {pno: split_passages(t) for pno, t in enumerate(pages, start=1) if t.strip()}
+        page_passages_ = {pno: [text for text, _ in ps]
+                          for pno, ps in enumerate(page_passages(pages), start=1) if ps}
         truth_pas: set[tuple[int, int, int]] = set()  # (category, page, passage index)
         truth_doc = np.zeros(k, dtype=bool)
         for row in rows:
             c = ci[row["category"]]
             truth_doc[c] = True
             for pno in cuad.span_pages(row):
-                for i in cuad.locate_span(row["text"], page_passages.get(pno, [])):
+                for i in cuad.locate_span(row["text"], page_passages_.get(pno, [])):
                     truth_pas.add((c, pno, i))
         pred_doc, surfaced = np.zeros(k, dtype=bool), np.zeros(k, dtype=bool)
         pred_pas: set[tuple[int, int, int]] = set()
@@ -123,7 +124,7 @@ def evaluate(docs) -> dict:
             if getattr(cl, "possible", False):
                 continue
             pred_doc[c] = True
-            mine = {(c, pno, i) for pno in cl.pages for i in cuad.locate_span(cl.text, page_passages.get(pno, []))}
+            mine = {(c, pno, i) for pno in cl.pages for i in cuad.locate_span(cl.text, page_passages_.get(pno, []))}
             pred_pas |= mine
             conf.append(float(cl.confidence))
             right.append(bool(mine & truth_pas))

@@ -9,12 +9,16 @@ DAMAGES. 11.4. Indemnification by LeadersOnline.").  ``evidence_for`` cuts it do
    the next section;
 2. each sentence is scored by the offline model for the category; the best one is kept, and so
    are its neighbours that score nearly as well (within ``KEEP_MARGIN`` logits, or above the
-   category's threshold), never across a numbered heading; the clause's own heading right
-   before it is kept;
+   category's threshold), never across a numbered heading; a kept lead-in ("... as follows:") or list
+   item ("...; and") brings the rest of its sentence (``goes_on``), a list item the lead-in before it;
+   the clause's own heading right before it is kept;
 3. a sentence cut by a page break is completed: when the kept text starts the passage and the
    previous passage (the page before, or earlier on the page) ends mid-sentence, its unfinished
-   sentence is put in front (and the page added); likewise at the end;
-4. the section is the numbered heading the first kept sentence sits under
+   sentence is put in front (and the page added); likewise at the end, where a lead-in or list item
+   goes on into the next passage until its sentence ends;
+4. a text longer than ``MAX_EVIDENCE_CHARS`` keeps its first whole sentences and ends with ``CUT_MARKER``
+   (``Evidence.cut``; ``shorten``), and so does a sentence that goes on past what fits;
+5. the section is the heading the first kept sentence sits under
    (``clausegate.review.sections``): the passage's own ``section`` (set by the pre-filter from the
    passages before it) or a heading inside the passage.
 """
@@ -27,13 +31,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from clausegate.review.offline.model import OfflineModel, passage_logits
-from clausegate.review.passages import _sentences
+from clausegate.review.passages import _sentences, continues_number
 from clausegate.review.schemas import Passage
 from clausegate.review.sections import Heading, from_label, heading_of, heading_words
 
 KEEP_MARGIN = 1.5  # a neighbouring sentence is kept when its logit is within this of the best one
 MAX_EVIDENCE_CHARS = 1500
+CUT_MARKER = " […]"  # ends a quote cut at MAX_EVIDENCE_CHARS (``Evidence.cut``): never a silent cut
 _SENT_END_RE = re.compile(r"[.;:!?)\]\"”’]\s*$")
+_GOES_ON_RE = re.compile(r"(?:[;:,]|[;,]?\s(?:and|or|and/or))\s*$")
+_LETTERED_HEADING_RE = re.compile(r"^\([a-z]{1,2}\)\s+[A-Z][\w'’&/,\- ]{0,60}\.$")
 _BARE_NUMBER_RE = re.compile(r"^\(?[0-9ivxlcIVXLC]{1,4}(?:\.\d{1,3})*[.)]?$")
 
 
@@ -42,6 +49,7 @@ class Evidence:
     text: str
     pages: list[int]
     section: str | None
+    cut: bool = False  # the sentences went on past MAX_EVIDENCE_CHARS: the text ends with CUT_MARKER
 
 
 def sentences(text: str) -> list[str]:
@@ -59,9 +67,21 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+def goes_on(text: str) -> bool:
+    """``text`` stops inside its sentence: a lead-in ("as follows:") or a list item ("...;", "...; and", "..., or")."""
+    return _GOES_ON_RE.search(text) is not None
+
+
 def _only_heading(sentence: str) -> bool:
+    """A numbered heading and nothing else ("11.4. Indemnification by LeadersOnline."), or a lettered one
+    ("(c) Effect of Termination."): it opens a clause, it is never the clause."""
     h = heading_of(sentence)
-    return h is not None and not sentence[h.end:].strip()
+    if h is not None and not sentence[h.end:].strip():
+        return True
+    if len(sentence) > 70 or _LETTERED_HEADING_RE.match(sentence) is None:
+        return False
+    words = sentence.split()[1:]  # the title after "(c)": at most 6 words, the longer ones capitalised
+    return len(words) <= 6 and all(w[0].isupper() for w in words if len(w) >= 4)
 
 
 def _ends_sentence(text: str) -> bool:
@@ -71,7 +91,7 @@ def _ends_sentence(text: str) -> bool:
 def continues(prev_text: str, prev_page: int, text: str, page: int) -> bool:
     """``text`` goes on with ``prev_text``'s unfinished sentence (same page or the next one)."""
     return (0 <= page - prev_page <= 1 and not _ends_sentence(prev_text)
-            and heading_of(text) is None and text[:1] not in "•·▪(")
+            and heading_of(text) is None and (text[:1] not in "•·▪(" or continues_number(prev_text, text)))
 
 
 def _continues(prev: Passage, cur: Passage) -> bool:
@@ -130,6 +150,13 @@ def evidence_for(passages: list[Passage], i: int, category: str, model: OfflineM
         lo -= 1
     while hi + 1 < len(sents) and heading_of(sents[hi + 1]) is None and z[hi + 1] >= floor:
         hi += 1
+    # a lead-in ("... as follows:") or a list item ("...; and") is read with the rest of its sentence
+    while (hi + 1 < len(sents) and goes_on(sents[hi]) and not _only_heading(sents[hi + 1])
+           and len(" ".join(sents[lo:hi + 2])) <= MAX_EVIDENCE_CHARS):
+        hi += 1
+    while (lo > 0 and goes_on(sents[lo - 1]) and not _only_heading(sents[lo - 1])
+           and len(" ".join(sents[lo - 1:hi + 1])) <= MAX_EVIDENCE_CHARS):
+        lo -= 1
     if lo > 0 and _only_heading(sents[lo - 1]) and heading_of(sents[lo]) is None:
         lo -= 1  # the clause's own heading ("13. Limitation of Liability.") reads with it
     text = " ".join(sents[lo:hi + 1])
@@ -140,16 +167,40 @@ def evidence_for(passages: list[Passage], i: int, category: str, model: OfflineM
             text = f"{tail[0]} {text}"
             pages.insert(0, passages[i - 1].page)
             sections[lo] = from_label(passages[i - 1].section) or sections[lo]
-    if hi == len(sents) - 1 and i + 1 < len(passages) and _continues(passage, passages[i + 1]):
-        head = sentences(passages[i + 1].text)[:1]
-        if head:
-            text = f"{text} {head[0]}"
-            if passages[i + 1].page not in pages:
-                pages.append(passages[i + 1].page)
-    if len(text) > MAX_EVIDENCE_CHARS:
-        text = text[: MAX_EVIDENCE_CHARS - 1].rstrip() + "…"
+    more = hi + 1 < len(sents)  # the passage goes on after the kept text
+    if hi == len(sents) - 1 and i + 1 < len(passages):
+        nxt = passages[i + 1]
+        if _continues(passage, nxt) or (goes_on(text) and 0 <= nxt.page - passage.page <= 1):
+            more = True
+            for head in sentences(nxt.text):
+                if _only_heading(head) or len(text) + 1 + len(head) > MAX_EVIDENCE_CHARS:
+                    break
+                text = f"{text} {head}"
+                if nxt.page not in pages:
+                    pages.append(nxt.page)
+                if not goes_on(head):
+                    break
+    text, cut = shorten(text)
+    if not cut and more and goes_on(text):  # its sentence goes on past what fits: say so
+        text, cut = text + CUT_MARKER, True
     first = sections[lo]
-    return Evidence(text=text, pages=sorted(set(pages)), section=first.label if first else None)
+    return Evidence(text=text, pages=sorted(set(pages)), section=first.label if first else None, cut=cut)
 
 
-__all__ = ["Evidence", "continues", "evidence_for", "prepare", "sentences"]
+def shorten(text: str, limit: int = MAX_EVIDENCE_CHARS) -> tuple[str, bool]:
+    """``text`` if it fits in ``limit``; else its whole sentences that fit, or (one sentence longer than the
+    limit) its words that fit followed by ``CUT_MARKER``.  Returns the text and whether it was cut."""
+    if len(text) <= limit:
+        return text, False
+    kept = ""
+    for s in sentences(text):
+        if len(kept) + 1 + len(s) + len(CUT_MARKER) > limit:
+            break
+        kept = f"{kept} {s}" if kept else s
+    if not kept:
+        kept = text[: limit - len(CUT_MARKER)].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return kept + CUT_MARKER, True
+
+
+__all__ = ["CUT_MARKER", "MAX_EVIDENCE_CHARS", "Evidence", "continues", "evidence_for", "goes_on", "prepare",
+           "sentences", "shorten"]

@@ -1,22 +1,30 @@
 """Page text -> passages (runs of a few sentences), and the token count used everywhere.
 
-``split_passages`` is deterministic and needs no downloaded NLTK data: it uses an untrained
-``nltk.tokenize.PunktSentenceTokenizer()`` (default parameters, no ``nltk.download``).
+``split_passages`` is deterministic and needs no downloaded NLTK data: it uses nltk's
+``PunktSentenceTokenizer`` with fixed parameters (``clausegate.review.punkt``, no ``nltk.download``).
 
-Algorithm (works on pypdf's text of one page):
+Algorithm (works on PDFium's or pypdf's text of one page; ``page_passages`` first removes the page
+furniture of the whole document, ``clausegate.review.furniture``):
 
 1. Normalise: NBSP/odd spaces -> space, runs of spaces collapsed, each line stripped.
 2. Paragraphs: a new paragraph starts after a blank line, at a line that looks like a clause
    start (``12.``, ``3.1``, ``(a)``, ``Section 4``, ``ARTICLE V`` ...) or a short ALL-CAPS
    heading, after such a heading, and after a short line that ends a sentence (``.``, ``:``, ``;``).
    A short ALL-CAPS line that finishes an unfinished sentence of the line before is no heading.
+   A short Title Case line between a finished sentence and the next one ("Limitation of Liability")
+   is an unnumbered heading: it starts a paragraph and is reported with it (``titled_passages``).
 3. Sentences: each paragraph's lines are joined with spaces (a line-end hyphen joins words)
-   and split with Punkt; a "sentence" longer than ``MAX_CHARS`` is cut at ``;`` or spaces.
+   and split with Punkt (``clausegate.review.punkt``: contract abbreviations such as "a.k.a.", "Inc.",
+   "No.", "U.S.", "St." never end a sentence); a "sentence" that starts in lower case goes on the one
+   before; a "sentence" longer than ``MAX_CHARS`` is cut at ``;`` or spaces.  A line that starts with a
+   number continuing the line before ("within thirty" + "(30) days", "Section" + "3.2") opens no clause.
 4. Passages: consecutive sentences of a paragraph are packed into passages of at most
    ``MAX_CHARS`` characters (a short lead of at most ``LEAD_CHARS``, typically a numbered
    heading, is never left alone: it may push its passage to ``MAX_CHARS + LEAD_CHARS``); a
    paragraph shorter than ``MIN_CHARS`` (a heading, a clause number) is merged into the next one
-   when the result still fits; the short end of a long paragraph stays with that paragraph.
+   when the result still fits (never into a paragraph that opens with a Title Case heading: it
+   goes on the passage before, unless it is that heading's number, "12." + "Limitation of
+   Liability"); the short end of a long paragraph stays with that paragraph.
 
 So a clause normally sits in one passage, and a passage never crosses a page.
 """
@@ -25,6 +33,8 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+from clausegate.review.furniture import strip_furniture
 
 MAX_CHARS = 900
 MIN_CHARS = 200
@@ -50,6 +60,23 @@ _CLAUSE_START_RE = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _SENT_END = (".", ":", ";", "?", "!")
+# a number in words that a parenthesised figure repeats: "thirty (30) days", "six (6) months"
+NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion "
+    "first second third fourth fifth sixth seventh eighth ninth tenth percent".split())
+# a word after which a number is a reference, not a clause start: "Section\n3.2", "Article\nV"
+REFERENCE_WORDS = frozenset(
+    "section sections article articles clause clauses paragraph paragraphs subsection subsections schedule "
+    "schedules exhibit exhibits annex appendix part parts item items no. nos. § §§ and or of to under in".split())
+_REFERENCE_START_RE = re.compile(r"^(?:sections?|articles?|clauses?|schedules?|exhibits?)\s+[\dIVXLC]", re.IGNORECASE)
+_PAREN_NUMBER_RE = re.compile(r"^\(\s?\d{1,3}(?:\.\d+)?\s?%?\)")
+_LAST_WORD_RE = re.compile(r"([\w.§-]+)\W*$")
+# a heading line of words in Title Case ("Term and Termination", "Orders, Payment and Delivery"): no number
+_TITLE_LINE_RE = re.compile(r"^[A-Z][A-Za-z'’&/,\- ]{2,58}[A-Za-z]$")
+_NUMBER_ONLY_RE = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*\.?|\(\w{1,4}\)|(?:section|article)\s+[\dIVXLC][\d.]*\.?)$",
+                             re.IGNORECASE)  # a clause number on a line of its own: "12.", "(a)", "ARTICLE V"
+_TITLE_SMALL = frozenset("a an and as at by for from in into of on or the to with without".split())
 _ASCII_LOWER_RE = re.compile(r"[a-z]")
 _DROP_ASCII_UPPER = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _ODD_SPACE_RE = re.compile(r"[^\S ]|  ")  # whitespace other than single spaces
@@ -91,6 +118,36 @@ def _is_heading(line: str) -> bool:
     return len(letters) >= 3 and all(c.isupper() for c in letters)
 
 
+def _last_word(text: str) -> str:
+    m = _LAST_WORD_RE.search(text)
+    return m.group(1).lower() if m else ""
+
+
+def continues_number(prev: str, line: str) -> bool:
+    """``line`` starts with a number that belongs to ``prev``'s sentence: "within thirty" + "(30) days",
+    "pursuant to Section" + "3.2 hereof", "Sections 2.9 (Samples)," + "ARTICLE 10 (Confidentiality)".  Such a
+    line opens no clause and no paragraph."""
+    if not prev or prev.endswith(_SENT_END):
+        return False
+    last = _last_word(prev)
+    if _PAREN_NUMBER_RE.match(line):
+        return last.rstrip(".") in NUMBER_WORDS or last in REFERENCE_WORDS
+    if _REFERENCE_START_RE.match(line):  # "... survive: ARTICLE 9 (Remedies),\nARTICLE 10 (Confidentiality), ..."
+        return prev.endswith((",", ")")) or prev[-1:].islower()
+    return last in REFERENCE_WORDS and line[:1].isdigit()
+
+
+def is_title_line(line: str) -> bool:
+    """A short line of Title Case words without a number or a sentence end ("Limitation of Liability"): an
+    unnumbered heading when it stands between a finished sentence and the next one (``_paragraphs``)."""
+    if not _TITLE_LINE_RE.match(line) or _is_heading(line):
+        return False
+    words = line.replace(",", " ").replace("/", " ").split()
+    if not 1 <= len(words) <= 7:
+        return False
+    return all(w[0].isupper() or w.lower() in _TITLE_SMALL or w in "&-" for w in words)
+
+
 def _continues(prev: str) -> bool:
     """``prev`` is clause text whose sentence goes on in the next line: a long line (or one of
     lower-case words) without a sentence end.  A short ALL-CAPS line after it ("POSSIBILITY OF
@@ -100,33 +157,48 @@ def _continues(prev: str) -> bool:
 
 
 def _paragraphs(page_text: str) -> list[str]:
+    return [par for par, _ in _titled_paragraphs(page_text)]
+
+
+def _titled_paragraphs(page_text: str) -> list[tuple[str, str | None]]:
+    """The page's paragraphs, each with the unnumbered Title Case heading line it starts with (or None)."""
     text = page_text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [line.strip() for line in _SPACES_RE.sub(" ", text).split("\n")]  # no run of spaces holds a "\n"
     paragraphs: list[list[str]] = []
+    titles: list[str | None] = []
     current: list[str] = []
+    title: str | None = None
     prev = ""
-    for line in lines:
+    for n, line in enumerate(lines):
         if not line:
             if current:
                 paragraphs.append(current)
-                current = []
+                titles.append(title)
+                current, title = [], None
             prev = ""
             continue
-        new_par = bool(current) and (
-            _CLAUSE_START_RE.match(line) is not None
+        nxt = next((x for x in lines[n + 1:] if x), "")
+        titled = (is_title_line(line) and (not prev or prev.endswith(_SENT_END) or _is_heading(prev))
+                  and bool(nxt) and not nxt[:1].islower() and not is_title_line(nxt))
+        new_par = bool(current) and (titled or (
+            (_CLAUSE_START_RE.match(line) is not None and not continues_number(prev, line))
             or (_is_heading(line) and not _continues(prev))
             or _is_heading(prev)
             or (len(prev) < 60 and prev.endswith(_SENT_END))
-        )
+        ))
         if new_par:
             paragraphs.append(current)
-            current = []
+            titles.append(title)
+            current, title = [], None
+        if not current and (titled or (_is_heading(line) and not _continues(prev))):
+            title = line  # the paragraph opens with an unnumbered heading (Title Case or ALL CAPS)
         current.append(line)
         prev = line
     if current:
         paragraphs.append(current)
+        titles.append(title)
     out = []
-    for par in paragraphs:
+    for par, par_title in zip(paragraphs, titles, strict=True):
         joined = ""
         for line in par:
             if joined.endswith("-") and len(joined) > 1 and joined[-2].isalpha() and line[:1].islower():
@@ -135,7 +207,7 @@ def _paragraphs(page_text: str) -> list[str]:
                 joined += " " + line
             else:
                 joined = line
-        out.append(joined)
+        out.append((joined, par_title))
     return out
 
 
@@ -157,6 +229,18 @@ def _cut_long(sentence: str, limit: int) -> list[str]:
     return [p for p in pieces if p]
 
 
+def _merged(paragraph: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Punkt's sentence spans, a "sentence" that starts in lower case ("... under Section 2. provided that")
+    joined to the one before: no sentence of a contract starts in lower case."""
+    out = [spans[0]]
+    for a, b in spans[1:]:
+        if paragraph[a:a + 1].islower():
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def _sentences(paragraph: str) -> list[str]:
     """The paragraph's sentences (Punkt), long ones cut (``_cut_long``)."""
     return list(_sentences_of(paragraph))
@@ -168,9 +252,10 @@ def _sentences_of(paragraph: str) -> tuple[str, ...]:
     paragraph the pre-filter has just split."""
     try:
         # without ".", "?" or "!" Punkt has no candidate sentence end: its one sentence is the paragraph
-        sents = _punkt().tokenize(paragraph) if _SENT_END_CHARS_RE.search(paragraph) else [paragraph]
+        spans = list(_punkt().span_tokenize(paragraph)) if _SENT_END_CHARS_RE.search(paragraph) else []
     except Exception:  # Punkt on pathological input: fall back to one "sentence"
-        sents = [paragraph]
+        spans = []
+    sents = [paragraph[a:b] for a, b in _merged(paragraph, spans)] if spans else [paragraph]
     out: list[str] = []
     for sent in sents:
         sent = sent.strip()
@@ -194,12 +279,21 @@ def _one_passage(paragraph: str, max_chars: int) -> bool:
 
 def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS) -> list[str]:
     """Split one page's text into passages of whole sentences (deterministic; see module doc)."""
+    return [text for text, _ in titled_passages(page_text, max_chars=max_chars, min_chars=min_chars)]
+
+
+def titled_passages(page_text: str, *, max_chars: int = MAX_CHARS,
+                    min_chars: int = MIN_CHARS) -> list[tuple[str, str | None]]:
+    """``split_passages`` with, for each passage, the unnumbered heading line it starts with (or None): a
+    Title Case line ("Limitation of Liability") or a short ALL-CAPS line ("RECITALS").  A Title Case heading
+    always starts a passage (a short paragraph before it stays with the passage before), so the section it
+    opens is the section of every passage until the next heading (``clausegate.review.sections``)."""
     if not page_text or not page_text.strip():
         return []
-    blocks: list[list[str]] = []  # each paragraph -> packed passages
-    for paragraph in _paragraphs(page_text):
+    blocks: list[tuple[list[str], str | None]] = []  # each paragraph -> packed passages, its title
+    for paragraph, title in _titled_paragraphs(page_text):
         if _one_passage(paragraph, max_chars):
-            blocks.append([paragraph])
+            blocks.append(([paragraph], title))
             continue
         packed: list[str] = []
         buf = ""
@@ -213,18 +307,31 @@ def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int
         if buf:
             packed.append(buf)
         if packed:
-            blocks.append(packed)
-    passages: list[str] = []
-    carry = ""
-    for packed in blocks:
+            blocks.append((packed, title))
+    passages: list[tuple[str, str | None]] = []
+    carry: tuple[str, str | None] | None = None
+    for packed, title in blocks:
+        packed = list(packed)
+        first_title = title
         if carry:
-            room = max_chars + (LEAD_CHARS if len(carry) <= LEAD_CHARS else 0)
-            if len(carry) + 1 + len(packed[0]) <= room:
-                packed = [f"{carry} {packed[0]}"] + packed[1:]
+            room = max_chars + (LEAD_CHARS if len(carry[0]) <= LEAD_CHARS else 0)
+            if title is not None and carry[1] is None and _NUMBER_ONLY_RE.match(carry[0]):
+                packed[0] = f"{carry[0]} {packed[0]}"  # "12." + "Limitation of Liability ...": one heading
+                first_title = f"{carry[0]} {title}"
+            elif title is not None and carry[1] is None:
+                # a short paragraph never opens a titled section: it ends the passage before it, or stands alone
+                if passages and len(passages[-1][0]) + 1 + len(carry[0]) <= max_chars:
+                    passages[-1] = (f"{passages[-1][0]} {carry[0]}", passages[-1][1])
+                else:
+                    passages.append(carry)
+            elif len(carry[0]) + 1 + len(packed[0]) <= room:
+                packed[0] = f"{carry[0]} {packed[0]}"
+                first_title = carry[1]
             else:
                 passages.append(carry)
-            carry = ""
+            carry = None
         *full, last = packed
+        titles = [first_title] + [None] * len(packed)
         if full and len(last) < min_chars:
             # the short end of a long paragraph stays with its paragraph, never opens the next clause
             hard_cut = " " not in full[-1][-(max_chars // 3):]  # one giant "word" cut in two (_cut_long)
@@ -232,19 +339,25 @@ def split_passages(page_text: str, *, max_chars: int = MAX_CHARS, min_chars: int
                 full[-1] = f"{full[-1]} {last}"
             else:
                 full.append(last)
-            passages.extend(full)
+            passages.extend(zip(full, titles, strict=False))
         elif len(last) < min_chars:
-            passages.extend(full)
-            carry = last
+            passages.extend(zip(full, titles, strict=False))
+            carry = (last, titles[len(full)])
         else:
-            passages.extend(full)
-            passages.append(last)
+            passages.extend(zip([*full, last], titles, strict=False))
     if carry:
-        if passages and len(passages[-1]) + 1 + len(carry) <= max_chars:
-            passages[-1] = f"{passages[-1]} {carry}"
+        if passages and len(passages[-1][0]) + 1 + len(carry[0]) <= max_chars and carry[1] is None:
+            passages[-1] = (f"{passages[-1][0]} {carry[0]}", passages[-1][1])
         else:
             passages.append(carry)
     return passages
 
 
-__all__ = ["LEAD_CHARS", "MAX_CHARS", "MIN_CHARS", "count_tokens", "split_passages"]
+def page_passages(page_texts: list[str]) -> list[list[tuple[str, str | None]]]:
+    """Every page's ``titled_passages``, its page furniture removed first (``clausegate.review.furniture``):
+    the one way the pre-filter, the benchmarks and training turn a document's pages into passages."""
+    return [titled_passages(text) for text in strip_furniture(page_texts)]
+
+
+__all__ = ["LEAD_CHARS", "MAX_CHARS", "MIN_CHARS", "continues_number", "count_tokens", "is_title_line", "page_passages",
+           "split_passages", "titled_passages"]

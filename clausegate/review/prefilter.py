@@ -1,6 +1,7 @@
 """Pre-filter: keep only the passages of a contract that matter for the requested categories.
 
-Every page with text is split into passages (``clausegate.review.passages.split_passages``) and each
+Every page with text is split into passages (``clausegate.review.passages.page_passages``: page furniture
+such as printed page numbers and EDGAR footers removed first, ``clausegate.review.furniture``) and each
 passage is scored by the trained offline scorer (``clausegate.review.offline.model``).  Keep rule:
 
 * a passage is kept when, for at least one requested category ``c``, its probability is at
@@ -33,7 +34,7 @@ import numpy as np
 from clausegate.review.categories import METADATA_CATEGORIES, canonical
 from clausegate.review.evidence import continues
 from clausegate.review.offline.model import load_model, score_passages
-from clausegate.review.passages import count_tokens, split_passages
+from clausegate.review.passages import count_tokens, page_passages
 from clausegate.review.schemas import FilteredDocument, ParsedDocument, Passage
 from clausegate.review.sections import SectionTracker, from_label, heading_words
 
@@ -61,16 +62,14 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
     sections: list[str | None] = []
     tracker = SectionTracker()
     first_text_page: int | None = None
-    for page in doc.pages:
-        if page.needs_ocr or not page.text or not page.text.strip():
-            continue
-        ps = split_passages(page.text)
+    read = [page for page in doc.pages if not page.needs_ocr and page.text and page.text.strip()]
+    for page, ps in zip(read, page_passages([page.text for page in read]), strict=True):
         if ps and first_text_page is None:
             first_text_page = page.number
-        texts.extend(ps)
         pages.extend([page.number] * len(ps))
-        for p in ps:
-            heading = tracker.feed(p)
+        for p, title in ps:
+            texts.append(p)
+            heading = tracker.feed(p, title)
             sections.append(heading.label if heading else None)
 
     tokens = [count_tokens(t) for t in texts]

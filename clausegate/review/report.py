@@ -34,8 +34,9 @@ def _where(clause) -> str:
 
 
 def _cut(text: str, limit: int = CLAUSE_TEXT_LIMIT) -> str:
+    """``text`` on one line; past ``limit`` cut at a word and ended with " […]", so a reader sees the cut."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return flat if len(flat) <= limit else flat[: limit - 4].rsplit(" ", 1)[0].rstrip(" ,;:") + " […]"
 
 
 def _md_cell(text: str) -> str:

@@ -104,6 +104,8 @@ class Clause(_Model):
     possible: bool = Field(False, description="scored near the category's threshold without reaching it: "
                                               "not a finding, listed for a person to check "
                                               "(a gated category's gate asks about it)")
+    cut: bool = Field(False, description="the quoted sentences went on past the length shown: the text ends "
+                                         "with ' […]'")
 
     @field_validator("category")
     @classmethod

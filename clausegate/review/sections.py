@@ -10,7 +10,9 @@ names its section (``clausegate.review.evidence``).
 Recognised starts: ``11.``, ``11.3``, ``11.3.1.``, ``Section 4.2``, ``ARTICLE V``, ``Article 9``
 followed by a title (up to ``MAX_TITLE_WORDS`` words ending in ``.``, ``:`` or an ALL-CAPS
 title) or by clause text.  A bare number without a dot (``12 OF LIABILITY``: a page number
-printed in the text layer) is not a heading.
+printed in the text layer) is not a heading.  Unnumbered headings ("Limitation of Liability",
+"RECITALS" on a line of their own) are seen only on the page's lines, so the tracker is told them
+(``SectionTracker.feed(text, title)``, from ``clausegate.review.passages.titled_passages``).
 """
 
 from __future__ import annotations
@@ -95,16 +97,23 @@ def heading_words(title: str) -> list[str]:
 class SectionTracker:
     """Feed passages (or sentences) in reading order; ``section`` is the current heading.
 
-    A numbered heading with a title opens a section; a bare number ("(a)"-level items are not
-    tracked) updates the number and keeps the title of its parent section when the number
-    extends it (11.3 -> 11.3.1)."""
+    A numbered heading with a title opens a section, and so does an unnumbered heading line given as
+    ``title``; a bare number ("(a)"-level items are not tracked) updates the number and keeps the title of
+    its parent section when the number extends it (11.3 -> 11.3.1)."""
 
     def __init__(self) -> None:
         self.section: Heading | None = None
 
-    def feed(self, text: str) -> Heading | None:
-        """The section ``text`` belongs to (a heading at its start counts)."""
+    def feed(self, text: str, title: str | None = None) -> Heading | None:
+        """The section ``text`` belongs to (a heading at its start counts).  ``title``: the unnumbered heading
+        line ``text`` starts with, as the page's lines showed it (``passages.titled_passages``): "Limitation of
+        Liability", "RECITALS"; a numbered heading at the start wins over it."""
         h = heading_of(text)
+        if title and text.startswith(title):
+            if h is None:
+                h = Heading(number="", title=title.rstrip(".:").strip(), end=len(title))
+            elif not h.title and len(title) > h.end:  # "12." on its own line, then "Limitation of Liability"
+                h = Heading(number=h.number, title=title[h.end:].strip().rstrip(".:"), end=len(title))
         if h is not None:
             if not h.title and self.section and h.number.startswith(self.section.number + "."):
                 h = Heading(number=h.number, title=self.section.title, end=h.end)

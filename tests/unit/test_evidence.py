@@ -26,10 +26,12 @@ from clausegate.review.sections import SectionTracker, from_label, heading_of
 from tests.support.contracts import make_doc
 from tools import cuad
 
-CUAD = Path(__file__).resolve().parents[3] / "shared" / "data" / "cuad"
-needs_cuad = pytest.mark.skipif(not (CUAD / "manifest.json").is_file(),
-                                reason="CUAD data (../shared/data/cuad) not present")
+needs_cuad = pytest.mark.skipif(not cuad.cuad_available(),
+                                reason="CUAD data (../shared/data/cuad or CLAUSEGATE_CUAD_DIR) not present")
 LEADERS = "LeadersonlineInc_20000427_S-1A_EX-10.8_4991089_EX-10.8_Co-Branding Agreement.pdf"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+LEADERS_SAMPLE, BEYONDCOM_SAMPLE = "leadersonline-co-branding-2000.pdf", "beyondcom-co-hosting-2000.pdf"
+HEALTHCARE_SAMPLE = "healthcare-integrated-reseller-2019.pdf"
 
 
 def _pages(filename: str) -> list[str]:
@@ -131,3 +133,114 @@ def test_cuad_possible_gated_clause_reaches_the_gate():
     quiet = assemble_review(doc, fd, extraction.model_copy(update={"clauses": [
         c for c in extraction.clauses if not c.possible]}), playbook=book.name, gated=book.gated_categories)
     assert "Minimum Commitment" in quiet.missing_categories  # without "possible" it would be silently missing
+
+
+# ------------------------------------------------------------------- issue 22: sections and whole quotes
+HEALTHCARE_P3 = (  # PDFium's page 3 of the healthcare sample: its headings have lost their numbers
+    "Disclaimer of Warranties. THE PRODUCTS ARE PROVIDED ON AN “AS IS” AND “AS AVAILABLE” BASIS, AND SUPPLIER\n"
+    "DOES NOT MAKE ANY WARRANTIES, MERCHANTABILITY AND FITNESS FOR A PARTICULAR\n"
+    "PURPOSE.\n"
+    "Limitation of Liability\n"
+    "TO THE MAXIMUM EXTENT PERMITTED BY APPLICABLE LAW, IN NO EVENT SHALL SUPPLIER BE\n"
+    "LIABLE UNDER, OR OTHERWISE IN CONNECTION WITH, THIS AGREEMENT FOR: (A) ANY\n"
+    "CONSEQUENTIAL, INDIRECT, SPECIAL, INCIDENTAL, OR PUNITIVE DAMAGES. THE AGGREGATE LIABILITY OF SUPPLIER\n"
+    "UNDER, OR IN CONNECTION WITH, THIS AGREEMENT SHALL BE EQUAL TO THE LESSER OF: (i) ***; AND (ii) ***.\n"
+    "Term and Termination\n"
+    "This Agreement shall become effective on the Effective Date and shall remain in effect for an initial period "
+    "of 1 year\n(“Initial Term”). Following the Initial Term, either Party may\n"
+    "terminate this Agreement without cause upon written notice to the other Party of at least 3 months.\n")
+HEALTHCARE_P1 = ("1.\nDefinitions. The following capitalized terms shall have the following meanings:\n"
+                 "“Territory” means the countries and/or territories listed in Schedule 1.\n")
+BEYONDCOM_P3 = (
+    " Co-Host Site, including, without limitation, its URL designations and all\n"
+    " rights from InterNIC in connection therewith.\n"
+    " 5\n"
+    " 6\n"
+    "6. TERM AND TERMINATION.\n"
+    " (a) Term. This Agreement will commence on the Effective Date, and will\n"
+    " terminate on the third anniversary of the Effective Date (the \"Term\"),\n"
+    " unless earlier terminated as provided in this Agreement.\n")
+BEYONDCOM_P3_HEAD = "5. PROPRIETARY RIGHTS. NAI retains ownership of the NAI Sites.\n"
+
+
+def test_sections_come_from_the_real_headings():
+    """Before: every healthcare clause after the definitions was under "1 Definitions"; beyondcom's "6. TERM AND
+    TERMINATION" was reported as "5 PROPRIETARY RIGHTS" (the printed page numbers "5 6" hid its heading)."""
+    health = prefilter(make_doc(HEALTHCARE_P1, HEALTHCARE_P3), ["Cap on Liability", "Renewal Term"])
+    section = {p.text[:25]: p.section for p in health.passages}
+    assert section["Limitation of Liability T"] == "Limitation of Liability", section
+    assert section["Term and Termination This"] == "Term and Termination", section
+    beyond = prefilter(make_doc(BEYONDCOM_P3_HEAD + BEYONDCOM_P3), ["Expiration Date"])
+    term = next(p for p in beyond.passages if "third anniversary" in p.text)
+    assert term.section == "6 TERM AND TERMINATION" and term.text.startswith("6. TERM AND TERMINATION.")
+    clause = next(c for c in extract_offline(beyond, ["Expiration Date"]) if "third anniversary" in c.text)
+    assert clause.section == "6 TERM AND TERMINATION"
+
+
+def test_a_quote_past_the_length_shown_says_it_was_cut():
+    """Before: a long clause was cut at 1,499 characters mid-word with a bare "…" and nothing else told."""
+    from clausegate.review.evidence import CUT_MARKER, MAX_EVIDENCE_CHARS, shorten
+
+    long = " ".join(f"Sentence {k} of the clause says the supplier shall deliver the goods on time." for k in range(40))
+    text, cut = shorten(long)
+    assert cut and text.endswith("on time." + CUT_MARKER) and len(text) <= MAX_EVIDENCE_CHARS
+    one = "The supplier shall " + "deliver and install " * 120 + "the goods."
+    text, cut = shorten(one)
+    assert cut and text.endswith(" install" + CUT_MARKER) and len(text) <= MAX_EVIDENCE_CHARS
+    assert shorten("A short clause.") == ("A short clause.", False)
+    model = load_model()
+    passages = [Passage(page=2, score=0.9, text=one[:890] + ";"),
+                Passage(page=2, score=0.9, text="and " + one[:880] + ".")]
+    ev = evidence_for(passages, 0, "Minimum Commitment", model)
+    assert ev.cut and ev.text.endswith(CUT_MARKER)
+
+
+def test_a_lead_in_is_quoted_with_its_list():
+    """Before: beyondcom's Price Restrictions finding stopped at "... of any such increase and:" (its list, on the
+    next lines, was another passage).  A quote never stops at "... and:" or "...; and" when its sentence goes on."""
+    model = load_model()
+    lead = ("(c) Price Increase. If NAI increases its suggested retail price for any Product (a product upgrade with a "
+            "different part number will not be the same Product) and there is a resulting increase in the price of "
+            "Products to Co-Host, NAI will give Co-Host thirty (30) days advance notice of the effective date of any "
+            "such increase and:")
+    items = ("(i) NAI will honor the old price for any shipments of such Product already in transit to Co-Host; (ii) "
+             "All additional orders following such thirty (30) day period will be shipped at the new price; and (iii) "
+             "the price increase will not apply to orders already booked.")
+    passages = [Passage(page=10, score=0.9, text=lead), Passage(page=10, score=0.9, text=items)]
+    ev = evidence_for(passages, 0, "Price Restrictions", model)
+    assert ev.text.startswith("(c) Price Increase.") and ev.text.endswith("will not apply to orders already booked.")
+    assert ev.pages == [10]
+
+
+def _sample_clauses(name: str):
+    from clausegate.review.categories import CATEGORIES
+    from clausegate.review.document.sandbox import fingerprint, parse_pdf
+
+    doc = parse_pdf(fingerprint(SAMPLES / name))  # the product's parser (PDFium text)
+    return extract_offline(prefilter(doc, list(CATEGORIES)), list(CATEGORIES))
+
+
+def test_shipped_samples_quote_whole_sentences_under_their_sections():
+    """The three samples' findings as `clausegate review` prints them.  Before: "…a Delaware corporation, a.k.a.",
+    "…3 Avraham Giron St., POB.", "…eligibility hereunder within thirty", "…UNDER ANY THEORY 12 OF LIABILITY…",
+    "…in which Source: LEADERSONLINE INC, S-1/A, 4/27/2000 such revenue…", and the sections above."""
+    found = {name: _sample_clauses(name) for name in (LEADERS_SAMPLE, BEYONDCOM_SAMPLE, HEALTHCARE_SAMPLE)}
+    for name, clauses in found.items():
+        assert clauses, name
+        for c in clauses:
+            assert not c.text.endswith(("a.k.a.", "POB.", "Inc.", " thirty", " six")), (name, c.text[-80:])
+            assert "Source:" not in c.text and "THEORY 12 OF" not in c.text, (name, c.text)
+            assert not c.text[:5].replace(" ", "").isdigit(), (name, c.text[:40])  # "3 18 (d) Audit."
+            assert getattr(c, "cut", None) == c.text.endswith(" […]")
+    beyond = {c.category: c for c in found[BEYONDCOM_SAMPLE]}
+    assert beyond["Expiration Date"].section == "6 TERM AND TERMINATION"
+    assert beyond["Parties"].text.count("a.k.a. Beyond.com") == 1
+    assert not [c for c in found[BEYONDCOM_SAMPLE] if c.text == "(c) Effect of Termination."]  # a heading alone
+    assert any(c.text.startswith("(c) Effect of Termination. Upon the effective date") for c in found[BEYONDCOM_SAMPLE])
+    health = found[HEALTHCARE_SAMPLE]
+    assert {c.section for c in health if c.category == "Cap on Liability"} == {"Limitation of Liability"}
+    assert not [c for c in health if c.section == "1 Definitions" and c.pages[0] > 1]
+    assert {c.section for c in health if c.category == "Governing Law"} == {"General"}  # not "9": a numbering column
+    assert any("St., POB. 325, Yehud" in c.text for c in health if c.category == "Parties")
+    leaders = [c for c in found[LEADERS_SAMPLE] if c.category == "Revenue/Profit Sharing"]
+    assert any("in which such revenue was received by LeadersOnline." in c.text for c in leaders)

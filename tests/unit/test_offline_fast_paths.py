@@ -9,7 +9,7 @@ is present, else the test fixtures.  Each test fails when its fast path drifts f
 * ``count_tokens`` of ASCII text (character classes counted in C) vs its regex;
 * keyword priors: the literal pre-check (``clausegate.review.offline.keywords``) vs searching every text;
 * passages: a paragraph that skips Punkt (``passages._one_passage``) is what Punkt's sentences joined give,
-  and the remembering Punkt (``clausegate.review.punkt``) splits as nltk's.
+  and the remembering Punkt (``clausegate.review.punkt``) splits as nltk's with the same parameters.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from clausegate.review.offline.keywords import JoinedTexts, literal_hits, requir
 from clausegate.review.offline.model import load_model, passage_logits
 from clausegate.review.offline.vectorize import TfidfTransform, strip_accents_unicode
 from clausegate.review.passages import _one_passage, _paragraphs, _sentences, count_tokens, split_passages
-from clausegate.review.punkt import MemoPunkt
+from clausegate.review.punkt import MemoPunkt, punkt_parameters
 from tests.support.contracts import GATED_PAGES, LIABILITY_PAGES
 from tools import cuad
 
@@ -137,6 +137,6 @@ def test_a_paragraph_that_skips_punkt_is_punkts_sentences_joined(pages):
 
 def test_remembering_punkt_splits_as_nltk(pages):
     paragraphs = [p for page in pages for p in _paragraphs(page)]
-    memo, plain = MemoPunkt(), PunktSentenceTokenizer()
+    memo, plain = MemoPunkt(), PunktSentenceTokenizer(punkt_parameters())
     assert [memo.tokenize(p) for p in paragraphs] == [plain.tokenize(p) for p in paragraphs]
     assert [memo.tokenize(p) for p in paragraphs[:50]] == [plain.tokenize(p) for p in paragraphs[:50]]  # remembered

@@ -111,3 +111,145 @@ def test_odd_pages():
     garbage = "\x00\x0c\u00a0\u00a0§§§ ☃☃ ﬁnal — 合同条款。\n\n\n$$$ 1.\n(a)\n"
     ps = split_passages(garbage)
     assert ps and all(p.strip() for p in ps)
+
+
+# ------------------------------------------------------------------- issue 22: sentences that end where they end
+# Real text of the shipped samples (samples/README.md), as the parser gives it.
+BEYONDCOM_P1 = (
+    " This Co-Hosting Agreement (the \"Agreement\") is made by and between\n"
+    "NETWORKS ASSOCIATES, INC., a Delaware corporation, doing business as Network\n"
+    "Associates, Inc., with its principal place of business at 3965 Freedom Circle,\n"
+    "Santa Clara, California 95054 (\"NAI\"), and SOFTWARE.NET CORPORATION, a Delaware\n"
+    "corporation, a.k.a. Beyond.com, with its principal place of business at 1195\n"
+    "West Fremont Avenue, Sunnyvale, California 94087 (\"Co-Host\"). The Effective\n"
+    "Date of this Agreement (herein called the \"Effective Date\") is September 21,\n"
+    "1998.\n")
+HEALTHCARE_P1 = (
+    "This Walabot-HOME Reseller Agreement (“Agreement”) is made and entered into as of this 31 day of July 2019\n"
+    "(“Effective Date”) by and between Vayyar Imaging Ltd., having its principal place of business at 3 Avraham "
+    "Giron St., POB.\n325, Yehud 5621717, Israel (“Supplier”), and Inde Living Holdings, Inc., having its principal "
+    "place of business at 1462\nRudder Lane, Knoxville, TN 37919 (“Reseller”).\n")
+BEYONDCOM_P10 = (  # PDFium's text of page 10
+    " (d) Price Decrease. If NAI decreases its suggested retail price for any\n"
+    " Product (a product upgrade with a different part number will not be\n"
+    " the same Product), the decrease will apply to all units of such\n"
+    " Product in Co-Host's inventory and orders in transit to Co-Host from\n"
+    " NAI that are in an unopened, salable condition as of the effective\n"
+    " date of the decrease, provided that such Products had been shipped to\n"
+    " Co-Host no more than ninety (90) days prior to such effective date. To\n"
+    " be eligible for such price protection, Co-Host must deliver to NAI\n"
+    " written evidence, signed by Co-Host, of an inventory of such Products\n"
+    " showing the number and location of each unit of Product for which\n"
+    " Co-Host claims price protection eligibility hereunder within thirty\n"
+    " (30) days of receiving notice of such price decreases. Such reduction\n"
+    " will constitute a credit on Co-Host's account for future orders from\n"
+    " NAI under this Agreement (unless the Agreement has terminated or\n"
+    " expired in which case such reduction will be refunded to the extent\n"
+    " that Co-Host does not owe NAI money) in an amount equal to the\n"
+    " difference between the net invoice price at which each such unit in\n"
+    " inventory was provided to Co-Host and the current price.\n")
+BEYONDCOM_P9 = (  # page 9
+    " (d) Audit. NAI may inspect the records described in Sections 4(c) upon\n"
+    " demand from time to time. In addition, Co-Host agrees to allow NAI's\n"
+    " independent auditors to audit and analyze appropriate accounting\n"
+    " records of Co-Host from time to time (but not more than one every six\n"
+    " (6) months) to ensure compliance with all terms of this Agreement. Any\n"
+    " such audit shall be permitted by Co-Host within fifteen (15) days of\n"
+    " Co-Host's receipt of NAI's written request to audit, during normal\n"
+    " business hours. The cost of such an audit will be borne by NAI unless\n"
+    " a material discrepancy indicating inadequate record keeping or that\n"
+    " additional fees due to NAI are discovered, in which case the cost of\n"
+    " the audit shall be borne by Co-Host.\n")
+
+
+def _sentences_of(page: str) -> list[str]:
+    from clausegate.review.evidence import sentences
+
+    return [s for p in split_passages(page) for s in sentences(p)]
+
+
+def test_abbreviations_never_end_a_sentence():
+    """Before: "…a Delaware corporation, a.k.a." and "…3 Avraham Giron St., POB." were whole "sentences"."""
+    beyond = _sentences_of(BEYONDCOM_P1)
+    assert beyond[0].endswith('California 94087 ("Co-Host").'), beyond
+    assert "a.k.a. Beyond.com, with its principal place" in beyond[0]
+    assert beyond[1] == ('The Effective Date of this Agreement (herein called the "Effective Date") is '
+                         'September 21, 1998.')
+    health = _sentences_of(HEALTHCARE_P1)
+    assert len(health) == 1 and "St., POB. 325, Yehud" in health[0] and health[0].endswith("(“Reseller”).")
+    more = _sentences_of("Under Order No. 5 the U.S. Government pays Acme Corp. and Widget Co. and Foo Ltd. "
+                         "on behalf of Bar Inc. in full. The Seller delivers.")
+    assert more == ["Under Order No. 5 the U.S. Government pays Acme Corp. and Widget Co. and Foo Ltd. on behalf of "
+                    "Bar Inc. in full.", "The Seller delivers."]
+
+
+def test_a_lower_case_start_goes_on_the_sentence_before():
+    out = _sentences_of("The fees are due under this Agreement. provided that the Buyer has accepted. Then it pays.")
+    assert out == ["The fees are due under this Agreement. provided that the Buyer has accepted.", "Then it pays."]
+
+
+def test_never_split_before_a_parenthesised_number():
+    """Before: "…eligibility hereunder within thirty" ended a passage; "(30) days…" opened the next."""
+    assert any("within thirty (30) days of receiving notice of such price decreases." in p
+               for p in split_passages(BEYONDCOM_P10))
+    assert not any(s.endswith("thirty") for s in _sentences_of(BEYONDCOM_P10))
+    assert any("not more than one every six (6) months) to ensure compliance" in p
+               for p in split_passages(BEYONDCOM_P9))
+    assert not any(s.endswith("six") for s in _sentences_of(BEYONDCOM_P9))
+    refs = split_passages("The cap does not apply to claims under Section\n3.2 hereof or Article\n4 below.")
+    assert refs == ["The cap does not apply to claims under Section 3.2 hereof or Article 4 below."]
+
+
+# ------------------------------------------------------------------- issue 22: page furniture
+LEADERS_P7 = (  # PDFium's page 7 of the LeadersOnline sample (two printed pages, 12 and 13)
+    "11.3. Limitation of Liability. EXCEPT IN CONNECTION WITH A BREACH, NEITHER PARTY WILL BE LIABLE FOR ANY\n"
+    "SPECIAL, INDIRECT, CONSEQUENTIAL, EXEMPLARY OR INCIDENTAL DAMAGES\n"
+    "ARISING OUT OF OR RELATED TO THIS AGREEMENT, HOWEVER CAUSED AND UNDER ANY THEORY\n"
+    " 12\n"
+    "OF LIABILITY (INCLUDING NEGLIGENCE), EVEN IF SUCH PARTY HAS BEEN ADVISED OF THE\n"
+    "POSSIBILITY OF SUCH DAMAGES.\n"
+    "or license rights in VerticalNet's Intellectual Property, including all\n"
+    "Source: LEADERSONLINE INC, S-1/A, 4/27/2000\n")
+LEADERS_P3 = (
+    "6.3.1. LeadersOnline shall pay VerticalNet *** percent (***%) of LeadersOnline-\n"
+    "VerticalNet Revenue, payable to VerticalNet on or before the\n"
+    "fifteenth day of the calendar month immediately following the month in which\n"
+    "Source: LEADERSONLINE INC, S-1/A, 4/27/2000\n")
+LEADERS_P4 = "such revenue was received by LeadersOnline.\n 18 Source: LEADERSONLINE INC, S-1/A, 4/27/2000\n"
+BEYONDCOM_P9_AUDIT = (
+    " Products.\n"
+    " 3\n"
+    " 18\n"
+    " (d) Audit. NAI may inspect the records described in Sections 4(c) upon\n"
+    " demand from time to time.\n")
+
+
+def test_page_numbers_and_filing_stamps_are_not_passage_text():
+    """Before: "…UNDER ANY THEORY 12 OF LIABILITY…", "3 18 (d) Audit." and "…in which Source: LEADERSONLINE INC,
+    S-1/A, 4/27/2000 such revenue…" were in the quotes.  Page numbers stay right: one list of passages per page."""
+    from clausegate.review.passages import page_passages
+
+    pages = page_passages([LEADERS_P3, LEADERS_P4, LEADERS_P7, BEYONDCOM_P9_AUDIT])
+    texts = [[t for t, _ in ps] for ps in pages]
+    flat = " ".join(t for ps in texts for t in ps)
+    assert "Source:" not in flat and " 18 " not in flat and "3 18" not in flat
+    assert texts[0][-1].endswith("the month in which")  # its sentence goes on on the next page
+    assert texts[1] == ["such revenue was received by LeadersOnline."]
+    assert any("UNDER ANY THEORY OF LIABILITY (INCLUDING NEGLIGENCE)" in t for t in texts[2])
+    assert texts[3][0].startswith("Products. (d) Audit.") or any(t.startswith("(d) Audit.") for t in texts[3])
+
+
+def test_running_headers_and_page_of_lines_are_removed():
+    from clausegate.review.furniture import strip_furniture
+
+    bodies = [f"{n}. Clause {n}.\nThe Supplier shall deliver lot {n} on time.\nThe Buyer pays for lot {n}.\n"
+              f"Late payments bear interest.\nEither party may terminate for breach." for n in range(1, 5)]
+    pages = [f"ACME SUPPLY AGREEMENT - CONFIDENTIAL\n{body}\nPage {n} of 4\n" for n, body in enumerate(bodies, 1)]
+    assert strip_furniture(pages) == bodies
+    body = ["1. Term.\nThe term is 12\nmonths from the Effective Date.\n"]  # one page: nothing repeats
+    assert strip_furniture(body)[0].splitlines()[0] == "1. Term."
+    column = ["nor to bind the Supplier in any respect.\n9.\n10.\n10.1.\n10.2.\n11.\nThe next clause.\n",
+              "1.\nDefinitions. The following terms apply.\n"]  # PDFium's numbering column of the healthcare sample
+    assert strip_furniture(column) == ["nor to bind the Supplier in any respect.\nThe next clause.", column[1]]
+    refers = ["Fees under Section\n12\napply.\nMore text follows here.\n"]  # a number the line before refers to
+    assert strip_furniture(refers) == refers

@@ -97,7 +97,7 @@ def extract_offline(filtered: FilteredDocument, categories: list[str]) -> list[C
             shown.append(ev.text)
             clauses.append(Clause(category=c, text=ev.text, pages=ev.pages, section=ev.section,
                                   confidence=round(model.calibrate(c, rows[i][c]), 4), source="offline",
-                                  possible=possible))
+                                  possible=possible, cut=ev.cut))
     clauses.sort(key=lambda cl: (cats.index(cl.category), cl.pages[0]))
     return clauses
 
