@@ -109,6 +109,8 @@ def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None
         who, run = payload.pop("actor", ""), payload.pop("flow_run_id", "") or ""
         details = ", ".join(f"{k}={v}" for k, v in payload.items() if v not in (None, ""))
         console.print(f"{event.occurred:%Y-%m-%d %H:%M:%S} [bold]{escape(event.event.removeprefix(audit.PREFIX))}"
-                      f"[/bold] by {escape(str(who) or '-')}" + (f" · run {run}" if run else ""), highlight=False)
+                      f"[/bold] by {escape(str(who) or '-')}", highlight=False)
+        if run:
+            console.print(f"  run {run}", highlight=False)
         if details:
             console.print(f"  {escape(details)}", highlight=False)

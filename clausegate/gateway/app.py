@@ -116,7 +116,7 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
         """FastAPI's own 422 in the documented shape (``detail``: code, message, hint), the field list beside it
         (``errors``); at most ~100 characters of any input are repeated."""
         errors = [_public_error(e) for e in error.errors()]
-        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or e['loc'][0]} ({e['loc'][0]}): {e['msg']}"
+        fields = "; ".join(f"'{'.'.join(str(p) for p in e['loc'][1:]) or e['loc'][0]}' ({e['loc'][0]}): {e['msg']}"
                            for e in errors[:5] if e.get("loc"))
         detail = BadSubmission(f"the request is not valid: {fields or 'see errors'}",
                                hint="fix the named field and send again; every field and its allowed values are "

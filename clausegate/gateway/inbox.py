@@ -107,8 +107,33 @@ class SealingMultiPartParser(MultiPartParser):
         upload = self._current_part.file
         if upload is not None:
             upload.file.close()  # the empty spool starlette made for it
-            upload.file = intake.open_upload(self.settings, upload.filename or "")
+            upload.file = _OpenedOnFirstUse(self.settings, upload.filename or "")
             self._files_to_close_on_error.append(upload.file)
+
+
+class _OpenedOnFirstUse:
+    """The sealed upload file, created on its first use: the parser's callbacks run on the event loop, its
+    writes in the thread pool (``UploadFile.write``), so creating the file there keeps a slow disk off the loop."""
+
+    def __init__(self, settings: InboxSettings, shown_name: str) -> None:
+        self._settings, self._shown_name, self._writer = settings, shown_name, None
+
+    def _opened(self):
+        if self._writer is None:
+            self._writer = intake.open_upload(self._settings, self._shown_name)
+        return self._writer
+
+    def write(self, data: bytes) -> int:
+        return self._opened().write(data)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # e.g. UploadFile's `_rolled` probe: not a real attribute, never opens the file
+            raise AttributeError(name)
+        return getattr(self._opened(), name)
 
 
 async def read_submission(request: Request, settings: InboxSettings) -> tuple[SubmitFields, UploadFile | None,

@@ -118,7 +118,7 @@ def test_every_refused_attempt_is_audited_with_reason_path_and_who(fake):
 
     listing = CliRunner().invoke(app, ["inbox", "audit", "--limit", "100"], env={"COLUMNS": "400"})
     assert listing.exit_code == 0, listing.output
-    rows = [line for line in listing.output.splitlines() if "gate.refused" in line and tag in line]
+    rows = [entry for entry in audit_entries(listing.output) if "gate.refused" in entry and tag in entry]
     assert len(rows) >= 7, listing.output
     assert any("reason=not_allowed_reviewer" in row and "mallory" in row for row in rows)
 
@@ -250,6 +250,16 @@ def test_the_audit_log_reads_at_80_columns():
         time.sleep(0.5)
     lines = out.output.splitlines()
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
-    head = next(line for line in lines if run_id in line)
-    assert "gate.refused" in head and "dana (U0DANA)" in head
-    assert marker in out.output and "reason=wrong_channel" in out.output
+    entry = next(e for e in audit_entries(out.output) if marker in e)
+    assert "gate.refused by dana (U0DANA)" in entry and f"run {run_id}" in entry and "reason=wrong_channel" in entry
+
+
+def audit_entries(output: str) -> list[str]:
+    """`clausegate inbox audit`'s events, each as one string: its head line and the indented lines under it."""
+    entries: list[str] = []
+    for line in output.splitlines():
+        if line.startswith("  ") and entries:
+            entries[-1] += " " + line.strip()
+        elif line.strip():
+            entries.append(line.strip())
+    return entries

@@ -247,7 +247,7 @@ def test_bad_requests_get_4xx_with_the_field_and_the_next_step(env, tmp_path):
         assert response.status_code == 422, response.text
         detail = response.json()["detail"]
         assert set(detail) == {"code", "message", "hint"} and detail["code"] == "CG-INBOX-BAD-REQUEST", detail
-        assert f"{field} ({where})" in detail["message"], detail
+        assert f"'{field}' ({where})" in detail["message"], detail
         assert response.json()["errors"][0]["loc"] == [where, field]
 
 
