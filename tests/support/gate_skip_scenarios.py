@@ -76,16 +76,19 @@ def _history(run_id) -> list[tuple[str, int | None]]:
 
 
 def _gated_slow_pdf(folder: Path, label: str) -> Path:
-    """The gated contract (uncapped liability, liquidated damages) plus one page that takes ~10 s to parse."""
+    """The gated contract (uncapped liability, liquidated damages) plus two pages that take ~10 s to parse."""
     from pypdf import PdfWriter
 
     pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} ({label}).", *GATED_PAGES[1:]]
     text = make_text_pdf(folder / f"{label}-text.pdf", pages)
     # 800 000 text operations: ~10 s for PDFium too (100 000 took pypdf ~10 s, PDFium ~1 s: the requeued attempt
-    # then reached its gate before the stale process woke, and Prefect's pause, not the fence, stopped it)
-    slow = make_slow_pdf(folder / f"{label}-slow.pdf", operations=800_000)
+    # then reached its gate before the stale process woke, and Prefect's pause, not the fence, stopped it).  Two
+    # pages of 400 000 (13 MB each): one page of 800 000 inflates past the parser's 16 MB per-page budget
+    # (clausegate/review/document/inflate_guard.py) and fails as CG-PDF-TOO-COMPLEX.
+    slow = make_slow_pdf(folder / f"{label}-slow.pdf", operations=400_000)
     writer = PdfWriter()
     writer.append(str(text))
+    writer.append(str(slow))
     writer.append(str(slow))
     out = folder / f"{label}.pdf"
     with open(out, "wb") as fh:
