@@ -14,9 +14,11 @@ what it stops, how, and what failed before the fix):
 * hung_run_scenarios.a_stale_process_cannot_end_the_gate_its_successor_waits_at: a stale process woken after
   its parse timeout passed must not fail the gate its successor waits at (``fenced_exit``).
 
-Each waits out the zombie window, dead-letters and new worker processes (1.5 to 4 minutes), so all four run at
+Each waits out the zombie window, dead-letters and new worker processes (1.5 to 3 minutes), so all four run at
 the same time, in one test, each on its own work queue with workers that poll only that queue: ``normal`` and
 ``low`` of the pool plus two queues this module adds to the pool (and deletes afterwards).
+Measured on a loaded 2-core machine: the one test 164 s, where the same scenarios as three tests took 284 s
+(`python -m pytest -q tests/e2e/test_hung_runs.py -p no:cacheprovider --durations=10 -s`).  Timings are printed.
 """
 
 from __future__ import annotations
