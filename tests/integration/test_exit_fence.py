@@ -1,7 +1,7 @@
 """``fenced_exit`` (clausegate/pipeline/attempts.py), in-process against the session Prefect server: an exception
 that leaves a stale attempt's body becomes ``StaleAttempt`` (Prefect's engine proposes nothing), one that leaves
-the current attempt's body becomes the run's state as before.  The SIGSTOP/SIGCONT end-to-end test is
-tests/e2e/test_hung_runs.py."""
+the current attempt's body becomes the run's state as before.  The SIGSTOP/SIGCONT end-to-end scenario is in
+tests/support/hung_run_scenarios.py (run by tests/e2e/test_hung_runs.py)."""
 
 from __future__ import annotations
 

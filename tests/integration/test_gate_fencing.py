@@ -12,7 +12,8 @@
 * The inbox status follows the review: a Completed run whose review waits for a decision is never
   ``done``; a run being requeued stays ``pending``; no Prefect API URL in a response.
 
-The SIGSTOP/SIGCONT end-to-end tests are in tests/e2e/test_gate_not_skipped.py.
+The SIGSTOP/SIGCONT end-to-end scenarios are in tests/support/gate_skip_scenarios.py (run by
+tests/e2e/test_hung_runs.py).
 """
 
 from __future__ import annotations

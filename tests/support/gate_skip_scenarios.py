@@ -1,32 +1,26 @@
-"""A gate cannot be skipped by a hung review process (issue 9, class 3), end to end with real processes.
+"""Two scenarios of a gate a hung review process must not skip (issue 9, class 3), run by
+tests/e2e/test_hung_runs.py (real processes, a real Prefect server, the zombie window at 45 s).
 
-The session Prefect server, `prefect deploy` of prefect.yaml (contract-review + dead-letters), real
-process workers, the zombie-run automation (window shortened to 45 s, the shortest allowed) and a
-fake Slack.  Each test submits a contract with uncapped liability (a gate) whose parse is slow
-(about 10 s), stops the flow-run process with SIGSTOP as soon as the server has its first
-heartbeat (so it is Running and has not reached the gate: it is still parsing), and lets Prefect
-and ClauseGate act:
+Each submits a contract with uncapped liability (a gate) whose parse is slow (about 10 s), stops the
+flow-run process with SIGSTOP as soon as the server has its first heartbeat (so it is Running and has not
+reached the gate: it is still parsing), and lets Prefect and ClauseGate act:
 
-* ``test_hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate``: the issue's
-  scenario — the worker stays up.  The zombie automation crashes the run, dead-letters stops the
-  stale attempt through Prefect's cancellation (the worker that owns the process kills it and
-  frees its slot) and requeues it; the requeued attempt runs and waits at the gate.  Before the
-  fix the worker refused the requeued run ("Duplicate submission") and, once the stale process was
-  continued, it completed the run: inbox ``done``, review ``pending_decision``, no decision.
-* ``test_a_stale_process_that_wakes_up_later_changes_nothing``: the whole machine freezes (the worker
-  is stopped too, so nobody can kill the process), another worker takes over.  While the requeued
-  attempt runs the machine is continued (SIGCONT): the stale process sees that its attempt is no
-  longer the run's current one and exits without touching the run; the run waits at the current
-  attempt's gate (also past the zombie window).  Before the fix the stale process raced ahead,
-  posted its own gate message and suspended the run at its (attempt 1) gate; the answer to it
-  then opened yet another gate instead of completing the run.
+* :func:`hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate`: the issue's scenario — the
+  worker stays up.  The zombie automation crashes the run, dead-letters stops the stale attempt through
+  Prefect's cancellation (the worker that owns the process kills it and frees its
+  slot) and requeues it; the requeued attempt runs and waits at the gate.  Before the fix the worker refused
+  the requeued run ("Duplicate submission") and, once the stale process was continued, it completed the run:
+  inbox ``done``, review ``pending_decision``, no decision.
+* :func:`a_stale_process_that_wakes_up_later_changes_nothing`: the whole machine freezes (the worker is
+  stopped too, so nobody can kill the process), another worker takes over.  While the requeued attempt runs
+  the machine is continued (SIGCONT): the stale process sees that its attempt is no longer the run's current
+  one and exits without touching the run; the run waits at the current attempt's gate (also past the zombie
+  window).  Before the fix the stale process raced ahead, posted its own gate message and suspended the run
+  at its (attempt 1) gate; the answer to it then opened yet another gate instead of completing the run.
 
-Both then answer the gate and check that the run completes with that decision, and that the inbox
-never said ``done`` before.  Measured timings are printed (``-s``).
-
-Each scenario waits out Prefect's zombie window (45 s at least) and a worker's kill grace, so the two run
-at the same time, in one test, on separate work queues (hung: ``normal``; stale: ``low``; their workers
-poll only that queue), while an ops worker on ``high`` runs dead-letters and the failure alerts for both.
+Both then answer the gate and check that the run completes with that decision, and that the inbox never said
+``done`` before.  Each runs on its own work queue (``queue``) with workers that poll only that queue; an ops
+worker on ``high`` runs dead-letters.  Measured timings are printed (``-s``).
 """
 
 from __future__ import annotations
@@ -36,29 +30,22 @@ import json
 import os
 import signal
 import time
-import traceback
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 from clausegate.ops import dead_letters
-from clausegate.stack.automations import apply_automations
 from tests.support.contracts import GATED_PAGES
-from tests.support.deployments import ROOT, SLACK_BLOCK, cancel_unfinished, deploy_once, start_worker, stop_worker
+from tests.support.deployments import SLACK_BLOCK, start_worker, stop_worker
 from tests.support.inbox_support import poll
 from tests.support.pdf_factory import make_slow_pdf, make_text_pdf
 from tests.support.processes import alive, flow_process
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
-
-ZOMBIE_SECONDS = 45
+ZOMBIE_SECONDS = 45  # the zombie window tests/e2e/test_hung_runs.py sets (the shortest allowed)
 # payment-liability with generous step time caps: the hung process must not fail on its own parse
 # timeout when it is continued (the point is what it does to the run, not a timeout).
 PLAYBOOK = """\
 name: gate-skip-test
-description: payment-liability gates with long step time caps (tests/e2e/test_gate_not_skipped.py)
+description: payment-liability gates with long step time caps (tests/support/gate_skip_scenarios.py)
 categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability,
              Liquidated Damages]
 gates:
@@ -69,20 +56,6 @@ steps:
   prefilter: {timeout_seconds: 900}
   extract: {extractor: offline, timeout_seconds: 900}
 """
-
-
-@pytest.fixture(scope="module")
-def stack_ready(tmp_path_factory):
-    """prefect.yaml deployed; the zombie automation at 45 s for this module, 150 s again afterwards."""
-    deploy_once(tmp_path_factory.mktemp("deploy"))
-    automations = ROOT / "deployments" / "automations.yaml"
-    os.environ["CLAUSEGATE_ZOMBIE_SECONDS"] = str(ZOMBIE_SECONDS)
-    try:
-        apply_automations(automations, lambda msg: None)
-    finally:
-        os.environ.pop("CLAUSEGATE_ZOMBIE_SECONDS", None)
-    yield
-    apply_automations(automations, lambda msg: None)
 
 
 def _client():
@@ -103,16 +76,19 @@ def _history(run_id) -> list[tuple[str, int | None]]:
 
 
 def _gated_slow_pdf(folder: Path, label: str) -> Path:
-    """The gated contract (uncapped liability, liquidated damages) plus one page that takes ~10 s to parse."""
+    """The gated contract (uncapped liability, liquidated damages) plus two pages that take ~10 s to parse."""
     from pypdf import PdfWriter
 
     pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} ({label}).", *GATED_PAGES[1:]]
     text = make_text_pdf(folder / f"{label}-text.pdf", pages)
     # 800 000 text operations: ~10 s for PDFium too (100 000 took pypdf ~10 s, PDFium ~1 s: the requeued attempt
-    # then reached its gate before the stale process woke, and Prefect's pause, not the fence, stopped it)
-    slow = make_slow_pdf(folder / f"{label}-slow.pdf", operations=800_000)
+    # then reached its gate before the stale process woke, and Prefect's pause, not the fence, stopped it).  Two
+    # pages of 400 000 (13 MB each): one page of 800 000 inflates past the parser's 16 MB per-page budget
+    # (clausegate/review/document/inflate_guard.py) and fails as CG-PDF-TOO-COMPLEX.
+    slow = make_slow_pdf(folder / f"{label}-slow.pdf", operations=400_000)
     writer = PdfWriter()
     writer.append(str(text))
+    writer.append(str(slow))
     writer.append(str(slow))
     out = folder / f"{label}.pdf"
     with open(out, "wb") as fh:
@@ -213,12 +189,12 @@ def _answer_and_finish(run_id, watch: InboxWatch) -> dict:
     return view.review.model_dump()
 
 
-def _hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(tmp_path: Path) -> None:
-    """The issue's scenario: the worker stays up (queue ``normal``)."""
-    worker = start_worker(tmp_path / "worker.log", name="gate-skip-worker", limit=3, queues=["normal"],
+def hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(tmp_path: Path, queue: str) -> None:
+    """The issue's scenario: the worker stays up."""
+    worker = start_worker(tmp_path / "worker.log", name="gate-skip-worker", limit=3, queues=[queue],
                           extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
     watch = InboxWatch(tmp_path)
-    run = _submit(tmp_path, "hung", "normal")
+    run = _submit(tmp_path, "hung", queue)
     pid = None
     try:
         pid = _stop_when_hung(run.id)
@@ -260,22 +236,22 @@ def _gate_posts(fake, run_id) -> list:
             if c.args.get("channel") == "C0GATES" and str(run_id) in json.dumps(c.args)]
 
 
-def _a_stale_process_that_wakes_up_later_changes_nothing(tmp_path: Path, fake_slack) -> None:
+def a_stale_process_that_wakes_up_later_changes_nothing(tmp_path: Path, queue: str, fake_slack) -> None:
     """The whole machine freezes (worker and flow-run process stopped), another worker takes over; the machine
-    wakes up while the requeued attempt runs: the stale process must leave the run to that attempt (queue ``low``)."""
+    wakes up while the requeued attempt runs: the stale process must leave the run to that attempt."""
     # The first worker reports its heartbeat every 5 s, so the server sees it offline ~15 s after it freezes.
-    first = start_worker(tmp_path / "worker-1.log", name="gate-skip-freezes", limit=3, queues=["low"],
+    first = start_worker(tmp_path / "worker-1.log", name="gate-skip-freezes", limit=3, queues=[queue],
                          extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK, "PREFECT_WORKER_HEARTBEAT_SECONDS": "5"})
     second = None
     watch = InboxWatch(tmp_path)
-    run = _submit(tmp_path, "stale", "low")
+    run = _submit(tmp_path, "stale", queue)
     pid = None
     frozen = False
     try:
         pid = _stop_when_hung(run.id)
         os.killpg(first.pid, signal.SIGSTOP)  # the worker freezes with it (its own process group)
         frozen = True
-        second = start_worker(tmp_path / "worker-2.log", name="gate-skip-takes-over", limit=3, queues=["low"],
+        second = start_worker(tmp_path / "worker-2.log", name="gate-skip-takes-over", limit=3, queues=[queue],
                               extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
         # The requeued attempt runs (and parses, ~10 s) on the second worker: now the machine wakes up.
         _watch_until(watch, run.id, lambda v: v.attempts >= 2 and v.state in ("Running", "Suspended", "Completed"),
@@ -321,29 +297,3 @@ def _a_stale_process_that_wakes_up_later_changes_nothing(tmp_path: Path, fake_sl
         stop_worker(first)
         if second is not None:
             stop_worker(second)
-
-
-def test_hung_processes_cannot_skip_the_gate(stack_ready, fake_slack, tmp_path):
-    """Both scenarios at once (see the module docstring); each failure is reported with its scenario's name."""
-    for folder in ("hung", "stale"):
-        (tmp_path / folder).mkdir()
-    ops = start_worker(tmp_path / "ops-worker.log", name="gate-skip-ops", limit=4, queues=["high"],
-                       extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
-    scenarios = {
-        "hung process, worker up": lambda: _hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(
-            tmp_path / "hung"),
-        "machine frozen, another worker takes over": lambda: _a_stale_process_that_wakes_up_later_changes_nothing(
-            tmp_path / "stale", fake_slack),
-    }
-    try:
-        with ThreadPoolExecutor(max_workers=len(scenarios)) as pool:
-            futures = {name: pool.submit(run) for name, run in scenarios.items()}
-            failures = {name: future.exception() for name, future in futures.items()}
-    finally:
-        stop_worker(ops)
-        cancel_unfinished(["contract-review", "failure-alert", "dead-letters"])
-    failed = {name: exc for name, exc in failures.items() if exc is not None}
-    if failed:
-        for name, exc in failed.items():
-            print(f"\n--- {name} ---\n" + "".join(traceback.format_exception(exc)))
-        raise AssertionError("; ".join(f"{name}: {exc!r}"[:800] for name, exc in failed.items()))
