@@ -76,4 +76,8 @@ def trust_warnings(settings) -> list[str]:
         out.append("CG-SLACK-OPEN-REVIEWERS: the SlackSettings block lists no allowed_reviewer_ids or "
                    f"category_reviewer_ids, so anyone in the gate channel ({settings.channel}) can decide every "
                    "gate. Set them in the block (docs/slack.md).")
+    if not settings.submitter_slack_ids:
+        out.append("CG-SLACK-OPEN-REVIEWERS: the SlackSettings block maps no inbox sender to Slack users "
+                   "(submitter_slack_ids), so a submitter who is in the gate channel is not recognised and could "
+                   "approve their own contract. Map each sender to its people's Slack ids (docs/slack.md).")
     return out

@@ -120,8 +120,11 @@ def test_a_real_workspace_without_reviewers_is_warned_about(settings):
     from clausegate.gates.authority import trust_warnings
 
     assert trust_warnings(settings) and "CG-SLACK-OPEN-REVIEWERS" in trust_warnings(settings)[0]
-    guarded = settings.model_copy(update={"category_reviewer_ids": {"Uncapped Liability": ["U0LEGAL"]}})
+    guarded = settings.model_copy(update={"category_reviewer_ids": {"Uncapped Liability": ["U0LEGAL"]},
+                                          "submitter_slack_ids": {"acme": ["U0SUBMIT"]}})
     assert trust_warnings(guarded) == []
+    unmapped = guarded.model_copy(update={"submitter_slack_ids": {}})  # nobody known as a submitter: said too
+    assert ["submitter_slack_ids" in w for w in trust_warnings(unmapped)] == [True]
 
 
 def test_up_prints_the_warning_for_a_real_workspace(settings, monkeypatch, prefect_server):
