@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Protocol, TypeVar
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from clausegate.providers.base import ModelResponse
 from clausegate.providers.errors import InvalidOutput, OutputTruncated
 from clausegate.review.llm.prompts import render
+from clausegate.review.llm.salvage import json_objects
 
 __all__ = ["complete_json", "parse_json_object", "repair_prompt"]
 
@@ -94,18 +94,7 @@ def parse_json_object(text: str) -> dict:
 
 
 def _first_object(text: str) -> dict | None:
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
+    return next(json_objects(text), None)
 
 
 def _describe(exc: ValidationError) -> str:

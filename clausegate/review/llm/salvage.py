@@ -10,7 +10,7 @@ found one by one, and then checked exactly like the items of a valid answer
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,21 +22,28 @@ CLAUSE_KEYS = frozenset({"category", "passage_id", "text"})
 SUGGESTION_KEYS = frozenset({"clause_id", "redline"})
 
 
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Each JSON object that starts at a ``{`` of ``text`` and decodes, in order; a ``{`` that does not start one
+    (an object cut off or broken) is skipped, and the scan goes on inside it."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        yield value
+        start = text.find("{", end)
+
+
 def complete_items(texts: Iterable[str], keys: frozenset[str]) -> list[dict[str, Any]]:
     """Every complete JSON object in ``texts`` that has all of ``keys``, at any depth, in order: an
     enclosing object cut off or broken is skipped and the objects inside it are read on their own."""
-    decoder = json.JSONDecoder()
     found: list[dict[str, Any]] = []
     for text in texts:
-        start = text.find("{")
-        while start != -1:
-            try:
-                value, end = decoder.raw_decode(text, start)
-            except json.JSONDecodeError:
-                start = text.find("{", start + 1)
-                continue
+        for value in json_objects(text):
             _collect(value, keys, found)
-            start = text.find("{", end)
     return found
 
 
