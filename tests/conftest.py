@@ -165,11 +165,20 @@ def _folder(item: pytest.Item) -> str:
     return parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups set here
 def pytest_collection_modifyitems(session, config, items):
     """Unit tests first, then integration, then the slow end-to-end tests (a stable sort: each module's tests
-    stay together, in their order), so a failure in fast code shows within the first minutes."""
+    stay together, in their order), so a failure in fast code shows within the first minutes.
+
+    Under pytest-xdist (``-n``, the default in pyproject.toml) the work units are groups: every end-to-end test in
+    one group, so real-process tests never run beside each other, and one group per other module, so a module's
+    fixtures start once. xdist hands out the largest group (e2e) first; the other workers take the modules."""
     items.sort(key=lambda item: _FOLDERS.index(_folder(item)) if _folder(item) in _FOLDERS else len(_FOLDERS))
     config._clausegate_counts = {name: sum(_folder(i) == name for i in items) for name in _FOLDERS}
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        for item in items:
+            group = "e2e" if _folder(item) == "e2e" else Path(str(item.fspath)).stem
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -178,6 +187,8 @@ def pytest_runtest_logstart(nodeid, location):
     folder = nodeid.split("/")[1] if nodeid.startswith("tests/") and nodeid.count("/") >= 2 else "other"
     config = _PYTEST_CONFIG[0] if _PYTEST_CONFIG else None
     if config is None or folder == getattr(config, "_clausegate_folder", None) or folder not in _FOLDERS:
+        return
+    if config.pluginmanager.hasplugin("dsession"):  # workers interleave the folders: no headers under xdist
         return
     config._clausegate_folder = folder
     reporter = config.pluginmanager.get_plugin("terminalreporter")

@@ -18,7 +18,7 @@ Each waits out the zombie window, dead-letters and new worker processes (1.5 to 
 the same time, in one test, each on its own work queue with workers that poll only that queue: ``normal`` and
 ``low`` of the pool plus two queues this module adds to the pool (and deletes afterwards).
 Measured on a loaded 2-core machine: the one test 164 s, where the same scenarios as three tests took 284 s
-(`python -m pytest -q tests/e2e/test_hung_runs.py -p no:cacheprovider --durations=10 -s`).  Timings are printed.
+(`python -m pytest -q -n 0 -s tests/e2e/test_hung_runs.py -p no:cacheprovider --durations=10`).  Timings are printed.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import os
+import re
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -116,7 +117,7 @@ def test_every_refused_attempt_is_audited_with_reason_path_and_who(fake):
     # `clausegate inbox audit` lists them.
     from clausegate.cli import app
 
-    listing = CliRunner().invoke(app, ["inbox", "audit", "--limit", "100"], env={"COLUMNS": "400"})
+    listing = CliRunner().invoke(app, ["inbox", "audit", "--limit", "500"], env={"COLUMNS": "400"})
     assert listing.exit_code == 0, listing.output
     rows = [entry for entry in audit_entries(listing.output) if "gate.refused" in entry and tag in entry]
     assert len(rows) >= 7, listing.output
@@ -255,11 +256,11 @@ def test_the_audit_log_reads_at_80_columns():
 
 
 def audit_entries(output: str) -> list[str]:
-    """`clausegate inbox audit`'s events, each as one string: its head line and the indented lines under it."""
+    """`clausegate inbox audit`'s events, each as one string: its head line and the lines under it."""
     entries: list[str] = []
     for line in output.splitlines():
-        if line.startswith("  ") and entries:
-            entries[-1] += " " + line.strip()
-        elif line.strip():
+        if re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", line):  # an event's head line starts with its time
             entries.append(line.strip())
+        elif line.strip() and entries:  # indented details, or a detail line folded at the terminal's width
+            entries[-1] += " " + line.strip()
     return entries
