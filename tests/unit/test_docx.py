@@ -184,6 +184,11 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
 
 
 def test_an_entity_bomb_is_refused_without_expanding(tmp_path):
+    import xml.etree.ElementTree as ElementTree  # the unprotected parser, to show the document is a real bomb
+
+    small = d.entity_bomb_document(levels=3)
+    assert "lol" * 1000 in "".join(ElementTree.fromstring(small).itertext())  # stdlib expands it: 10^3 'lol's
+    refused(d.make_docx(tmp_path / "small.docx", [], document=small), "CG-DOCX-XML-UNSAFE")
     path = d.make_docx(tmp_path / "lol.docx", [], document=d.entity_bomb_document())
     error = refused(path, "CG-DOCX-XML-UNSAFE", memory_mb=256)  # expanded, 10^9 'lol's would not fit in 256 MB
     assert "DTD" in error.message
