@@ -226,3 +226,17 @@ def test_the_pooled_parser_reads_a_docx_too(tmp_path):
     finally:
         pool.shutdown()
     assert doc.format == "docx" and len(doc.revisions) == 2
+
+
+def test_the_parse_runs_in_the_sandboxed_child_under_its_time_cap(tmp_path):
+    error = refused(supply_docx(tmp_path / "supply.docx"), "CG-PDF-TIMEOUT", timeout_seconds=0.01)
+    assert "time cap" in error.message  # the child was started and killed, as for a PDF
+
+
+def test_cuad_text_becomes_one_paragraph_per_line():
+    from clausegate.review.document import docx
+    from tools.cuad_to_docx import docx_bytes
+
+    text = "AGREEMENT\n\n  1. Term. One year.\x0c\n\nFees & <charges> apply.\n"
+    result = docx.extract(docx_bytes(text), {"max_chars": 10_000})
+    assert result["pages"][0]["text"] == "AGREEMENT\n\n1. Term. One year.\n\nFees & <charges> apply.\n\n"
