@@ -240,3 +240,12 @@ def test_cuad_text_becomes_one_paragraph_per_line():
     text = "AGREEMENT\n\n  1. Term. One year.\x0c\n\nFees & <charges> apply.\n"
     result = docx.extract(docx_bytes(text), {"max_chars": 10_000})
     assert result["pages"][0]["text"] == "AGREEMENT\n\n1. Term. One year.\n\nFees & <charges> apply.\n\n"
+
+
+def test_strict_text_mode_seals_the_changes_and_comments_text_too(tmp_path):
+    from clausegate.review.redact import SEALED_TEXT, redact_review
+
+    shown = redact_review(review_of(parse(supply_docx(tmp_path / "supply.docx"))))
+    markdown = render_markdown(shown)
+    assert CAP_NEW not in markdown and CAP_OLD not in markdown and "Ask for $5m" not in markdown
+    assert "$1,000,000" not in markdown and SEALED_TEXT in markdown and "⚑ Cap on Liability" in markdown
