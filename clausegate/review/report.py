@@ -60,7 +60,8 @@ def _model_sections(review: Review) -> list[str]:
                 what = "other text" if d.model_found == "other" else "this text at a lower confidence"
                 theirs = (f"{d.model}: {what} ({_pages(d.model_pages)}, {d.model_confidence:.2f}): "
                           f"{_md_cell(_cut(d.model_text or '', 200))}")
-            ours = f"{_pages(c.pages)}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))}"
+            at = _pages(c.pages) if review.format == "pdf" else _where(c)
+            ours = f"{at}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))}"
             lines.append(f"| {c.category} | {ours} | {theirs} |")
     if review.model_unconfirmed:
         lines += ["", "## Not confirmed by the model (its step failed; offline result kept)", "",
@@ -122,7 +123,9 @@ def render_markdown(review: Review) -> str:
     if review.suggestions:
         lines += ["", "## Suggested redlines and questions for the counterparty", ""]
         for x in review.suggestions:
-            lines.append(f"- **{x.category}** ({_pages(x.pages) if x.pages else 'n/a'}): {_md_cell(x.redline)}")
+            at = _pages(x.pages) if x.pages and review.format == "pdf" else next(
+                (_where(c) for c in review.clauses if c.category == x.category and not c.possible), "n/a")
+            lines.append(f"- **{x.category}** ({at}): {_md_cell(x.redline)}")
             lines += [f"  - {_md_cell(q)}" for q in x.questions]
     if review.cost_by_step or review.cascade:
         lines += ["", "## Cost", "", "Paid by this run (every answer a provider billed, failed attempts included) "
