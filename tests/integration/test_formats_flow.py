@@ -14,10 +14,13 @@ from functools import partial
 
 import pytest
 
+from clausegate.demo.model_server import FakeModelServer
+from clausegate.demo.responders import contract_responder
 from clausegate.gates.model import findings_of
 from flows.contract_review import contract_review
 from tests.support import docx_factory as d
-from tests.support.contracts import SUPPLY_PAGES
+from tests.support import model_flow
+from tests.support.contracts import LIABILITY_PAGES, SUPPLY_PAGES
 from tests.support.flow_runs import steps_by_state, task_states
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -119,3 +122,19 @@ def test_a_link_to_a_docx_or_a_text_is_typed_by_its_bytes(tmp_path, served, monk
     if fmt == "text":
         law = next(c for c in review.clauses if c.category == "Governing Law")
         assert law.span[0] == 0 and law.pages == [1]
+
+
+def test_the_model_cascade_reads_a_word_draft_and_its_quotes_are_located_by_paragraph(tmp_path):
+    server = FakeModelServer("anthropic", api_key=model_flow.KEY, responder=contract_responder).start()
+    try:
+        body = [d.para(d.run(line)) for page in LIABILITY_PAGES for line in page.split("\n")]
+        path = d.make_docx(tmp_path / "msa.docx", body)
+        book = model_flow.playbook(tmp_path, model_flow.save_block("anthropic", server))
+        state, _ = model_flow.review(tmp_path, path, book)
+        assert state.is_completed(), state.message
+        review = state.result()
+        model_clauses = [c for c in review.clauses if c.source == "model"]
+        assert model_clauses and server.calls >= 1
+        assert all(c.paragraph is not None and c.span is not None for c in model_clauses)
+    finally:
+        server.stop()
