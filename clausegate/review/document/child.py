@@ -89,7 +89,7 @@ def timeout_error(name: str, timeout: float) -> DocumentError:
     """The parent's wall deadline passed: the child was killed."""
     return DocumentError(
         f"'{name}': parsing stopped after {timeout:g} s, the time cap for one contract "
-        "(the PDF is very large or built to be slow to read).",
+        "(the file is very large or built to be slow to read).",
         hint=f"if the contract is legitimate and long, raise {SETTING_TIMEOUT}; otherwise ask the sender "
         "for a simpler export (e.g. 'print to PDF').",
         code=TIMEOUT,
@@ -127,7 +127,7 @@ def run_one_shot(name: str, data: bytes, options: dict[str, Any]) -> dict[str, A
 
 
 def unreadable_output(size: int) -> dict[str, Any]:
-    return failure(WORKER_FAILED, f"the PDF parser process returned unreadable output ({size} bytes).",
+    return failure(WORKER_FAILED, f"the parser process returned unreadable output ({size} bytes).",
                    "this is a ClauseGate bug or a broken installation; rerun, and report it if it repeats.")
 
 
@@ -140,14 +140,14 @@ def exit_result(rc: int, tail: str, elapsed: float, memory_mb: int) -> dict[str,
         how = "ran out of memory" if rc == EXIT_NO_MEMORY else f"was killed by signal {-rc} ({_signame(-rc)})"
         return failure(
             TOO_COMPLEX,
-            f"the PDF parser process {how}: the PDF needs more than the {memory_mb} MB memory cap "
+            f"the parser process {how}: the file needs more than the {memory_mb} MB memory cap "
             "or is built to exhaust the parser.",
             f"if the contract is legitimate, raise {SETTING_MEMORY}; otherwise ask the sender for a simpler "
             "export (e.g. 'print to PDF').",
         )
     return failure(
         WORKER_FAILED,
-        f"the PDF parser process failed with exit status {rc}: {_last_line(tail) or 'no error output'}.",
+        f"the parser process failed with exit status {rc}: {_last_line(tail) or 'no error output'}.",
         "check that pypdf is installed in the same environment as ClauseGate; rerun, and report it if it repeats.",
     )
 
