@@ -45,3 +45,31 @@ def test_a_deviating_cap_and_a_missing_cap_gate_the_review_a_standard_cap_does_n
     standard, report = review_pdf(tmp_path, "standard-cap", cap_pages("twelve (12)"))
     assert standard.status == "complete" and standard.gated_categories == []
     assert report["positions"][0]["verdict"] == "matches standard"
+
+
+def test_with_a_generation_model_the_deviation_is_explained_with_the_fallback(tmp_path, monkeypatch):
+    """The existing suggestion step, against the fake OpenAI-style server over real HTTP: the deviating cap is
+    sent with the standard, the fallback and the reason; the answer is validated (grounded) as every suggestion."""
+    from clausegate.demo.model_server import FakeModelServer, prompts_of
+    from clausegate.demo.responders import contract_responder
+    from flows.contract_review import contract_review
+    from tests.support.model_flow import KEY, save_block
+
+    monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block")
+    server = FakeModelServer("openai", api_key=KEY, responder=contract_responder).start()
+    try:
+        block = save_block("openai", server)
+        book = tmp_path / "positions-model.yaml"
+        book.write_text(POSITIONS_PLAYBOOK + f"steps:\n  generate: {{provider: {block}, retries: 1}}\n")
+        pdf = make_text_pdf(tmp_path / "short-cap.pdf", cap_pages("three (3)"))
+        state = asyncio.run(contract_review(str(pdf), playbook=str(book), out_dir=str(tmp_path / "out"),
+                                            return_state=True))
+        assert state.is_completed(), state.message
+        review = state.result()
+        _, user = prompts_of(server.requests[0].body)
+    finally:
+        server.stop()
+    assert "It deviates from our standard: walk-away: cap below 12 months' fees" in user
+    assert "Acceptable fallback: Each party's aggregate liability shall not exceed the fees paid" in user
+    assert [s.category for s in review.suggestions] == ["Cap on Liability"] and review.suggestions[0].redline
+    assert review.gated_categories == ["Cap on Liability"] and review.status == "pending_decision"
