@@ -240,9 +240,10 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
                 text = f"§ {clause.section}: {text}"
             if clause.possible:  # scored near the threshold without reaching it: the person checks it
                 text = f"POSSIBLE (not certain; please check): {text}"
-            check = verdicts.get(index)
+            check = verdicts.get(index)  # strict: the verdict only (its reason quotes the clause's figures)
+            position = (check.verdict if strict else describe(check)) if check else None
             out.append(_finding(clause.category, list(clause.pages), text, round(clause.confidence, 3), strict)
-                       .model_copy(update={"position": describe(check) if check else None}))
+                       .model_copy(update={"position": position}))
     for check in review.positions:  # a required clause the review did not find: no quote, no page
         if check.verdict == "missing" and check.category in wanted:
             out.append(Finding(category=check.category, pages=[], text=MISSING_REASON, confidence=0.0,

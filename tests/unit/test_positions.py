@@ -93,6 +93,8 @@ def test_a_deviating_cap_gates_the_review_and_the_gate_says_why():
     (finding,) = findings_of(review, review.gated_categories)
     assert finding.position.startswith("deviates: walk-away: cap below 12 months' fees")
     assert "↳ deviates: walk-away: cap below 12 months" in findings_table([finding])
+    (sealed,) = findings_of(review, review.gated_categories, strict=True)  # strict text: no figure of the clause
+    assert sealed.position == "deviates" and "3 months" not in sealed.text
     assert "| Cap on Liability | p. 2 | **deviates** | walk-away: cap below 12 months' fees" in render_markdown(review)
 
 
