@@ -146,3 +146,14 @@ def test_the_suggestion_step_is_asked_to_explain_the_deviation_and_propose_the_f
     assert "cap below 12 months' fees" in deviating.deviation and deviating.fallback == CAP.fallback[0]
     assert matching.deviation == "" and prompt.user.count("It deviates from our standard") == 1
     assert f"Acceptable fallback: {CAP.fallback[0]}" in prompt.user and "explaining the deviation" in prompt.user
+
+
+def test_the_review_command_lists_a_missing_required_clause():
+    from rich.console import Console
+
+    from clausegate.cli.review import findings_table as review_table
+
+    console = Console(width=160, record=True)
+    console.print(review_table(review_of(NO_CAP_PAGES)))
+    row = next(line for line in console.export_text().splitlines() if "Cap on Liability" in line)
+    assert "needs a person" in row and MISSING_REASON in row
