@@ -157,3 +157,14 @@ def test_the_review_command_lists_a_missing_required_clause():
     console.print(review_table(review_of(NO_CAP_PAGES)))
     row = next(line for line in console.export_text().splitlines() if "Cap on Liability" in line)
     assert "needs a person" in row and MISSING_REASON in row
+
+
+def test_twelve_findings_with_positions_stay_within_a_slack_section():
+    from clausegate.gates.model import Finding
+    from clausegate.gates.slack_view import SECTION_LIMIT, _table_block
+
+    line = "deviates: walk-away: cap below 12 months' fees (3 months of fees is below the minimum of 12 months of fees)"
+    findings = [Finding(category="Cap on Liability", pages=[i + 1], text="word " * 80, confidence=0.5, position=line)
+                for i in range(12)]
+    text = _table_block(findings)["text"]["text"]
+    assert len(text) <= SECTION_LIMIT and text.count("↳ deviates") == 12
