@@ -6,7 +6,9 @@ import getpass
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.markup import escape
+from rich.table import Table
 
 from clausegate.cli.app import app, console
 from clausegate.cli.server import require_server
@@ -16,12 +18,52 @@ EXIT_CODES = {"resumed": 0, "already_decided": 3, "not_suspended": 4, "unknown_r
               "forbidden": 5, "rejected": 6, "timed_out": 7, "error": 1}
 
 
+def stats_tables(stats, width: int = 80) -> list[Table]:
+    """One table per grouping (category, role, reviewer) within ``width`` columns: the figures keep their
+    natural width, the name gets the rest and is cut with an ellipsis."""
+    from clausegate.gates.stats import GROUPS, cells  # local import: Prefect; keeps CLI start-up lean
+
+    headers = ["Gates", "Done", "Decide", "p90", "Ack", "p90", "SLA!", "Remind"]
+    tables = []
+    for title, field in GROUPS:
+        rows = [[row.name, *cells(row)] for row in getattr(stats, field)] or [["none", *["-"] * len(headers)]]
+        widths = [max(len(h), *(len(r[i + 1]) for r in rows)) for i, h in enumerate(headers)]
+        name_width = max(8, width - sum(widths) - 2 * len(headers))
+        table = Table(title=f"By {title.lower()}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                      pad_edge=False, collapse_padding=True)
+        table.add_column(title, no_wrap=True, overflow="ellipsis", max_width=name_width)
+        for header, w in zip(headers, widths, strict=True):
+            table.add_column(header, justify="right", no_wrap=True, max_width=w)
+        for row in rows:
+            table.add_row(*row)
+        tables.append(table)
+    return tables
+
+
 @app.command()
-def gates() -> None:
-    """List the gates waiting for a decision: run, contract, findings, age, SLA left."""
+def gates(
+    stats: Annotated[bool, typer.Option("--stats", help="how long people take: time to acknowledge and decide "
+                                                        "(median, p90), SLA breach rate, reminders")] = False,
+    days: Annotated[float, typer.Option(min=0.01, help="with --stats: the gates opened in the last DAYS days")] = 7,
+) -> None:
+    """List the gates waiting for a decision: run, contract, findings, age, SLA left (--stats: response times)."""
     from clausegate.gates import format_delta, waiting_gates  # local import: Prefect; keeps CLI start-up lean
 
     server = require_server("gates", "the waiting gates are its flow runs")
+    if stats:
+        from clausegate.gates.stats import duration, gate_stats, rate  # local import: Prefect; lean start-up
+
+        found = gate_stats(days=days)
+        o = found.overall
+        console.print(f"[bold]Gates opened in the last {days:g} day(s)[/bold] on {server.where}: {o.gates}, "
+                      f"{o.decided} decided · decide median {duration(o.decide_median_s)}, p90 "
+                      f"{duration(o.decide_p90_s)} · ack median {duration(o.ack_median_s)} · SLA breach "
+                      f"{rate(o.breach_rate)} · {o.reminders} reminder(s)", highlight=False)
+        for table in stats_tables(found, width=min(console.width, 100)):
+            console.print(table)
+        console.print("Done: decided · Decide/Ack: median time to decide/acknowledge · SLA!: breach rate · "
+                      "Remind: reminders sent", highlight=False)
+        return
     waiting = waiting_gates()
     if not waiting:
         console.print(f"No gates are waiting for a decision on {server.where}.", highlight=False)

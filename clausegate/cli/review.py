@@ -112,6 +112,10 @@ def findings_table(review) -> Table:
         gate = "[red]needs a person[/red]" if category in review.gated_categories else ""
         table.add_row(category, where, f"{best.confidence:.2f}", gate,
                       text[:110] + ("…" if len(text) > 110 else ""))
+    for check in review.positions:  # a required clause not found (playbook positions): a row with no quote
+        if check.verdict == "missing":
+            gate = "[red]needs a person[/red]" if check.category in review.gated_categories else "missing"
+            table.add_row(check.category, "-", "-", gate, check.reason)
     return table
 
 

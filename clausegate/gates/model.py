@@ -33,6 +33,7 @@ from prefect.input.run_input import keyset_from_base_key
 from pydantic import BaseModel, ConfigDict, Field
 
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.positions import MISSING_REASON, describe
 from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.report_formats import pending_changes_note, where
 from clausegate.review.schemas import Review, Suggestion
@@ -98,6 +99,8 @@ class Finding(BaseModel):
     confidence: float
     sealed_text: str | None = Field(None, description="strict text mode: the text, sealed with the at-rest key "
                                     "(`text` then says so); `clausegate gate-text RUN` reads it")
+    position: str | None = Field(None, description="the finding against the playbook's position, e.g. "
+                                 "\"deviates: walk-away: …\" (clausegate/review/positions.py)")
 
     def unsealed_text(self) -> str:
         if self.sealed_text is None:
@@ -230,7 +233,8 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
             if warning.code in INTEGRITY_CODES:
                 out.append(_finding(INTEGRITY_CATEGORY, [warning.page] if warning.page else [], warning.message,
                                     1.0, strict))
-    for clause in review.clauses:
+    verdicts = {c.clause: c for c in review.positions if c.clause is not None}
+    for index, clause in enumerate(review.clauses):
         if clause.category in wanted:
             text = " ".join(clause.text.split())
             if review.format != "pdf":  # a .docx or text has no pages: its § and ¶ / span, the draft's pending changes
@@ -240,7 +244,14 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
             if clause.possible:  # scored near the threshold without reaching it: the person checks it
                 text = f"POSSIBLE (not certain; please check): {text}"
             pages = list(clause.pages) if review.format == "pdf" else []
-            out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict))
+            check = verdicts.get(index)  # strict: the verdict only (its reason quotes the clause's figures)
+            position = (check.verdict if strict else describe(check)) if check else None
+            out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict)
+                       .model_copy(update={"position": position}))
+    for check in review.positions:  # a required clause the review did not find: no quote, no page
+        if check.verdict == "missing" and check.category in wanted:
+            out.append(Finding(category=check.category, pages=[], text=MISSING_REASON, confidence=0.0,
+                               position=describe(check)))
     return out
 
 

@@ -56,6 +56,8 @@ def findings_table(findings: list[Finding], *, width: int = 100, max_rows: int =
         pages = ",".join(map(str, f.pages[:3]))
         lines.append(f"{_cut(f.category, cat_w):<{cat_w}}  {pages:<{page_w}}  {f.confidence:.2f}  "
                      f"{_cut(f.text, text_w)}")
+        if f.position:  # against the playbook's position (clausegate/review/positions.py)
+            lines.append(f"{'':<{cat_w}}  ↳ {_cut(f.position, max(width - cat_w - 4, 20))}")
     if len(findings) > max_rows:
         lines.append(f"… and {len(findings) - max_rows} more finding(s): see the run in Prefect")
     return "\n".join(lines)

@@ -86,6 +86,8 @@ def describe_for_ui(record: GateRecord) -> str:
         pages = ", ".join(map(str, f.pages)) or "-"
         quote = " ".join(f.text.split())
         lines += ["", f"**{f.category}** · p. {pages} · confidence {f.confidence:.2f}", "", f"> {quote}"]
+        if f.position:  # against the playbook's position
+            lines += ["", f"Position: *{f.position}*"]
     lines += ["", f"Cost so far: {eur_text(record.cost_eur)}. Choose **approve**, **changes** or **escalate**, "
                   "enter your name as reviewer, and resume."]
     return "\n".join(lines)

@@ -148,3 +148,5 @@ ReportsDirs = Annotated[list[str] | None, described(
     "Report folders to sweep; empty: the inbox's reports/ folder and the project's reports/ folder.")]
 ResultsDir = Annotated[str | None, described("Prefect result storage to sweep; empty: PREFECT_HOME/storage.")]
 DryRun = Annotated[bool, described("Only count (and report) what would be done; change nothing.")]
+StatsDays = Annotated[float, described(
+    "The gates opened in this many days before the run are counted (7: the past week).", gt=0)]

@@ -116,10 +116,11 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         review = assemble.assemble_review(document, filtered, extraction, playbook=book.name,
                                           gated=[*book.gated_categories, *model_gate],
                                           min_confidence=book.steps.extract.min_confidence,
-                                          protected=[*book.gated_categories, *book.high_risk],
+                                          protected=[*book.gated_categories, *book.high_risk,
+                                                     *book.position_gated],
                                           cascade=cascade_summary,
                                           suggestions=generated.suggestions, notices=generated.notices,
-                                          cost_by_step=costs)
+                                          cost_by_step=costs, positions=book.positions)
         review = review.model_copy(update={"model_unconfirmed": unconfirmed})
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)

@@ -9,6 +9,10 @@ A parsed document with document-integrity warnings (``CG-PDF-HIDDEN-TEXT``,
 ``CG-PDF-GARBLED-TEXT``, ``CG-PDF-INTEGRITY-UNCHECKED``) gets the pseudo-category
 ``Document integrity`` in the review's ``gated_categories``, so the human gate asks a person
 (and lists the warnings as findings) instead of the review ending plain ``complete``.
+
+The playbook's positions (``clausegate.review.positions``) are checked here too: each finding of a
+category with a position gets a verdict in ``Review.positions``, and a verdict the position gates on
+(``deviates``, ``missing``) puts the category in ``gated_categories``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from clausegate.review.locate import place
 from clausegate.review.money import add_costs
 from clausegate.review.offline.extract import extract_offline
 from clausegate.review.offline.model import load_model
+from clausegate.review.positions import Position, check_positions, gating_categories
 from clausegate.review.prefilter import prefilter
 from clausegate.review.schemas import (
     CascadeSummary,
@@ -87,6 +92,7 @@ def assemble_review(
     suggestions: Iterable[Suggestion] = (),
     notices: Iterable[Notice] = (),
     cost_by_step: dict[str, Cost] | None = None,
+    positions: Iterable[Position] = (),
 ) -> Review:
     parsed = require(ParsedDocument, document, step="review")
     kept = require(FilteredDocument, filtered, step="review")
@@ -103,6 +109,11 @@ def assemble_review(
     # categories, and a gated category with one goes to the gate like a finding
     possible = {c.category for c in clauses if c.possible} - present
     gated_found = [c for c in dict.fromkeys(gated) if c in present or c in possible]
+    # the playbook's positions: a finding that deviates from the standard, or a required clause that is
+    # missing, goes to the gate when its position says so (gate_on); a missing one is listed without a quote
+    positions = list(positions)
+    checks = check_positions(clauses, positions)
+    gated_found += [c for c in gating_categories(checks, positions) if c not in gated_found]
     warnings = [*parsed.notices, *found.notices, *notices]
     if integrity_warnings(warnings):
         # Hidden or garbled text: what was reviewed may not be what the contract says. Never a plain
@@ -126,6 +137,7 @@ def assemble_review(
         tokens_kept=kept.tokens_kept,
         warnings=warnings,
         suggestions=list(suggestions),
+        positions=checks,
         cascade=cascade,
         cost_by_step=cost_by_step or {},
         cost=add_costs(*(cost_by_step or {}).values()),

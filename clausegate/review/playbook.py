@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clausegate.errors import PlaybookError
 from clausegate.review.categories import CATEGORIES, canonical
+from clausegate.review.positions import Position
 
 BUILTIN_DIR = Path(__file__).parent / "playbooks"
 
@@ -125,6 +126,8 @@ class Playbook(_Strict):
     budgets: Budgets = Budgets()
     cache: CacheSettings = CacheSettings()
     retention: RetentionSettings = RetentionSettings()
+    positions: list[Position] = Field(default_factory=list, description="the team's standard per category "
+                                      "(clausegate/review/positions.py)")
 
     @field_validator("categories", "high_risk", mode="before")
     @classmethod
@@ -142,15 +145,25 @@ class Playbook(_Strict):
     @model_validator(mode="after")
     def _gates_and_risks_are_reviewed(self) -> Playbook:
         wanted = set(self.categories)
-        for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates])):
+        for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates]),
+                                  ("positions", [p.category for p in self.positions])):
             stray = [n for n in names if n not in wanted]
             if stray:
                 raise ValueError(f"{field_name} names categories not in 'categories': {stray}")
+        named = [p.category for p in self.positions]
+        twice = sorted({n for n in named if named.count(n) > 1})
+        if twice:
+            raise ValueError(f"positions gives more than one position for {twice}")
         return self
 
     @property
     def gated_categories(self) -> list[str]:
         return [g.category for g in self.gates]
+
+    @property
+    def position_gated(self) -> list[str]:
+        """Categories a position may send to the gate (``gate_on``), beyond ``gates``."""
+        return [p.category for p in self.positions if p.gate_on and p.category not in self.gated_categories]
 
 
 # One attempt of a model step (one Prefect task run attempt, which ``timeout_seconds`` bounds) sends

@@ -69,6 +69,17 @@ def _model_sections(review: Review) -> list[str]:
     return lines
 
 
+def _position_lines(review: Review) -> list[str]:
+    """Each finding against the playbook's position, and the required clauses not found."""
+    if not review.positions:
+        return []
+    lines = ["", "## Against the playbook's positions", "", "| Category | Where | Verdict | Why |", "|---|---|---|---|"]
+    for check in review.positions:
+        where = _pages(check.pages) if check.pages else "not found"
+        lines.append(f"| {check.category} | {where} | **{check.verdict}** | {_md_cell(check.reason)} |")
+    return lines
+
+
 def render_markdown(review: Review) -> str:
     lines = [
         f"# Contract review: {review.filename}",
@@ -94,6 +105,7 @@ def render_markdown(review: Review) -> str:
     if review.gated_categories:
         lines += ["", "## Needs a person", ""]
         lines += [f"- {c}" for c in review.gated_categories]
+    lines += _position_lines(review)
     lines += _model_sections(review)
     lines += markup_sections(review)
     if review.decisions:

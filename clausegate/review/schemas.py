@@ -217,6 +217,21 @@ class GateDecision(_Model):
     decided_at: datetime
 
 
+class PositionCheck(_Model):
+    """A finding compared with its playbook position (``clausegate.review.positions``), or a required clause
+    that is missing (``clause`` None)."""
+
+    category: str
+    verdict: Literal["matches standard", "acceptable fallback", "deviates", "missing"]
+    reason: str = ""
+    clause: int | None = Field(None, description="the finding's index in Review.clauses; None: missing")
+    pages: list[int] = []
+    preferred_similarity: float | None = None
+    fallback_similarity: float | None = None
+    figures: dict[str, list[float]] = Field(default_factory=dict,
+                                            description="the figures read from the clause, by walk-away kind")
+
+
 class StepFailure(_Model):
     """An explicit partial failure: which step stopped, on which field, and what to do."""
 
@@ -257,6 +272,8 @@ class Review(_Model):
     format: DocumentFormat = Field("pdf", description="the contract's format: pdf, docx or text")
     revisions: list[Revision] = Field(default_factory=list, description="docx: the pending tracked changes")
     comments: list[Comment] = Field(default_factory=list, description="docx: the comments")
+    positions: list[PositionCheck] = Field(
+        default_factory=list, description="findings compared with the playbook's positions; missing required clauses")
 
 
 __all__ = [
@@ -273,6 +290,7 @@ __all__ = [
     "Page",
     "ParsedDocument",
     "Passage",
+    "PositionCheck",
     "Review",
     "Revision",
     "StepFailure",

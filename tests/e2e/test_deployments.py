@@ -46,7 +46,7 @@ def test_prefect_yaml_deploys_everything_non_interactively(deployed):
     from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
     assert set(deployed["names"]) == {"contract-review", "nightly-batch", "sla-sweeper", "failure-alert",
-                                      "dead-letters", "retention"}, deployed
+                                      "dead-letters", "retention", "gate-stats"}, deployed
     assert deployed["configured"]["queues"][:3] == [("high", 1), ("normal", 2), ("low", 3)]
     nightly = deployed["schedules"]["nightly-batch"][0]
     assert isinstance(nightly, CronSchedule) and nightly.cron == "0 2 * * *" and nightly.timezone == "Europe/Berlin"
@@ -54,6 +54,8 @@ def test_prefect_yaml_deploys_everything_non_interactively(deployed):
     retention = deployed["schedules"]["retention"][0]
     assert isinstance(retention, CronSchedule) and retention.cron == "30 3 * * *"
     assert retention.timezone == "Europe/Berlin"
+    weekly = deployed["schedules"]["gate-stats"][0]
+    assert isinstance(weekly, CronSchedule) and weekly.cron == "0 7 * * 1" and weekly.timezone == "Europe/Berlin"
     with get_client(sync_client=True) as client:
         review = client.read_deployment_by_name("contract-review/contract-review")
         schema = review.parameter_openapi_schema

@@ -1,5 +1,9 @@
 """Generation step as plain logic: the redline/questions prompt for gated or high-risk clauses,
-and the check of the model's answer (only clause ids it was shown)."""
+and the check of the model's answer (only clause ids it was shown).
+
+A clause that deviates from its playbook position (``clausegate.review.positions``) is sent with the
+standard, the fallback wording and why it deviates: the model explains the deviation and proposes the
+fallback wording, in the same validated answer (a redline per clause id)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from clausegate.review.llm.prompts import render
 from clausegate.review.passages import count_tokens
 from clausegate.review.playbook import Playbook
+from clausegate.review.positions import check_clause
 from clausegate.review.schemas import Clause, Notice, Suggestion
 
 MAX_CLAUSES = 8
@@ -36,6 +41,9 @@ class GenerationItem(BaseModel):
     page: int
     text: str
     reason: str = ""
+    deviation: str = Field("", description="why the clause deviates from the playbook's position, if it does")
+    standard: str = ""
+    fallback: str = ""
 
 
 class GenerationPrompt(BaseModel):
@@ -52,8 +60,8 @@ class GenerationPrompt(BaseModel):
 
 
 def clauses_needing_suggestions(clauses: list[Clause], book: Playbook) -> list[Clause]:
-    """The best clause per gated or high-risk category, at most MAX_CLAUSES."""
-    wanted = set(book.gated_categories) | set(book.high_risk)
+    """The best clause per gated, high-risk or position-gated category, at most MAX_CLAUSES."""
+    wanted = set(book.gated_categories) | set(book.high_risk) | set(book.position_gated)
     best: dict[str, Clause] = {}
     for clause in clauses:
         held = best.get(clause.category)
@@ -65,10 +73,21 @@ def clauses_needing_suggestions(clauses: list[Clause], book: Playbook) -> list[C
 def build_generation_prompt(contract_id: str, clauses: list[Clause], book: Playbook) -> GenerationPrompt:
     reasons = {g.category: g.reason for g in book.gates}
     items = [GenerationItem(id=f"c{i}", category=c.category, page=c.pages[0], text=c.text[:CLAUSE_CHARS],
-                            reason=reasons.get(c.category, "")) for i, c in enumerate(clauses)]
+                            reason=reasons.get(c.category, ""), **_deviation(c, book)) for i, c in enumerate(clauses)]
     system = render("generate_system.j2", schema=GenerationAnswer.model_json_schema())
     user = render("generate_redlines.j2", playbook=book.name, clauses=items)
     return GenerationPrompt(contract_id=contract_id, items=items, system=system, user=user)
+
+
+def _deviation(clause: Clause, book: Playbook) -> dict[str, str]:
+    """The standard, the fallback and why ``clause`` deviates from its position; empty when it does not."""
+    position = next((p for p in book.positions if p.category == clause.category), None)
+    if position is None:
+        return {}
+    check = check_clause(clause, position)
+    if check.verdict != "deviates":
+        return {}
+    return {"deviation": check.reason, "standard": position.preferred, "fallback": next(iter(position.fallback), "")}
 
 
 def ground_suggestions(answer: GenerationAnswer, prompt: GenerationPrompt, *,
