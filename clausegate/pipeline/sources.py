@@ -6,8 +6,9 @@ worker, so the ``source`` parameter takes three forms (:func:`resolve_source`):
 * a path on the worker (what ``clausegate review`` and the batch pass): used as it is;
 * an ``http://`` / ``https://`` URL: fetched by the one checked fetcher (``clausegate.security.fetch``) under the
   inbox's allow-list (``CLAUSEGATE_INBOX_URL_ALLOW_LIST``, exact match; private addresses only for hosts in
-  ``CLAUSEGATE_INBOX_URL_ALLOW_PRIVATE_HOSTS``), checked to be a PDF and stored sealed under the inbox's
-  ``uploads/`` as an upload would be;
+  ``CLAUSEGATE_INBOX_URL_ALLOW_PRIVATE_HOSTS``), sniffed to be a PDF, a Word .docx or UTF-8 text
+  (:func:`clausegate.review.document.formats.sniff`: the bytes decide, not the link's name) and stored sealed under
+  the inbox's ``uploads/`` as an upload would be;
 * an inbox task id (a contract-review flow run's id): the contract that task reviewed, reviewed again (for
   example with another playbook); a run that was started from a link fetches that link again.
 
@@ -27,7 +28,7 @@ from prefect.utilities.asyncutils import run_coro_as_sync
 
 from clausegate.config import settings
 from clausegate.errors import ClauseGateError, DocumentError
-from clausegate.review.document.sandbox import check_pdf_magic
+from clausegate.review.document import formats
 from clausegate.security import at_rest, fetch
 
 URL_UNAVAILABLE = "CG-SOURCE-URL"
@@ -59,13 +60,14 @@ def _fetched(url: str) -> Path:
     inbox = settings().inbox
     try:
         data, final = run_coro_as_sync(fetch.fetch(url, inbox.url_policy()))  # the body runs under the flow's loop
-        check_pdf_magic("the URL source", data)
+        kind = formats.sniff("the URL source", data)
     except ClauseGateError as error:
         raise DocumentError(f"the source URL could not be used: {error.message}", code=URL_UNAVAILABLE,
                             hint="put the URL's host on CLAUSEGATE_INBOX_URL_ALLOW_LIST of the worker (exact match), "
-                                 "check the link opens the PDF itself, or upload the file through the inbox") from None
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePosixPath(final.path).name).strip("._")[:120] or "contract.pdf"
-    name = name if name.lower().endswith(".pdf") else name + ".pdf"
+                                 "check the link opens the contract itself (PDF, .docx or text), or upload the file "
+                                 "through the inbox") from None
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePosixPath(final.path).name).strip("._")[:120] or "contract"
+    name = formats.stored_name(name, kind)
     target = inbox.uploads_dir / hashlib.sha256(data).hexdigest()[:16] / name
     if not at_rest.is_current_sealed_copy(target, len(data)):
         at_rest.write_sealed(target, data)

@@ -47,7 +47,7 @@ from clausegate.pipeline.model_calls import (
 from clausegate.pipeline.timing import timed_step
 from clausegate.providers.retry import MODEL_RETRY_POLICY, retry_condition
 from clausegate.review import assemble, schemas
-from clausegate.review.document import sandbox
+from clausegate.review.document import formats, sandbox
 from clausegate.review.document.codes import PARSER_VERSION
 from clausegate.review.llm import extract as llm_extract
 from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_answer
@@ -130,12 +130,13 @@ def fingerprint_contract(source: str, max_file_mb: float) -> ContractSource:
 @timed_step("parse")  # the batch summary's "where the time went"
 def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: str,
                    time_cap_seconds: float) -> ParsedDocument:
-    # parse_pdf re-hashes the bytes it reads and stops with CG-PDF-CHANGED if they differ.  A sealed
-    # upload is handed to it as an in-memory view of its decrypted bytes (never written to disk).
+    # PDF, Word .docx or UTF-8 text, sniffed from the bytes (clausegate/review/document/formats.py), which are
+    # re-hashed first (CG-PDF-CHANGED if they differ).  A sealed upload is handed over as an in-memory view of its
+    # decrypted bytes (never written to disk).
     with at_rest.plaintext_path(source.path, max_plain_bytes=source.size_bytes) as plain:
         view = source if plain is None else source.model_copy(update={"path": str(plain)})
-        return sandbox.parse_pdf(view, max_chars=max_chars, timeout_seconds=time_cap_seconds, memory_mb=memory_mb,
-                                 ocr=ocr, pool_size=settings().parse_pool_size)
+        return formats.parse_document(view, max_chars=max_chars, timeout_seconds=time_cap_seconds,
+                                      memory_mb=memory_mb, ocr=ocr, pool_size=settings().parse_pool_size)
 
 
 @task(name="prefilter", cache_policy=INPUT_KEYED, **_COMMON)

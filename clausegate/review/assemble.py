@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from clausegate.errors import StepInputError
 from clausegate.review.categories import CATEGORIES
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.locate import place
 from clausegate.review.money import add_costs
 from clausegate.review.offline.extract import extract_offline
 from clausegate.review.offline.model import load_model
@@ -92,7 +93,7 @@ def assemble_review(
     found = require(Extraction, extraction, step="review")
     # min_confidence thins out ordinary findings; a gated or high-risk finding leaves only by a person's
     # decision, never by a threshold (which a model's low-confidence answer could otherwise push it under)
-    keep = set(protected)
+    keep, gated = set(protected), list(gated)
     clauses = sorted(
         (c for c in found.clauses if c.confidence >= min_confidence or c.possible or c.category in keep),
         key=lambda c: (CATEGORIES.index(c.category), c.pages[0], -c.confidence),
@@ -107,6 +108,9 @@ def assemble_review(
         # Hidden or garbled text: what was reviewed may not be what the contract says. Never a plain
         # `complete`: the human gate asks about it like a gated finding (listed first).
         gated_found.insert(0, INTEGRITY_CATEGORY)
+    # a .docx or text contract: each finding's span (and ¶), and the tracked changes and comments inside the
+    # gated or high-risk ones flagged (clausegate/review/locate.py); a PDF's clauses are left as they are
+    clauses, revisions, comments = place(parsed, clauses, [*gated, *keep])
     return Review(
         contract_id=parsed.contract_id,
         filename=parsed.filename,
@@ -125,6 +129,9 @@ def assemble_review(
         cascade=cascade,
         cost_by_step=cost_by_step or {},
         cost=add_costs(*(cost_by_step or {}).values()),
+        format=parsed.format,
+        revisions=revisions,
+        comments=comments,
     )
 
 
@@ -164,6 +171,9 @@ def failed_review(
         tokens_kept=filtered.tokens_kept if filtered else 0,
         warnings=warnings,
         failure=failure,
+        format=document.format if document else "pdf",
+        revisions=list(document.revisions) if document else [],
+        comments=list(document.comments) if document else [],
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from clausegate.errors import ReportWriteError
 from clausegate.review.document.codes import INTEGRITY_CODES
 from clausegate.review.money import eur_digits, eur_text
+from clausegate.review.report_formats import document_line, markup_sections, where
 from clausegate.review.schemas import Cost, Notice, Review
 
 CLAUSE_TEXT_LIMIT = 400
@@ -29,8 +30,9 @@ def _pages(pages: list[int]) -> str:
 
 
 def _where(clause) -> str:
-    """"§ 11.3 Limitation of Liability, p. 7" (the section when the extractor found one)."""
-    return f"§ {_md_cell(clause.section)}, {_pages(clause.pages)}" if clause.section else _pages(clause.pages)
+    """"§ 11.3 Limitation of Liability, p. 7" (the section when the extractor found one); "§ 8.5, ¶ 41" in a
+    .docx, a character span in text (clausegate/review/report_formats.py)."""
+    return where(clause)
 
 
 def _cut(text: str, limit: int = CLAUSE_TEXT_LIMIT) -> str:
@@ -73,8 +75,7 @@ def render_markdown(review: Review) -> str:
         f"- **Status:** `{review.status}`",
         f"- **Contract id:** `{review.contract_id}`",
         f"- **Playbook:** {review.playbook} · **Extractor:** {review.extractor}",
-        f"- **Pages:** {review.pages_total} ({len(review.pages_kept)} kept by the pre-filter: "
-        f"{', '.join(map(str, review.pages_kept)) or 'none'})",
+        document_line(review),
         f"- **Text reviewed:** {review.tokens_kept:,} of {review.tokens_total:,} tokens",
         f"- **Cost:** {_cost_line(review.cost)}",
     ]
@@ -84,14 +85,16 @@ def render_markdown(review: Review) -> str:
                   + (f" on field `{f.field}`" if f.field else "") + f": {_md_cell(f.message)}"]
     integrity = [w for w in review.warnings if w.code in INTEGRITY_CODES]
     if integrity:
-        lines += ["", "## Document integrity: the PDF may not say what this review read", "",
-                  "Text a reader cannot see, or text that does not read as words, was found. Check these pages in "
-                  "the PDF itself; hidden text in a contract is a red flag to raise with the sender.", ""]
+        doc = "PDF" if review.format == "pdf" else "document"
+        lines += ["", f"## Document integrity: the {doc} may not say what this review read", "",
+                  "Text a reader cannot see, or text that does not read as words, was found. Check these places in "
+                  f"the {doc} itself; hidden text in a contract is a red flag to raise with the sender.", ""]
         lines += [_warning_line(w) for w in integrity]
     if review.gated_categories:
         lines += ["", "## Needs a person", ""]
         lines += [f"- {c}" for c in review.gated_categories]
     lines += _model_sections(review)
+    lines += markup_sections(review)
     if review.decisions:
         lines += ["", "## Decisions", "", "| Gate | Decision | Reviewer | Comment | When |", "|---|---|---|---|---|"]
         lines += [f"| {d.gate} | {d.decision} | {_md_cell(d.reviewer)} | {_md_cell(d.comment)} "
@@ -101,8 +104,9 @@ def render_markdown(review: Review) -> str:
     for clause in found:
         by_category[clause.category].append(clause)
     lines += ["", f"## Clauses found ({len(found)} in {len(by_category)} categories)", ""]
+    column = "Page" if review.format == "pdf" else "Where"
     if by_category:
-        lines += ["| Category | Page | Confidence | Text |", "|---|---|---|---|"]
+        lines += [f"| Category | {column} | Confidence | Text |", "|---|---|---|---|"]
         for category, clauses in by_category.items():
             for clause in clauses:
                 mark = " **(disputed)**" if clause.dispute else ""
@@ -113,7 +117,7 @@ def render_markdown(review: Review) -> str:
     possible = [c for c in review.clauses if c.possible]
     if possible:
         lines += ["", f"## Possible clauses ({len(possible)}): scored near the threshold, check them", "",
-                  "| Category | Page | Confidence | Text |", "|---|---|---|---|"]
+                  f"| Category | {column} | Confidence | Text |", "|---|---|---|---|"]
         lines += [f"| {c.category} | {_where(c)} | {c.confidence:.2f} | {_md_cell(_cut(c.text))} |" for c in possible]
     if review.suggestions:
         lines += ["", "## Suggested redlines and questions for the counterparty", ""]

@@ -38,11 +38,51 @@ class ContractSource(_Model):
     filename: str
 
 
+DocumentFormat = Literal["pdf", "docx", "text"]
+
+
 class Page(_Model):
-    number: int = Field(ge=1, description="1-based page number in the PDF")
+    """A page of a PDF; in a .docx or text contract (no pages) a part of about ``PART_CHARS`` characters cut at
+    paragraph ends, whose ``start`` and ``paragraphs`` locate a finding by paragraph (¶) and character span."""
+
+    number: int = Field(ge=1, description="1-based page number in the PDF (a .docx or text: the part's number)")
     text: str
     needs_ocr: bool = Field(False, description="the page has no text layer")
     ocr_used: bool = False
+    start: int | None = Field(None, ge=0, description="docx/text: where the part's text starts in the document's "
+                                                      "text (the parts' texts joined in order)")
+    paragraphs: list[int] = Field(default_factory=list, description="docx: the document-text offsets where the "
+                                                                    "part's paragraphs start")
+    first_paragraph: int | None = Field(None, ge=1, description="docx: the number (¶, 1-based) of the part's first "
+                                                               "paragraph")
+
+
+class Revision(_Model):
+    """A pending tracked change of a .docx (``w:ins`` / ``w:del``): the text is reviewed with it accepted."""
+
+    kind: Literal["insertion", "deletion"]
+    author: str = ""
+    date: str | None = None
+    text: str
+    start: int = Field(ge=0, description="its offset in the document's text (a deletion: where it was)")
+    end: int = Field(ge=0)
+    paragraph: int = Field(ge=1)
+    flagged: list[str] = Field(default_factory=list, description="the gated or high-risk findings' categories "
+                                                                 "whose text it sits in")
+
+
+class Comment(_Model):
+    """A comment of a .docx, with the text it is anchored to."""
+
+    author: str = ""
+    date: str | None = None
+    text: str
+    anchor: str = ""
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    paragraph: int = Field(ge=1)
+    flagged: list[str] = Field(default_factory=list, description="the gated or high-risk findings' categories "
+                                                                 "whose text it is anchored in")
 
 
 class ParsedDocument(_Model):
@@ -50,6 +90,9 @@ class ParsedDocument(_Model):
     filename: str
     pages: list[Page] = Field(min_length=1)
     notices: list[Notice] = []
+    format: DocumentFormat = Field("pdf", description="what the bytes were sniffed to be (not the file name)")
+    revisions: list[Revision] = []
+    comments: list[Comment] = []
 
     @property
     def char_count(self) -> int:
@@ -106,6 +149,8 @@ class Clause(_Model):
                                               "(a gated category's gate asks about it)")
     cut: bool = Field(False, description="the quoted sentences went on past the length shown: the text ends "
                                          "with ' […]'")
+    paragraph: int | None = Field(None, ge=1, description="docx: the paragraph (¶) the clause starts in")
+    span: list[int] | None = Field(None, description="docx/text: [start, end) of the clause in the document's text")
 
     @field_validator("category")
     @classmethod
@@ -209,11 +254,15 @@ class Review(_Model):
     failure: StepFailure | None = None
     model_unconfirmed: list[str] = Field(
         default_factory=list, description="categories sent to a model whose answer never came (model step failed)")
+    format: DocumentFormat = Field("pdf", description="the contract's format: pdf, docx or text")
+    revisions: list[Revision] = Field(default_factory=list, description="docx: the pending tracked changes")
+    comments: list[Comment] = Field(default_factory=list, description="docx: the comments")
 
 
 __all__ = [
     "CATEGORIES",
     "Clause",
+    "Comment",
     "ContractSource",
     "Cost",
     "Dispute",
@@ -225,5 +274,6 @@ __all__ = [
     "ParsedDocument",
     "Passage",
     "Review",
+    "Revision",
     "StepFailure",
 ]

@@ -39,6 +39,7 @@ NOTICE_PAGE_UNREADABLE = "CG-PDF-PAGE-UNREADABLE"
 NOTICE_HIDDEN_TEXT = "CG-PDF-HIDDEN-TEXT"  # invisible / same colour as background / off-page / microscopic
 NOTICE_GARBLED_TEXT = "CG-PDF-GARBLED-TEXT"  # the text layer does not read as words (mojibake)
 NOTICE_INTEGRITY_UNCHECKED = "CG-PDF-INTEGRITY-UNCHECKED"  # the page could not be checked for hidden text
+NOTICE_DOCX_HIDDEN_TEXT = "CG-DOCX-HIDDEN-TEXT"  # integrity: w:vanish, white or <= 2 pt text in a .docx (left out)
 
 NOTICE_CODES = (
     NOTICE_DECRYPTED_EMPTY_PASSWORD, NOTICE_NEEDS_OCR, NOTICE_OCR_USED, NOTICE_PAGE_UNREADABLE,
@@ -47,7 +48,8 @@ NOTICE_CODES = (
 
 # A review with any of these notices is never a plain `complete`: the human gate lists them under
 # this pseudo-category (it is not one of CUAD's 41 clause categories).
-INTEGRITY_CODES = frozenset({NOTICE_HIDDEN_TEXT, NOTICE_GARBLED_TEXT, NOTICE_INTEGRITY_UNCHECKED})
+INTEGRITY_CODES = frozenset({NOTICE_HIDDEN_TEXT, NOTICE_GARBLED_TEXT, NOTICE_INTEGRITY_UNCHECKED,
+                             NOTICE_DOCX_HIDDEN_TEXT})
 INTEGRITY_CATEGORY = "Document integrity"
 
 # What the parser produces: bump when its output changes for the same bytes (the parse-pdf task's cache
@@ -56,7 +58,8 @@ INTEGRITY_CATEGORY = "Document integrity"
 # without hidden text (clausegate/review/document/text.py); 4: a page PDFium's page objects show to be plainly
 # visible skips pypdf's content-stream check (clausegate/review/document/plain_page.py), so a page that check would
 # have failed on is no longer read by pypdf with CG-PDF-INTEGRITY-UNCHECKED
-PARSER_VERSION = "4-pdfium-objects"
+# 5: Word (.docx) and plain text parsed too (clausegate/review/document/formats.py), pages carry their offsets
+PARSER_VERSION = "5-formats"
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_CHARS = 500_000
@@ -75,6 +78,25 @@ SETTING_OCR = "the playbook's `steps.parse.ocr`"
 TESSERACT_INSTALL = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
 OCR_MAX_IMAGES_PER_PAGE = 8
 OCR_MAX_SECONDS_PER_IMAGE = 120.0
+
+# Word (.docx) and plain-text contracts (clausegate/review/document/formats.py, docx.py, plain_text.py)
+DOCX_MACROS = "CG-DOCX-MACROS"  # a macro-enabled document (.docm, vbaProject.bin): refused, macros never run
+DOCX_LEGACY_DOC = "CG-DOCX-LEGACY-DOC"  # a legacy binary Word .doc (OLE): refused with the next step
+DOCX_ZIP_BOMB = "CG-DOCX-ZIP-BOMB"  # the archive inflates past the caps (size or ratio): refused before reading
+DOCX_XML_UNSAFE = "CG-DOCX-XML-UNSAFE"  # a DTD or entity declaration in a part (entity expansion): refused
+DOCX_CORRUPT = "CG-DOCX-CORRUPT"  # not a readable .docx (a broken ZIP, malformed XML, no main document part)
+DOCX_EMPTY = "CG-DOCX-EMPTY"  # the document body has no text
+DOCX_TOO_MUCH_TEXT = "CG-DOCX-TOO-MUCH-TEXT"  # over max_chars, or over DOCX_MAX_PARAGRAPHS paragraphs
+TEXT_EMPTY = "CG-TEXT-EMPTY"  # a plain-text contract with no text
+TEXT_TOO_MUCH_TEXT = "CG-TEXT-TOO-MUCH-TEXT"  # a plain-text contract over max_chars
+NOTICE_DOCX_TRACKED_CHANGES = "CG-DOCX-TRACKED-CHANGES"  # pending w:ins / w:del: reviewed as accepted, listed
+NOTICE_DOCX_COMMENTS = "CG-DOCX-COMMENTS"  # comments in the document: listed in the report
+
+DOCX_MAX_UNCOMPRESSED = 128 * 1024 * 1024  # all the parts read, inflated
+DOCX_MAX_PART_BYTES = 64 * 1024 * 1024  # one XML part, inflated
+DOCX_MAX_RATIO = 200  # inflated / compressed size of a part over 1 MB
+DOCX_MAX_PARAGRAPHS = 50_000  # a 300-page contract has some 10,000
+PART_CHARS = 3000  # a .docx or text contract is cut into parts ("pages") of about this many characters
 
 EXIT_NO_MEMORY = 86  # the worker's exit status when it ran out of memory and could not report it
 

@@ -39,7 +39,7 @@ The child process is new per contract, or (``pool_size`` > 0) one of a pool of l
 same caps (:mod:`clausegate.review.document.pool`): it saves the child's start-up (Python, pypdf, PDFium) on
 every contract but the first few.
 
-Where the bytes are read: :func:`fingerprint` (hashing) and :func:`_read_verified` (the bytes
+Where the bytes are read: :func:`fingerprint` (hashing) and :func:`read_verified` (the bytes
 handed to the worker on stdin).  The worker never opens the file itself.
 """
 
@@ -76,12 +76,12 @@ from clausegate.review.document.codes import (
     UNREADABLE,
     WORKER_FAILED,
 )
-from clausegate.review.schemas import ContractSource, Notice, Page, ParsedDocument
+from clausegate.review.schemas import Comment, ContractSource, Notice, Page, ParsedDocument, Revision
 
 log = logging.getLogger(__name__)
 
-_MAGIC = b"%PDF-"
-_MAGIC_WINDOW = 1024
+MAGIC = b"%PDF-"
+MAGIC_WINDOW = 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,6 +178,27 @@ def parse_pdf(
     Raises :class:`DocumentError` with one of the ``CG-PDF-*`` codes; returns a
     :class:`ParsedDocument` with 1-based pages and notices otherwise.
     """
+    data = read_verified(source)
+    check_pdf_magic(source.filename, data)
+    return parse_bytes(source, data, "pdf", max_chars=max_chars, timeout_seconds=timeout_seconds,
+                       memory_mb=memory_mb, ocr=ocr, pool_size=pool_size, pool_max_parses=pool_max_parses)
+
+
+def parse_bytes(
+    source: ContractSource,
+    data: bytes,
+    fmt: Literal["pdf", "docx"],
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    ocr: Literal["auto", "off"] = "auto",
+    pool_size: int = 0,
+    pool_max_parses: int = POOL_MAX_PARSES,
+) -> ParsedDocument:
+    """Parse ``data`` (``source``'s verified bytes, sniffed to be ``fmt``) in the sandboxed child: see
+    :func:`parse_pdf`.  A .docx goes through the same child, caps and pool as a PDF
+    (:mod:`clausegate.review.document.docx` reads it there)."""
     if ocr not in ("auto", "off"):
         raise ConfigurationError(f"parse_pdf: ocr must be 'auto' or 'off', not {ocr!r}.", hint=f"fix {SETTING_OCR}.")
     if max_chars <= 0:
@@ -197,12 +218,9 @@ def parse_pdf(
                                  hint="fix CLAUSEGATE_PARSE_POOL_SIZE (0 = a new parser process per contract).")
 
     name = source.filename
-    data = _read_verified(source)
-    check_pdf_magic(name, data)
-
-    tesseract = shutil.which("tesseract") if ocr == "auto" else None
+    tesseract = shutil.which("tesseract") if ocr == "auto" and fmt == "pdf" else None
     options = {"max_chars": max_chars, "timeout": float(timeout_seconds), "memory_mb": int(memory_mb),
-               "ocr": ocr, "tesseract": tesseract}
+               "ocr": ocr, "tesseract": tesseract, "format": fmt}
     if pool_size:
         result = pool.parse(name, data, options, size=pool_size, max_parses=pool_max_parses)
     else:
@@ -217,7 +235,9 @@ def parse_pdf(
     try:
         pages = [Page(**p) for p in result["pages"]]
         notices = [Notice(**n) for n in result["notices"]]
-        return ParsedDocument(contract_id=source.contract_id, filename=name, pages=pages, notices=notices)
+        return ParsedDocument(contract_id=source.contract_id, filename=name, pages=pages, notices=notices, format=fmt,
+                              revisions=[Revision(**r) for r in result.get("revisions", [])],
+                              comments=[Comment(**c) for c in result.get("comments", [])])
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise PdfWorkerError(
             f"'{name}': the parser process returned an unexpected result ({type(exc).__name__}: {exc}).",
@@ -226,7 +246,7 @@ def parse_pdf(
         ) from exc
 
 
-def _read_verified(source: ContractSource) -> bytes:
+def read_verified(source: ContractSource) -> bytes:
     """The file's bytes, provided they still hash to ``source.contract_id``."""
     p = Path(source.path)
     st = _stat(p)
@@ -262,7 +282,7 @@ _SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
 
 
 def check_pdf_magic(name: str, data: bytes) -> None:
-    if _MAGIC in data[:_MAGIC_WINDOW]:
+    if MAGIC in data[:MAGIC_WINDOW]:
         return
     if not data:
         what, todo = "an empty file (0 bytes)", "the upload or download probably failed; fetch the PDF again"
@@ -273,20 +293,20 @@ def check_pdf_magic(name: str, data: bytes) -> None:
                 what, todo = kind, fix
                 break
         if not what:
-            head = data[:_MAGIC_WINDOW].lstrip().lower()
+            head = data[:MAGIC_WINDOW].lstrip().lower()
             if head.startswith((b"<!doctype html", b"<html")):
                 what = "an HTML page"
                 todo = "the download probably saved an error or login page; download the PDF again"
             else:
                 try:
-                    data[:_MAGIC_WINDOW].decode("utf-8")
+                    data[:MAGIC_WINDOW].decode("utf-8")
                     what = "plain text"
                 except UnicodeDecodeError:
                     what = "unrecognised binary data"
                 todo = "export or print the contract to PDF and use that file"
     raise DocumentError(
         f"'{name}' is not a PDF: it looks like {what} (there is no '%PDF-' header in its first "
-        f"{_MAGIC_WINDOW} bytes; the content is checked, not the file name's extension).",
+        f"{MAGIC_WINDOW} bytes; the content is checked, not the file name's extension).",
         hint=f"{todo}.",
         code=NOT_PDF,
     )

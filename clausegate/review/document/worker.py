@@ -83,8 +83,13 @@ def _worker_main(argv: list[str]) -> int:
 
 
 def answer(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
-    """The result dict for one PDF: its pages and notices, or a definitive failure."""
+    """The result dict for one PDF (or, ``options["format"]`` "docx", one Word document: its parts, notices,
+    tracked changes and comments, :mod:`clausegate.review.document.docx`), or a definitive failure."""
     try:
+        if options.get("format") == "docx":
+            from clausegate.review.document import docx  # local import: defusedxml only for a .docx
+
+            return docx.extract(data, options)
         return _extract(data, options)
     except _Stop as stop:
         return stop.result

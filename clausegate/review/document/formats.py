@@ -1,0 +1,117 @@
+"""Which parser reads a contract: sniffed from its bytes, never from its file name.
+
+* ``%PDF-`` in the first 1024 bytes: a PDF (:func:`clausegate.review.document.sandbox.parse_bytes`, unchanged);
+* a ZIP holding ``word/document.xml``: a Word .docx, read in the same sandboxed child under the same caps
+  (:mod:`clausegate.review.document.docx`); a macro-enabled one (``vbaProject.bin``, a ``macroEnabled`` content
+  type: .docm) is refused with ``CG-DOCX-MACROS`` (macros are never run, nor is the file read);
+* the OLE header ``D0 CF 11 E0``: a legacy binary Word .doc, refused with ``CG-DOCX-LEGACY-DOC`` (save it as .docx
+  or PDF);
+* valid UTF-8 text (.txt, .md, a pasted clause): plain text (:mod:`clausegate.review.document.plain_text`);
+* anything else (an image, RTF, an HTML page, another ZIP, binary data): ``CG-PDF-NOT-PDF`` saying what it looks
+  like.
+
+So a .docx name holding PDF bytes is parsed as the PDF it is, and a .pdf name holding a .docx as the .docx.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Literal
+
+from clausegate.errors import DocumentError
+from clausegate.review.document import plain_text, sandbox
+from clausegate.review.document.codes import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_SECONDS,
+    DOCX_CORRUPT,
+    DOCX_LEGACY_DOC,
+    DOCX_MACROS,
+    NOT_PDF,
+    POOL_MAX_PARSES,
+)
+from clausegate.review.schemas import ContractSource, ParsedDocument
+
+Format = Literal["pdf", "docx", "text"]
+SUFFIXES: dict[str, str] = {"pdf": ".pdf", "docx": ".docx", "text": ".txt"}
+KNOWN_SUFFIXES = frozenset({".pdf", ".docx", ".txt", ".md"})
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_MAIN_PART = "word/document.xml"
+_CONTENT_TYPES = "[Content_Types].xml"
+_CONTENT_TYPES_MAX = 1024 * 1024
+
+
+def sniff(name: str, data: bytes) -> Format:
+    """``data``'s format (see the module doc); a coded ``DocumentError`` for what is refused."""
+    if sandbox.MAGIC in data[:sandbox.MAGIC_WINDOW]:
+        return "pdf"
+    if data.startswith(OLE_MAGIC):
+        raise DocumentError(
+            f"'{name}' is a legacy binary Word document (.doc, or another OLE file such as .xls), which ClauseGate "
+            "does not read.", hint="open it in Word or LibreOffice and save it as .docx (File > Save As > Word "
+            "Document) or as PDF, then submit that file.", code=DOCX_LEGACY_DOC)
+    if data.startswith(b"PK\x03\x04"):
+        return _sniff_zip(name, data)
+    if plain_text.is_text(data):
+        return "text"
+    sandbox.check_pdf_magic(name, data)  # raises CG-PDF-NOT-PDF saying what the bytes look like
+    raise DocumentError(f"'{name}' is not a PDF, Word .docx or UTF-8 text.", code=NOT_PDF,
+                        hint="export the contract to PDF or .docx and submit that file.")  # not reached
+
+
+def _sniff_zip(name: str, data: bytes) -> Format:
+    """A .docx, or a coded refusal: a .docm, a broken archive, a ZIP that is no Word document.  Only the central
+    directory and (capped) the content-type list are read here; the parts are read in the sandbox."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+            names = {info.filename for info in infos}
+            types = b""
+            entry = next((i for i in infos if i.filename == _CONTENT_TYPES), None)
+            if entry is not None and entry.file_size <= _CONTENT_TYPES_MAX:
+                with archive.open(entry) as fh:
+                    types = fh.read(_CONTENT_TYPES_MAX + 1)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise DocumentError(f"'{name}' is a damaged ZIP archive (a .docx is one) and cannot be read ({exc}).",
+                            hint="save the document again from Word (or download it again) and resubmit.",
+                            code=DOCX_CORRUPT) from None
+    macros = sorted(n for n in names if n.lower().rsplit("/", 1)[-1] in ("vbaproject.bin", "vbadata.xml"))
+    if macros or b"macroenabled" in types.lower():
+        why = f"it holds a VBA project ({macros[0]})" if macros else "its content type is macro-enabled"
+        raise DocumentError(
+            f"'{name}' is a macro-enabled Word document (.docm): {why}. ClauseGate never runs or reads macros, "
+            "and does not review macro-enabled files.", code=DOCX_MACROS,
+            hint="save it as a plain Word document (File > Save As > Word Document, .docx) or as PDF, and submit that.")
+    if _MAIN_PART in names:
+        return "docx"
+    sandbox.check_pdf_magic(name, data)  # a ZIP that is no Word document: CG-PDF-NOT-PDF ("a ZIP archive")
+    raise AssertionError("not reached")
+
+
+def parse_document(
+    source: ContractSource,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    ocr: Literal["auto", "off"] = "auto",
+    pool_size: int = 0,
+    pool_max_parses: int = POOL_MAX_PARSES,
+) -> ParsedDocument:
+    """``source`` parsed by the parser its bytes call for (re-hashed first: ``CG-PDF-CHANGED``)."""
+    data = sandbox.read_verified(source)
+    fmt = sniff(source.filename, data)
+    if fmt == "text":
+        return plain_text.parse_text(source, data, max_chars=max_chars)
+    return sandbox.parse_bytes(source, data, fmt, max_chars=max_chars, timeout_seconds=timeout_seconds,
+                               memory_mb=memory_mb, ocr=ocr, pool_size=pool_size, pool_max_parses=pool_max_parses)
+
+
+def stored_name(name: str, fmt: Format) -> str:
+    """``name`` with the suffix of its sniffed format when it has none of the known ones (``x`` -> ``x.docx``)."""
+    dot = name.rfind(".")
+    suffix = name[dot:].lower() if dot > 0 else ""
+    if suffix in KNOWN_SUFFIXES and (suffix == SUFFIXES[fmt] or (fmt == "text" and suffix == ".md")):
+        return name
+    return name + SUFFIXES[fmt]

@@ -1,0 +1,69 @@
+"""The report's parts that differ by format: where a finding is (p. 7; § 8.5, ¶ 41; chars 120–560), the document
+line, and a .docx's pending tracked changes and comments (flagged first when they fall in a gated or high-risk
+finding)."""
+
+from __future__ import annotations
+
+from clausegate.review.schemas import Clause, Review
+
+FORMAT_NAMES = {"pdf": "PDF", "docx": "Word .docx", "text": "plain text"}
+
+
+def md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def pages_text(pages: list[int]) -> str:
+    if len(pages) == 1:
+        return f"p. {pages[0]}"
+    return f"pp. {pages[0]}–{pages[-1]}"
+
+
+def where(clause: Clause) -> str:
+    """"§ 11.3 Limitation of Liability, p. 7" in a PDF; "§ 8.5, ¶ 41" in a .docx; "chars 120–560" in text."""
+    if clause.paragraph is not None:
+        place = f"¶ {clause.paragraph}"
+    elif clause.span is not None:
+        place = f"chars {clause.span[0]}–{clause.span[1]}"
+    else:
+        place = pages_text(clause.pages)
+    return f"§ {md_cell(clause.section)}, {place}" if clause.section else place
+
+
+def document_line(review: Review) -> str:
+    """The header line on the document: its pages (PDF), or its format and parts (no pages)."""
+    if review.format == "pdf":
+        return (f"- **Pages:** {review.pages_total} ({len(review.pages_kept)} kept by the pre-filter: "
+                f"{', '.join(map(str, review.pages_kept)) or 'none'})")
+    how = "section and paragraph (¶)" if review.format == "docx" else "character span"
+    return (f"- **Format:** {FORMAT_NAMES[review.format]}, no pages: findings are located by {how}; read in "
+            f"{review.pages_total} part(s), {len(review.pages_kept)} kept by the pre-filter")
+
+
+def markup_sections(review: Review) -> list[str]:
+    """A .docx's pending tracked changes and comments, flagged ones first."""
+    lines: list[str] = []
+    if review.revisions:
+        flagged = sum(1 for r in review.revisions if r.flagged)
+        lines += ["", f"## Tracked changes ({len(review.revisions)} pending, {flagged} in gated or high-risk findings)",
+                  "", "The text was reviewed with every change accepted. Check each one, flagged ones first.", "",
+                  "| In finding | Where | Change | Author | Date | Text |", "|---|---|---|---|---|---|"]
+        for r in sorted(review.revisions, key=lambda r: (not r.flagged, r.start)):
+            mark = f"**⚑ {', '.join(r.flagged)}**" if r.flagged else ""
+            kind = "inserted" if r.kind == "insertion" else "deleted"
+            lines.append(f"| {mark} | ¶ {r.paragraph} | {kind} | {md_cell(r.author or 'unknown')} | "
+                         f"{(r.date or '')[:10]} | {md_cell(_short(r.text))} |")
+    if review.comments:
+        flagged = sum(1 for c in review.comments if c.flagged)
+        lines += ["", f"## Comments ({len(review.comments)}, {flagged} in gated or high-risk findings)", "",
+                  "| In finding | Where | Author | Date | Comment | On the text |", "|---|---|---|---|---|---|"]
+        for c in sorted(review.comments, key=lambda c: (not c.flagged, c.start)):
+            mark = f"**⚑ {', '.join(c.flagged)}**" if c.flagged else ""
+            lines.append(f"| {mark} | ¶ {c.paragraph} | {md_cell(c.author or 'unknown')} | {(c.date or '')[:10]} | "
+                         f"{md_cell(_short(c.text))} | {md_cell(_short(c.anchor))} |")
+    return lines
+
+
+def _short(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 2].rsplit(" ", 1)[0] + " …"
