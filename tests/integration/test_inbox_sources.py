@@ -65,7 +65,8 @@ def test_a_single_clause_as_json_is_a_task_stored_as_sealed_text_and_deduplicate
     task_id = first.json()["task_id"]
     run = read_run(task_id)
     source = run.parameters["source"]
-    assert run.work_queue_name == "high" and "inbox-sender:acme-src" in run.tags and "inbox-topic:liability cap" in run.tags
+    assert run.work_queue_name == "high"
+    assert {"inbox-sender:acme-src", "inbox-topic:liability cap"} <= set(run.tags)
     assert source.startswith(str(env["settings"].uploads_dir)) and source.endswith("liability-cap.txt"), source
     assert file_is_sealed(source) and read_sealed_file(source, max_plain_bytes=10_000) == CLAUSE.encode()
     # The same text again (other topic, no key): the same task; the same idempotency key: the same task.
