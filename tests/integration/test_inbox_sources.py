@@ -198,3 +198,16 @@ def test_malformed_or_empty_messages_are_refused_with_codes(env, tmp_path):
     # A clause pasted into the body of a plain message is reviewed as text.
     pasted = upload(env, eml_bytes(message("Cap wording", CLAUSE)), "mail.eml", "message/rfc822")
     assert pasted.status_code == 201 and [t["part"] for t in pasted.json()["tasks"]] == ["body"], pasted.text
+
+
+def test_the_openapi_describes_every_source(env):
+    spec = env["client"].get("/openapi.json").json()
+    post = spec["paths"]["/inbox/tasks"]["post"]
+    bodies = post["requestBody"]["content"]
+    assert {"multipart/form-data", "application/json"} <= set(bodies)
+    described = bodies["multipart/form-data"]["schema"]["properties"]["file"]["description"]
+    assert all(kind in described for kind in ("PDF", ".docx", ".txt", ".md", ".eml")), described
+    assert "content" in bodies["application/json"]["schema"]["properties"]
+    assert "CG-INBOX-NOT-DOCX" in post["responses"]["415"]["description"]
+    assert "CG-INBOX-EML-MALFORMED" in post["responses"]["422"]["description"]
+    assert "message" in {p["name"] for p in spec["paths"]["/inbox/tasks"]["get"]["parameters"]}
