@@ -2,12 +2,18 @@
 
     python bench/extractor.py [--limit N] [--png docs/quality/extractor.png] [--json FILE]
                               [--previous docs/quality/extractor-previous.json] [--extractor cache|pypdf|pdfium]
+                              [--format pdf|docx|text]
 
 Pipeline per holdout contract: page text -> ``prefilter`` (all 41 categories) ->
 ``extract_offline``.  The page text is pypdf's ``extract_text()`` cached by ``tools.cuad.load_pages``
 (``--extractor cache``, the default, what the model was trained on), or the product's parse worker's text
 (``clausegate.review.document.worker``, in this process, OCR off) with that extractor (``pypdf`` or ``pdfium``):
-compare the two to see what the parse step's extractor does to the extractor's quality.  Prints per-category
+compare the two to see what the parse step's extractor does to the extractor's quality.  ``--format docx``: the same
+contracts as Word .docx files (CUAD's text release, one paragraph per line, ``tools/cuad_to_docx.py``) read by the
+product's .docx reader (``clausegate.review.document.docx``, in this process); ``--format text``: that text read as a
+plain-text contract (``clausegate.review.document.plain_text``).  Either also runs the PDF path and prints both
+contract-level micro-F1s and their difference (the passage-level figures of a .docx or text use its parts, not CUAD's
+pages: compare contract level only).  Prints per-category
 precision / recall / F1 and the issue-13 table with its targets:
 
 * contract level ("is the clause present"): predicted when at least one clause of the
@@ -89,6 +95,34 @@ def load_docs(limit: int, extractor: str) -> list:
     if extractor == "cache":
         return load_holdout(limit)
     return [(entry, worker_pages(entry, extractor), rows) for entry, _, rows in load_holdout(limit, pages=False)]
+
+
+def format_pages(entry: dict, fmt: str) -> list[str]:
+    """The part texts of a CUAD contract's text release read as a .docx (``tools/cuad_to_docx.py``) or as text."""
+    if fmt == "docx":
+        from clausegate.review.document import docx  # local import: only --format docx reads .docx files
+        from tools.cuad_to_docx import docx_path  # local import: writes the .docx on first use
+
+        result = docx.extract(docx_path(entry).read_bytes(), {"max_chars": 10**9})
+        return [page["text"] for page in result.get("pages", [])]
+    from clausegate.review.document.plain_text import cut_parts  # local import: only --format text
+
+    text = (cuad.cuad_dir() / entry["txt"]).read_text(encoding="utf-8", errors="replace")
+    return [text[a:b] for a, b in cut_parts(text)]
+
+
+def load_format_docs(limit: int, fmt: str) -> tuple[list, list[float]]:
+    """The contracts read as ``fmt``, and the wall time (ms) reading each took (the .docx written beforehand)."""
+    docs, read_ms = [], []
+    for entry, _, rows in load_holdout(limit, pages=False):
+        if fmt == "docx":
+            from tools.cuad_to_docx import docx_path  # local import: writes the .docx on first use
+
+            docx_path(entry)
+        t0 = time.perf_counter()
+        docs.append((entry, format_pages(entry, fmt), rows))
+        read_ms.append(1000 * (time.perf_counter() - t0))
+    return docs, read_ms
 
 
 def evaluate(docs) -> dict:
@@ -287,12 +321,20 @@ def main() -> None:
     ap.add_argument("--png", default=str(DOCS / "extractor.png"), help="'' for no picture")
     ap.add_argument("--extractor", default="cache", choices=["cache", "pypdf", "pdfium"],
                     help="page text: pypdf's cached by tools.cuad (default), or the parse worker's with this extractor")
+    ap.add_argument("--format", default="pdf", choices=["pdf", "docx", "text"],
+                    help="docx / text: also read the contracts as .docx files / plain text and compare with the PDF")
     args = ap.parse_args()
     t0 = time.time()
     if not cuad.cuad_available():
         sys.exit(f"CUAD not found at {cuad.cuad_dir()}")
     res = evaluate(load_docs(args.limit, args.extractor))
     res["page_text"] = args.extractor
+    if args.format != "pdf":
+        docs, read_ms = load_format_docs(args.limit, args.format)
+        pdf_res, res = res, evaluate(docs)
+        res["page_text"] = f"{args.format} (CUAD's text release)"
+        res["read_ms_per_contract"] = {"median": float(np.median(read_ms)), "max": float(np.max(read_ms))}
+        res["pdf_contract_micro"] = pdf_res["contract_micro"]
     prev_path = Path(args.previous) if args.previous else None
     prev = json.loads(prev_path.read_text()) if prev_path and prev_path.is_file() else None
     if prev and prev.get("model_version") == res["model_version"]:
@@ -304,6 +346,12 @@ def main() -> None:
         print(f"wrote {args.json}")
     if args.png:
         plot(res, prev, Path(args.png))
+    if args.format != "pdf":
+        pdf_f1, other_f1 = res["pdf_contract_micro"][2], res["contract_micro"][2]
+        print(f"contract-level micro-F1, {res['contracts']} held-out contracts: PDF ({args.extractor}) {pdf_f1:.4f}, "
+              f"{args.format} {other_f1:.4f}, difference {other_f1 - pdf_f1:+.4f} "
+              f"({'within' if abs(other_f1 - pdf_f1) <= 0.01 else 'NOT within'} 0.01); reading one as {args.format}: "
+              f"median {res['read_ms_per_contract']['median']:.0f} ms, max {res['read_ms_per_contract']['max']:.0f} ms")
     print(f"{time.time() - t0:.0f}s")
 
 

@@ -17,7 +17,8 @@ from clausegate.pipeline.sync_body import run_sync_body
 @flow(**REVIEW_FLOW_OPTIONS)
 async def contract_review(source: p.ContractSource, playbook: p.Playbook = "default", extractor: p.Extractor = None,
                     out_dir: p.OutDir = "reports"):
-    """Review one contract PDF against a playbook; write JSON + Markdown reports to ``out_dir``.
+    """Review one contract (PDF, Word .docx or UTF-8 text, sniffed from its bytes) against a playbook; write JSON +
+    Markdown reports to ``out_dir``.
 
     ``extractor``: 'offline' (default: the playbook's) or a model block such as
     'anthropic-model/claude'; with a model the offline extractor still runs first (cascade).

@@ -1,6 +1,6 @@
 """Where a batch's contracts come from: a folder (default), a manifest, or any object with ``discover()``.
 
-``load_source(spec)``: ``folder`` / ``folder:PATH`` -> :class:`FolderSource` (``*.pdf`` recursively),
+``load_source(spec)``: ``folder`` / ``folder:PATH`` -> :class:`FolderSource` (``*.pdf`` and ``*.docx`` recursively),
 ``list:MANIFEST`` -> :class:`ListSource` (one path per line; how a batch hands a chunk to another run),
 ``python:package.module:factory`` -> whatever the factory returns (a :class:`ContractFinder`).
 
@@ -35,10 +35,11 @@ class ContractFinder(Protocol):
 
 @dataclass
 class FolderSource:
-    """Every PDF under ``folder`` (recursively, sorted, hidden files and folders skipped)."""
+    """Every PDF and Word .docx under ``folder`` (recursively, sorted, hidden files and folders skipped).  Text files
+    are not picked up (a folder's notes and READMEs are no contracts): list them in a manifest (``list:``)."""
 
     folder: Path
-    patterns: tuple[str, ...] = ("*.pdf", "*.PDF")
+    patterns: tuple[str, ...] = ("*.pdf", "*.PDF", "*.docx", "*.DOCX")
     recursive: bool = True
 
     @property

@@ -97,7 +97,7 @@ def findings_table(review) -> Table:
     table = Table(title=f"{review.filename}: {len(review.clauses)} clauses in "
                         f"{len({c.category for c in review.clauses})} categories")
     table.add_column("Category", style="bold")
-    table.add_column("Pages", justify="right")
+    table.add_column("Pages" if review.format == "pdf" else "Where", justify="right")
     table.add_column("Conf.", justify="right")
     table.add_column("Gate")
     table.add_column("Best clause", overflow="fold", max_width=60)
@@ -107,9 +107,11 @@ def findings_table(review) -> Table:
     for category, clauses in by_category.items():
         best = max(clauses, key=lambda c: c.confidence)
         pages = sorted({p for c in clauses for p in c.pages})
+        where = ",".join(map(str, pages)) if review.format == "pdf" else ",".join(
+            f"¶ {c.paragraph}" if c.paragraph else f"chars {c.span[0]}" if c.span else "?" for c in clauses)
         text = " ".join(best.text.split())
         gate = "[red]needs a person[/red]" if category in review.gated_categories else ""
-        table.add_row(category, ",".join(map(str, pages)), f"{best.confidence:.2f}", gate,
+        table.add_row(category, where, f"{best.confidence:.2f}", gate,
                       text[:110] + ("…" if len(text) > 110 else ""))
     return table
 

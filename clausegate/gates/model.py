@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
 from clausegate.review.redact import SEALED_TEXT
+from clausegate.review.report_formats import pending_changes_note, where
 from clausegate.review.schemas import Review, Suggestion
 from clausegate.security import at_rest
 
@@ -232,11 +233,14 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
     for clause in review.clauses:
         if clause.category in wanted:
             text = " ".join(clause.text.split())
-            if clause.section:
+            if review.format != "pdf":  # a .docx or text has no pages: its § and ¶ / span, the draft's pending changes
+                text = f"{where(clause)}{pending_changes_note(review, clause)}: {text}"
+            elif clause.section:
                 text = f"§ {clause.section}: {text}"
             if clause.possible:  # scored near the threshold without reaching it: the person checks it
                 text = f"POSSIBLE (not certain; please check): {text}"
-            out.append(_finding(clause.category, list(clause.pages), text, round(clause.confidence, 3), strict))
+            pages = list(clause.pages) if review.format == "pdf" else []
+            out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict))
     return out
 
 

@@ -96,8 +96,9 @@ ExtractorChoice = Annotated[Choice | str | None, AfterValidator(check_extractor)
 
 # -- contract-review and nightly-batch -----------------------------------------------------------------------
 ContractSource = Annotated[str, described(
-    "The contract PDF to review, one of: a path on the worker's machine (the machine that runs this flow run), "
-    "e.g. /data/contracts/acme-msa.pdf or a path relative to the project folder; an http(s) link to the PDF "
+    "The contract to review (a PDF, a Word .docx or a UTF-8 text: its bytes decide, not its name), one of: a path "
+    "on the worker's machine (the machine that runs this flow run), e.g. /data/contracts/acme-msa.pdf or a path "
+    "relative to the project folder; an http(s) link to the contract "
     "(its host must be on the worker's CLAUSEGATE_INBOX_URL_ALLOW_LIST); or an inbox task id (the task_id an "
     "inbox submission returned, i.e. an earlier review's run id) to review that contract again.")]
 Playbook = Annotated[PlaybookChoice, described(
@@ -113,8 +114,9 @@ OutDir = Annotated[str, described(
     "Folder for the JSON and Markdown reports, on the worker's machine (relative paths: to the project folder).")]
 
 BatchSource = Annotated[str, described(
-    "The contracts to review: a folder on the worker's machine (searched recursively for PDFs; relative to the "
-    "project folder), 'list:MANIFEST' (a file listing PDF paths) or 'python:module:factory'.")]
+    "The contracts to review: a folder on the worker's machine (searched recursively for PDFs and .docx files; "
+    "relative to the project folder), 'list:MANIFEST' (a file listing contract paths, text files too) or "
+    "'python:module:factory'.")]
 WorkQueue = Annotated[Literal["high", "normal", "low"], described(
     "Work queue of the contract-review runs sent for contracts that need a person's decision.")]
 MaxInFlight = Annotated[int, described("Contracts reviewed at once in each batch run.")]

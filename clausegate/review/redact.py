@@ -5,7 +5,9 @@ and the gate record show categories, sections, pages and confidence; the text it
 result and the sealed task results, read back by an authenticated path (the inbox API, ``clausegate gates show``).
 
 What is taken out: every clause's text, a dispute's model quote, the suggested redlines and questions (they
-quote or rewrite the clause), and notice messages (several quote the contract); the notice codes and pages stay.
+quote or rewrite the clause), notice messages (several quote the contract), and a .docx's tracked changes' text and
+comments' text and anchored text; the notice codes and pages, and the changes' and comments' authors, dates, places
+and flags stay.
 """
 
 from __future__ import annotations
@@ -31,4 +33,6 @@ def redact_review(review: Review) -> Review:
         "clauses": [redact_clause(c) for c in review.clauses],
         "warnings": [redact_notice(w) for w in review.warnings],
         "suggestions": suggestions,
+        "revisions": [r.model_copy(update={"text": SEALED_TEXT}) for r in review.revisions],
+        "comments": [c.model_copy(update={"text": SEALED_TEXT, "anchor": SEALED_TEXT}) for c in review.comments],
     })

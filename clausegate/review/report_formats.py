@@ -64,6 +64,19 @@ def markup_sections(review: Review) -> list[str]:
     return lines
 
 
+def pending_changes_note(review: Review, clause: Clause) -> str:
+    """For a gate's finding: the pending tracked changes and comments flagged in ``clause`` ("" when none)."""
+    if clause.span is None:
+        return ""
+    a, b = clause.span
+    inside = [r for r in review.revisions if clause.category in r.flagged and a <= r.start <= b]
+    notes = [f"{'inserted' if r.kind == 'insertion' else 'deleted'} “{_short(r.text, 120)}” by {r.author or 'unknown'}"
+             for r in inside]
+    notes += [f"comment by {c.author or 'unknown'}: “{_short(c.text, 120)}”" for c in review.comments
+              if clause.category in c.flagged and a <= c.start <= b]
+    return f" [PENDING in the draft: {'; '.join(notes)}]" if notes else ""
+
+
 def _short(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 2].rsplit(" ", 1)[0] + " …"

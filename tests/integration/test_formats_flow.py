@@ -14,6 +14,7 @@ from functools import partial
 
 import pytest
 
+from clausegate.gates.model import findings_of
 from flows.contract_review import contract_review
 from tests.support import docx_factory as d
 from tests.support.contracts import SUPPLY_PAGES
@@ -57,6 +58,10 @@ def test_a_word_draft_is_reviewed_with_its_pending_change_in_the_cap_flagged(tmp
     assert [r["flagged"] for r in report["revisions"]] == [["Cap on Liability"], ["Cap on Liability"]]
     assert f"| **⚑ Cap on Liability** | ¶ 5 | inserted | Counterparty Counsel | 2026-11-30 | {CAP_NEW} |" in markdown
     assert "§ 3 Limitation of Liability, ¶ 5" in markdown and "Confidential" not in markdown
+    (finding,) = findings_of(review, ["Cap on Liability"])  # what a gate on it would show the person
+    assert finding.pages == [] and finding.text.startswith(
+        f"§ 3 Limitation of Liability, ¶ 5 [PENDING in the draft: deleted “{CAP_OLD}” by Counterparty Counsel; "
+        f"inserted “{CAP_NEW}” by Counterparty Counsel]: 3. Limitation of Liability.")
 
     again, states = run(path, out)  # the same bytes: the parse and every later step from the cache
     assert again.is_completed() and states["parse-pdf"] == "Cached"

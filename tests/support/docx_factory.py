@@ -130,11 +130,11 @@ def make_zip_bomb(path: str | Path, inflated_mb: int = 200) -> Path:
     return p
 
 
-def entity_bomb_document() -> str:
-    """document.xml with the "billion laughs" entity expansion (10^9 'lol's if a parser expands it)."""
-    lols = "".join(f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * 10}">' for i in range(1, 10))
+def entity_bomb_document(levels: int = 9) -> str:
+    """document.xml with the "billion laughs" entity expansion (10^levels 'lol's if a parser expands it)."""
+    lols = "".join(f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * 10}">' for i in range(1, levels + 1))
     prolog = f'<!DOCTYPE w:document [<!ENTITY lol0 "lol">{lols}]>'
-    return document_xml([para(run("Fees: "), "<w:r><w:t>&lol9;</w:t></w:r>")], prolog=prolog)
+    return document_xml([para(run("Fees: "), f"<w:r><w:t>&lol{levels};</w:t></w:r>")], prolog=prolog)
 
 
 def many_paragraphs_document(count: int) -> str:

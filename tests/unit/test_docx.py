@@ -184,6 +184,11 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
 
 
 def test_an_entity_bomb_is_refused_without_expanding(tmp_path):
+    import xml.etree.ElementTree as ElementTree  # the unprotected parser, to show the document is a real bomb
+
+    small = d.entity_bomb_document(levels=3)
+    assert "lol" * 1000 in "".join(ElementTree.fromstring(small).itertext())  # stdlib expands it: 10^3 'lol's
+    refused(d.make_docx(tmp_path / "small.docx", [], document=small), "CG-DOCX-XML-UNSAFE")
     path = d.make_docx(tmp_path / "lol.docx", [], document=d.entity_bomb_document())
     error = refused(path, "CG-DOCX-XML-UNSAFE", memory_mb=256)  # expanded, 10^9 'lol's would not fit in 256 MB
     assert "DTD" in error.message
@@ -221,3 +226,26 @@ def test_the_pooled_parser_reads_a_docx_too(tmp_path):
     finally:
         pool.shutdown()
     assert doc.format == "docx" and len(doc.revisions) == 2
+
+
+def test_the_parse_runs_in_the_sandboxed_child_under_its_time_cap(tmp_path):
+    error = refused(supply_docx(tmp_path / "supply.docx"), "CG-PDF-TIMEOUT", timeout_seconds=0.01)
+    assert "time cap" in error.message  # the child was started and killed, as for a PDF
+
+
+def test_cuad_text_becomes_one_paragraph_per_line():
+    from clausegate.review.document import docx
+    from tools.cuad_to_docx import docx_bytes
+
+    text = "AGREEMENT\n\n  1. Term. One year.\x0c\n\nFees & <charges> apply.\n"
+    result = docx.extract(docx_bytes(text), {"max_chars": 10_000})
+    assert result["pages"][0]["text"] == "AGREEMENT\n\n1. Term. One year.\n\nFees & <charges> apply.\n\n"
+
+
+def test_strict_text_mode_seals_the_changes_and_comments_text_too(tmp_path):
+    from clausegate.review.redact import SEALED_TEXT, redact_review
+
+    shown = redact_review(review_of(parse(supply_docx(tmp_path / "supply.docx"))))
+    markdown = render_markdown(shown)
+    assert CAP_NEW not in markdown and CAP_OLD not in markdown and "Ask for $5m" not in markdown
+    assert "$1,000,000" not in markdown and SEALED_TEXT in markdown and "⚑ Cap on Liability" in markdown

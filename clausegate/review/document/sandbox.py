@@ -126,7 +126,7 @@ def _stat(p: Path) -> os.stat_result:
     if stat.S_ISDIR(st.st_mode):
         raise DocumentError(
             f"'{p}' is a folder, not a contract file.",
-            hint="pass the path of one PDF file inside it (batch runs take folders, single reviews do not).",
+            hint="pass the path of one contract file inside it (batch runs take folders, single reviews do not).",
             code=NOT_FOUND,
         )
     if not stat.S_ISREG(st.st_mode):
