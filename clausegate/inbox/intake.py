@@ -58,7 +58,7 @@ def store(data: bytes, filename: str, origin: str, settings: InboxSettings, *,
     """
     if not data:
         raise _empty(origin)
-    kind = kinds.kind_of(filename, ContentProbe.of(data))
+    kind = kinds.kind_of(filename, ContentProbe.of(data), data)
     if kind not in kinds_allowed:
         raise NotPdf(f"'{clip(filename)}' is {kind}, which this source does not take",
                      hint="upload it as 'file' instead")
@@ -197,7 +197,7 @@ async def fetch_url(url: str, settings: InboxSettings) -> tuple[bytes, str]:
     data, final = await fetch.fetch(url, settings.url_policy())
     name = safe_filename(final.path)
     try:
-        kind = kinds.kind_of(name, ContentProbe.of(data))
+        kind = kinds.kind_of(name, ContentProbe.of(data), data)
     except (NotPdf, NotDocx, NotText) as error:
         raise fetch.refused("FETCH-NOT-PDF", error.message, url) from None
     if kind == "eml":

@@ -1,9 +1,12 @@
 """Which kind of document a submission is, judged at intake: PDF, Word (.docx), text (.txt/.md) or e-mail (.eml).
 
-The content decides a PDF (``%PDF-`` in its first KB, whatever its name).  The other kinds need the content
-*and* the name to agree: a ZIP named ``.docx``, UTF-8 text without NUL bytes named ``.txt``/``.md``, a
-message named ``.eml`` (the e-mail parser then judges it: ``clausegate.inbox.email_intake``).  Anything
-else is refused with 415 and the next step.  The parse (in the sandbox) checks the document itself.
+The content decides a PDF (``%PDF-`` in its first KB, whatever its name).  A name that states another kind must
+agree with the content: a ZIP named ``.docx``, UTF-8 text without NUL bytes named ``.txt``/``.md``, a message
+named ``.eml`` (the e-mail parser then judges it: ``clausegate.inbox.email_intake``); text named ``.pdf`` is
+refused.  A name that states no kind (a link's ``…/draft``, a referenced ``contract``) leaves it to the parse's
+own sniff of the whole file (``clausegate.review.document.formats.sniff``) where the whole file is at hand (path
+and URL sources).  Anything else is refused with 415 and the next step.  The parse (in the sandbox) checks the
+document itself.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Literal
 
 from clausegate.errors import DocumentError
 from clausegate.inbox.errors import NotDocx, NotPdf, NotText
+from clausegate.review.document import formats
 from clausegate.review.document.sandbox import check_pdf_magic
 
 Kind = Literal["pdf", "docx", "text", "eml"]
@@ -65,14 +69,20 @@ def suffix_of(name: str) -> str:
     return PurePosixPath(name).suffix.lower()
 
 
-def kind_of(name: str, probe: ContentProbe) -> Kind:
-    """The document kind of a file called ``name`` whose content ``probe`` saw; 415 (coded) when it is none."""
+def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
+    """The document kind of a file called ``name`` whose content ``probe`` saw (``data``: all of it, when at hand);
+    415 (coded) when it is none."""
     try:
         check_pdf_magic(name, probe.head)
         return "pdf"
     except DocumentError as error:
         not_pdf = error
     suffix = suffix_of(name)
+    if data is not None and suffix not in (".pdf", ".docx", ".eml", *TEXT_SUFFIXES):
+        try:
+            return formats.sniff(name, data)  # a name that says nothing: the bytes decide, as in the parse
+        except DocumentError as error:
+            raise NotPdf(error.message, hint=f"{error.hint.rstrip('.')}; the inbox takes {ACCEPTED}.") from None
     if suffix == ".docx":
         if probe.head.startswith(ZIP_MAGIC):
             return "docx"

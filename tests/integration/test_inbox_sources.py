@@ -110,6 +110,14 @@ def test_txt_md_and_docx_uploads_are_accepted_and_mismatches_refused_with_codes(
         assert response.status_code == 201, (name, response.text)
         source = stored_source(response.json()["task_id"])
         assert source.endswith(suffix) and read_sealed_file(source, max_plain_bytes=10**6) == data, source
+    # A path (or URL) whose name states no kind: the whole file's bytes decide, as in the parse.
+    src = env["settings"].source_dir
+    (src / "draft").write_bytes(docx_bytes(["SERVICES AGREEMENT (by path)", CLAUSE]))
+    (src / "clause").write_bytes(CLAUSE.encode() + b" By path.")
+    for name, stored in (("draft", "draft.docx"), ("clause", "clause.txt")):
+        response = env["client"].post("/inbox/tasks", headers=auth(env["acme"]),
+                                      data={"source_path": name, "playbook": "deploy-test"})
+        assert response.status_code == 201 and stored_source(response.json()["task_id"]).endswith(stored), response.text
     refused = [
         (upload(env, b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, "old.docx"), 415, "CG-INBOX-NOT-DOCX", ".doc"),
         (upload(env, b"\xff\xfe" + "text".encode("utf-16-le"), "notes.txt"), 415, "CG-INBOX-NOT-TEXT", "UTF-8"),
