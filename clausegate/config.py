@@ -63,7 +63,13 @@ class InboxSettings(BaseSettings):
         "empty = every URL must resolve to public addresses only")
     playbooks_dir: Path | None = Field(None, description="extra playbooks clients may name (NAME.yaml in this "
                                        "folder), besides the built-in ones")
-    max_upload_mb: float = Field(20.0, gt=0, description="largest accepted PDF")
+    max_upload_mb: float = Field(20.0, gt=0, description="largest accepted document (PDF, .docx, text; also each "
+                                 "attachment of an e-mail and a JSON submission's text)")
+    max_message_mb: float | None = Field(None, gt=0, description="largest accepted .eml upload; unset = 1.5 × "
+                                         "max_upload_mb (an attachment at the limit, base64-encoded, is a third "
+                                         "larger than the file)")
+    max_attachments: int = Field(20, ge=1, description="an e-mail's PDF/DOCX attachments reviewed at most; the "
+                                 "others are refused one by one (CG-INBOX-EML-TOO-MANY-ATTACHMENTS)")
     url_timeout_seconds: float = Field(20.0, gt=0, description="a URL source must arrive within this time")
     deployment: str = Field("contract-review/contract-review", description="the deployment each task runs as")
     rate_per_minute: int = Field(30, ge=1, description="submissions per sender per minute (burst = the same "
@@ -112,6 +118,10 @@ class InboxSettings(BaseSettings):
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_message_bytes(self) -> int:
+        return int((self.max_message_mb or 1.5 * self.max_upload_mb) * 1024 * 1024)
 
 
 # ------------------------------------------------------------------------------------ gateway

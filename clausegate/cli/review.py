@@ -24,6 +24,7 @@ import typer
 from rich.table import Table
 
 from clausegate.cli.app import app, console, quiet_if_temporary_server
+from clausegate.cli.review_input import REVIEW_INPUT, ReviewInputError, review_input
 from clausegate.cli.server import TEMPORARY, find_server
 from clausegate.errors import ClauseGateError
 from clausegate.review.document.codes import NOT_FOUND
@@ -121,7 +122,10 @@ def findings_table(review) -> Table:
 
 @app.command()
 def review(
-    file: Annotated[Path, typer.Argument(help="the contract PDF")],
+    file: Annotated[Path | None, typer.Argument(
+        help="the contract: a PDF, .docx or text file; '-' reads it from stdin (text, or a PDF/.docx)")] = None,
+    text: Annotated[str | None, typer.Option(
+        "--text", help="review this text (a whole contract or a single clause) instead of a file")] = None,
     playbook: Annotated[str, typer.Option(help="built-in playbook name or path to a YAML playbook")] = "default",
     out: Annotated[Path, typer.Option(help="folder for the JSON and Markdown reports")] = Path("reports"),
     extractor: Annotated[str | None, typer.Option(
@@ -130,7 +134,7 @@ def review(
         help="with a local stack up, run in its warm-start process, where Prefect and the model are loaded "
              "already (clausegate/launch.py); --no-warm-start runs the review in this process")] = True,
 ) -> None:
-    """Review FILE with the contract-review flow and write its report."""
+    """Review FILE (or stdin: -, or --text "…") with the contract-review flow and write its report."""
     from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean
 
     try:
@@ -138,6 +142,20 @@ def review(
     except ClauseGateError as error:
         console.print(f"[red]{error}[/red]")
         raise typer.Exit(2) from None
+    if file is None and text is None:
+        console.print(f"[red][{REVIEW_INPUT}] nothing to review.[/red] Next step: give a FILE, - (stdin) or "
+                      "--text \"…\".", highlight=False)
+        raise typer.Exit(2)
+    try:
+        with review_input(file, text) as path:
+            _review_file(path, playbook, out, extractor)
+    except ReviewInputError as error:
+        console.print(f"[red]{error}[/red]", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _review_file(file: Path, playbook: str, out: Path, extractor: str | None) -> None:
+    """The review of one file on disk (the command's FILE, or the private copy of stdin / --text)."""
     if not file.is_file():
         console.print(f"[red][{NOT_FOUND}] {file} does not exist.[/red] Next step: check the path.")
         raise typer.Exit(2)

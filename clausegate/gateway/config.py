@@ -63,10 +63,12 @@ class GatewayConfig:
         if path in SLACK_PATHS:
             return self.slack_body_limit
         if path == SUBMIT_PATH and method == "POST" and self.inbox is not None:
-            limit = self.inbox.settings.max_upload_bytes
+            inbox = self.inbox.settings  # an e-mail may be larger than one document (its own cap, per upload)
+            limit = max(inbox.max_upload_bytes, inbox.max_message_bytes)
             return BodyLimit(limit + self.limits.form_overhead_bytes, TooLarge.code,
                              "split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB "
-                             f"(now {limit / 1024 / 1024:g} MB)")
+                             f"(now {inbox.max_upload_mb:g} MB; e-mails: CLAUSEGATE_INBOX_MAX_MESSAGE_MB, "
+                             f"{inbox.max_message_bytes / 1024 / 1024:g} MB)")
         return BodyLimit(self.limits.max_other_body_bytes, TooLarge.code if path.startswith("/inbox/") else
                          GATEWAY_TOO_LARGE, "this route takes no (or only a small) request body")
 

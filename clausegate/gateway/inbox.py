@@ -5,21 +5,22 @@ inbox (``InboxError``) become JSON ``{"detail": {"code", "message", "hint"}}`` w
 in one handler (``create_app``); nothing below raises HTTP errors itself.
 
 A submission is judged before it is read: the key (a header) first, then the sender's rate slot, and
-only then is the multipart body parsed, from a stream the gateway caps while it arrives
-(``clausegate.gateway.security.BodyLimitMiddleware``).  The form is therefore not a FastAPI ``Form()``
-signature (FastAPI would parse and spool it before any dependency ran); its schema is declared for
-OpenAPI by hand (``SubmitFields``).
+only then is the body parsed, from a stream the gateway caps while it arrives
+(``clausegate.gateway.security.BodyLimitMiddleware``): a multipart form (``SubmitFields`` + ``file``) or a
+JSON text submission (``TextSubmission``).  Neither is a FastAPI ``Form()``/body signature (FastAPI would
+parse and spool it before any dependency ran); their schemas are declared for OpenAPI by hand.
 """
 
 from __future__ import annotations
 
+import json
 from contextlib import aclosing
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, UploadFile, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from python_multipart.multipart import parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
@@ -29,9 +30,10 @@ from starlette.formparsers import FormParser, MultiPartException, MultiPartParse
 from clausegate.config import InboxSettings
 from clausegate.gateway.config import GatewayConfig, get_config
 from clausegate.inbox import intake
-from clausegate.inbox.errors import BadSubmission, Unauthorized, Unavailable, clip
+from clausegate.inbox.errors import BadSubmission, TooLarge, Unauthorized, Unavailable, clip
 from clausegate.inbox.fields import TOPIC_PATTERN, Priority, validate_fields
 from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller, authenticate
+from clausegate.inbox.messages import MessageSubmitted, submit_message
 from clausegate.inbox.service import Inbox
 from clausegate.inbox.status import Submitted, TaskPage, TaskStatus, TaskView
 
@@ -40,8 +42,12 @@ bearer = HTTPBearer(auto_error=False, description="an inbox API key: `clausegate
 
 ERRORS = {code: {"description": text} for code, text in (
     (401, "missing, malformed, unknown or revoked API key"), (404, "no such task for this key's sender"),
-    (409, "conflict with the task's state or an earlier idempotency key"), (413, "contract over the size limit"),
-    (415, "not a PDF (checked by content)"), (422, "a field is missing or invalid (the message names it)"),
+    (409, "conflict with the task's state or an earlier idempotency key"),
+    (413, "document, e-mail or text over its size limit"),
+    (415, "not a document the inbox takes: a PDF (by content), or .docx / .txt / .md / .eml whose content "
+          "matches its name (CG-INBOX-NOT-PDF, CG-INBOX-NOT-DOCX, CG-INBOX-NOT-TEXT)"),
+    (422, "a field is missing or invalid (the message names it); an .eml with malformed headers "
+          "(CG-INBOX-EML-MALFORMED) or nothing to review (CG-INBOX-EML-NO-CONTRACT)"),
     (429, "sender over its submission rate (see Retry-After)"), (503, "Prefect (the inbox's store) unreachable"))}
 
 
@@ -80,13 +86,38 @@ class SubmitFields(BaseModel):
     idempotency_key: str | None = Field(None, description="same key → same task, never paid twice")
 
 
+class TextSubmission(BaseModel):
+    """A JSON submission: the contract text itself (a whole contract or a single clause), stored as a sealed
+    ``.txt`` upload and reviewed like one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(description="the contract or clause text (UTF-8; at most CLAUSEGATE_INBOX_MAX_UPLOAD_MB)")
+    sender: str | None = Field(None, description="defaults to the key's sender (admins may file for others)")
+    topic: str | None = Field(None, description="free label, filterable (e.g. 'renewals')")
+    priority: Priority = Field("normal", description="the work queue the review runs on")
+    playbook: str = Field("default", description="a built-in playbook name")
+    idempotency_key: str | None = Field(None, description="same key → same task, never paid twice")
+
+
+FILE_DESCRIPTION = ("the contract (multipart upload): a PDF (checked by content, whatever its name), a Word .docx, "
+                    "UTF-8 text (.txt, .md), or an e-mail (.eml: each PDF/DOCX attachment becomes its own task, the "
+                    "body too when it holds contract language; the answer is then a MessageSubmitted)")
+
+
 def _form_schema() -> dict:
     schema = SubmitFields.model_json_schema()
     schema["title"] = "Body_submit_task_inbox_tasks_post"
     schema.pop("description", None)
     file = {"anyOf": [{"type": "string", "contentMediaType": "application/octet-stream"}, {"type": "null"}],
-            "title": "File", "description": "the contract PDF (multipart upload)"}
+            "title": "File", "description": FILE_DESCRIPTION}
     schema["properties"] = {"file": file, **schema["properties"]}
+    return schema
+
+
+def _text_schema() -> dict:
+    schema = TextSubmission.model_json_schema()
+    schema["title"] = "TextSubmission"
     return schema
 
 
@@ -182,9 +213,45 @@ async def read_submission(request: Request, settings: InboxSettings) -> tuple[Su
     return fields, upload, form
 
 
-@router.post("/tasks", status_code=status.HTTP_201_CREATED, response_model=Submitted,
-             responses={200: {"model": Submitted, "description": "an existing task (repeated submission)"}, **ERRORS},
-             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": _form_schema()}}}})
+async def read_text_submission(request: Request, settings: InboxSettings) -> TextSubmission:
+    """A JSON body (capped while it streams by ``BodyLimitMiddleware``), validated; ``content`` checked for size,
+    emptiness and characters no text file holds (NUL, lone surrogates)."""
+    body = bytearray()
+    async with aclosing(request.stream()) as stream:
+        async for chunk in stream:
+            body += chunk
+    try:
+        values = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadSubmission("the JSON body could not be read", hint='send e.g. {"content": "The Supplier shall…", '
+                            '"playbook": "default"} with Content-Type: application/json') from None
+    if not isinstance(values, dict):
+        raise BadSubmission("the JSON body must be an object", hint='send {"content": "…", …}')
+    try:
+        text = TextSubmission.model_validate(values)
+    except ValidationError as exc:  # the documented 422 naming the field (clausegate.gateway.app)
+        raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]) from None
+    try:
+        size = len(text.content.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise BadSubmission("field 'content' holds characters that are not valid Unicode text (lone surrogates)",
+                            hint="send the text as UTF-8") from None
+    if size > settings.max_upload_bytes:
+        raise TooLarge(f"field 'content' is {size / 1024 / 1024:.1f} MB, over the inbox limit of "
+                       f"{settings.max_upload_mb:g} MB", hint="split the text or upload the document")
+    if not text.content.strip():
+        raise BadSubmission("field 'content' is empty", hint="send the contract's or the clause's text")
+    if "\x00" in text.content:
+        raise BadSubmission("field 'content' contains NUL characters", hint="send plain text")
+    return text
+
+
+@router.post("/tasks", status_code=status.HTTP_201_CREATED, response_model=Submitted | MessageSubmitted,
+             responses={200: {"model": Submitted | MessageSubmitted,
+                              "description": "an existing task (repeated submission), or an e-mail whose tasks "
+                                             "all existed already"}, **ERRORS},
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": _form_schema()},
+                                                        "application/json": {"schema": _text_schema()}}}})
 async def submit_task(
     request: Request,
     response: Response,
@@ -193,9 +260,18 @@ async def submit_task(
 ) -> Submitted:
     """Submit a contract for review; answers at once with the task id (201, or 200 for an existing task).
 
+    Sources: a multipart ``file`` (PDF, .docx, .txt/.md, or an .eml: one task per PDF/DOCX attachment and per
+    body with contract language, answered as a ``MessageSubmitted``), ``source_path``, ``source_url``, or a
+    JSON body ``{"content": "…"}`` (a contract's or a single clause's text).  The sender is the API key's.
     The API key is checked and the sender's rate slot taken before a byte of the upload is read."""
     caller, record = key
     await inbox.admit(caller, record)
+    content_type, _ = parse_options_header(request.headers.get("content-type", ""))
+    if content_type == b"application/json":
+        text = await read_text_submission(request, inbox.settings)
+        fields = SubmitFields(sender=text.sender, topic=text.topic, priority=text.priority, playbook=text.playbook,
+                              idempotency_key=text.idempotency_key)
+        return await _submit(response, inbox, caller, fields, None, text=text.content)
     fields, file, form = await read_submission(request, inbox.settings)
     try:
         return await _submit(response, inbox, caller, fields, file)
@@ -204,9 +280,9 @@ async def submit_task(
 
 
 async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: SubmitFields,
-                  file: UploadFile | None) -> Submitted:
+                  file: UploadFile | None, text: str | None = None) -> Submitted | MessageSubmitted:
     has_file = file is not None and bool(file.filename or file.size)
-    kind = intake.one_source(has_file, fields.source_path, fields.source_url)
+    kind = "text" if text is not None else intake.one_source(has_file, fields.source_path, fields.source_url)
     who = validate_fields(caller=caller, sender=fields.sender, topic=fields.topic, priority=fields.priority,
                           playbook=fields.playbook, idempotency_key=fields.idempotency_key,
                           playbooks=inbox.settings.playbooks(), source_path=fields.source_path,
@@ -214,7 +290,9 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
     settings = inbox.settings
     # File work (reading a referenced file; hashing, sealing and writing the upload) runs in a worker thread:
     # on the event loop it would hold up every other request of the gateway while it runs.
-    if kind == "file":  # sealed to a temporary file while it streamed in (SealingMultiPartParser)
+    if kind == "text":
+        stored = await run_in_threadpool(intake.store_text, text, fields.topic, settings)
+    elif kind == "file":  # sealed to a temporary file while it streamed in (SealingMultiPartParser)
         stored = await run_in_threadpool(intake.store_upload, file.file, intake.safe_filename(file.filename),
                                          "upload", settings)
     else:
@@ -225,6 +303,12 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
             data, name = await intake.fetch_url(fields.source_url, settings)
             origin = f"url:{fields.source_url}"
         stored = await run_in_threadpool(intake.store, data, name, origin, settings)  # durable before the run exists
+    if stored.kind == "eml":
+        message, created = await submit_message(inbox, caller, stored, sender=who, topic=fields.topic,
+                                                priority=fields.priority, playbook=fields.playbook,
+                                                idempotency_key=fields.idempotency_key)
+        response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return message
     submitted, created = await inbox.submit(caller, stored, sender=who, topic=fields.topic, priority=fields.priority,
                                             playbook=fields.playbook, idempotency_key=fields.idempotency_key)
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -246,11 +330,14 @@ async def list_tasks(
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
     sender: Annotated[str | None, Query(max_length=63, pattern=SENDER_PATTERN)] = None,
     topic: Annotated[str | None, Query(max_length=80, pattern=TOPIC_PATTERN)] = None,
+    message: Annotated[str | None, Query(max_length=40, pattern=r"^msg-[0-9a-f]{20}$",
+                                         description="the tasks of one e-mail (its message_id)")] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> TaskPage:
     """Tasks newest first; ``next_cursor`` pages on. Failed tasks carry their error codes."""
-    return await inbox.list(caller, status=status_, sender=sender, topic=topic, limit=limit, cursor=cursor)
+    return await inbox.list(caller, status=status_, sender=sender, topic=topic, limit=limit, cursor=cursor,
+                            message=message)
 
 
 @router.post("/tasks/{task_id}/cancel", response_model=TaskView, responses=ERRORS)

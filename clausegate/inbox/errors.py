@@ -45,6 +45,30 @@ class NotPdf(InboxError):
     code, http_status = "CG-INBOX-NOT-PDF", 415
 
 
+class NotDocx(InboxError):
+    """A file named .docx that is not an OOXML (ZIP) package, e.g. a legacy binary .doc."""
+
+    code, http_status = "CG-INBOX-NOT-DOCX", 415
+
+
+class NotText(InboxError):
+    """A file named .txt/.md that is not UTF-8 text (invalid UTF-8 or NUL bytes)."""
+
+    code, http_status = "CG-INBOX-NOT-TEXT", 415
+
+
+class MalformedMessage(InboxError):
+    """An .eml upload the standard library's parser refuses (malformed headers or MIME structure)."""
+
+    code, http_status = "CG-INBOX-EML-MALFORMED", 422
+
+
+class NothingToReview(InboxError):
+    """An e-mail with no PDF/DOCX attachment that could be taken and no contract language in its body."""
+
+    code, http_status = "CG-INBOX-EML-NO-CONTRACT", 422
+
+
 class SourceUnavailable(InboxError):
     code, http_status = "CG-INBOX-SOURCE", 422
 

@@ -1,11 +1,11 @@
-"""From what a client sent to a stored, checked PDF: upload, path reference or allow-listed URL.
+"""From what a client sent to a stored, checked document: upload, pasted text, path reference or allow-listed URL.
 
-Every source ends the same way: the bytes are capped at the size limit while they are read, must
-carry a PDF header (magic bytes, not the file name), and are written sealed and atomically (temp file +
-rename) to ``uploads/<sha256[:16]>/<safe name>``.  An upload is sealed to its temporary file while it
-streams in (``open_upload``/``store_upload``), so the gateway never holds one whole.  The stored copy
-is what the review reads, so a referenced file edited later cannot change a task, and the same bytes
-are stored once.
+Every source ends the same way: the bytes are capped at the size limit while they are read, must be one of
+the kinds the inbox takes (``clausegate.inbox.kinds``: a PDF by its magic bytes; .docx, .txt/.md and .eml by
+name *and* content), and are written sealed and atomically (temp file + rename) to
+``uploads/<sha256[:16]>/<safe name>``.  An upload is sealed to its temporary file while it streams in
+(``open_upload``/``store_upload``), so the gateway never holds one whole.  The stored copy is what the review
+reads, so a referenced file edited later cannot change a task, and the same bytes are stored once.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from clausegate.config import InboxSettings
-from clausegate.errors import DocumentError
-from clausegate.inbox.errors import BadSubmission, NotPdf, SourceUnavailable, TooLarge, clip
-from clausegate.review.document.sandbox import check_pdf_magic
+from clausegate.inbox import kinds
+from clausegate.inbox.errors import BadSubmission, NotDocx, NotPdf, NotText, SourceUnavailable, TooLarge, clip
+from clausegate.inbox.kinds import ContentProbe, Kind
 from clausegate.security import at_rest, fetch
 from clausegate.security.fetch import Policy
 from clausegate.security.sealed_stream import SealingWriter
@@ -32,68 +32,98 @@ class StoredContract:
     sha256: str
     filename: str
     size_bytes: int
-    origin: str  # "upload" | "path:<relative path>" | "url:<url>"
+    origin: str  # "upload" | "text" | "path:<relative path>" | "url:<url>" | "eml:<message id>/<part>"
+    kind: Kind = "pdf"
 
 
-def safe_filename(name: str | None, fallback: str = "contract.pdf") -> str:
-    """The last path component, with anything but letters, digits, '.', '-', '_' replaced; ends in .pdf."""
+def safe_filename(name: str | None, fallback: str = "contract") -> str:
+    """The last path component, with anything but letters, digits, '.', '-', '_' replaced (its kind's suffix is
+    added when it is stored: ``kinds.stored_name``)."""
     base = PurePosixPath((name or "")[-4096:].replace("\\", "/")).name
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")[:120] or fallback
-    return base if base.lower().endswith(".pdf") else base + ".pdf"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")[:120] or fallback
 
 
-def store(data: bytes, filename: str, origin: str, settings: InboxSettings) -> StoredContract:
-    """Check the bytes are a PDF and write them encrypted (atomically, once per content) under uploads/.
+def _empty(origin: str) -> NotPdf:
+    return NotPdf(f"the contract from {origin} is empty (0 bytes)", hint="send the document file itself")
+
+
+def store(data: bytes, filename: str, origin: str, settings: InboxSettings, *,
+          kinds_allowed: tuple[Kind, ...] = ("pdf", "docx", "text", "eml")) -> StoredContract:
+    """Check the bytes are a document the inbox takes and write them encrypted (atomically, once per content).
 
     The stored file is sealed with the at-rest key (``clausegate.security.at_rest``; 0600); ``sha256`` is the
-    plain PDF's, which is also the contract id the review computes from the decrypted bytes.  A copy
+    plain file's, which is also the contract id the review computes from the decrypted bytes.  A copy
     already there (same content, current key) is kept and its time touched, so the retention period
     counts from the latest submission.
     """
     if not data:
-        raise NotPdf(f"the contract from {origin} is empty (0 bytes)", hint="send the PDF file itself")
-    try:
-        check_pdf_magic(filename, data)
-    except DocumentError as error:
-        raise NotPdf(error.message, hint=error.hint) from None
+        raise _empty(origin)
+    kind = kinds.kind_of(filename, ContentProbe.of(data), data)
+    if kind not in kinds_allowed:
+        raise NotPdf(f"'{clip(filename)}' is {kind}, which this source does not take",
+                     hint="upload it as 'file' instead")
     sha = hashlib.sha256(data).hexdigest()
-    folder = settings.uploads_dir / sha[:16]
-    target = folder / filename
+    name = kinds.stored_name(filename, kind)
+    target = settings.uploads_dir / sha[:16] / name
     if at_rest.is_current_sealed_copy(target, len(data)):
         os.utime(target)
     else:  # new, plain (stored before encryption) or sealed with an older key: (re)write it sealed
         at_rest.write_sealed(target, data)
-    return StoredContract(path=target, sha256=sha, filename=filename, size_bytes=len(data), origin=origin)
+    return StoredContract(path=target, sha256=sha, filename=name, size_bytes=len(data), origin=origin, kind=kind)
 
 
-def open_upload(settings: InboxSettings, shown_name: str) -> SealingWriter:
-    """Where an upload streams to while it arrives: sealed, capped at the upload limit (``TooLarge``)."""
+def store_text(content: str, topic: str | None, settings: InboxSettings) -> StoredContract:
+    """Pasted text (a JSON submission's ``content``) stored as a sealed UTF-8 ``.txt`` upload."""
+    return store(content.encode("utf-8"), kinds.text_name(topic), "text", settings, kinds_allowed=("text",))
+
+
+class ProbedWriter(SealingWriter):
+    """A ``SealingWriter`` that also shows every chunk to a ``ContentProbe`` (the kind check needs all of a
+    text file: is it UTF-8 throughout)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.probe = ContentProbe()
+
+    def write(self, chunk: bytes) -> int:
+        written = super().write(chunk)
+        self.probe.feed(chunk)
+        return written
+
+
+def upload_limit(settings: InboxSettings, shown_name: str) -> int:
+    """An upload's size cap: an e-mail's is the message cap (it carries attachments), any other the upload cap."""
+    return settings.max_message_bytes if kinds.suffix_of(shown_name) == ".eml" else settings.max_upload_bytes
+
+
+def open_upload(settings: InboxSettings, shown_name: str) -> ProbedWriter:
+    """Where an upload streams to while it arrives: sealed, capped at its limit (``TooLarge``)."""
+    limit = upload_limit(settings, shown_name)
+    which = "MESSAGE" if kinds.suffix_of(shown_name) == ".eml" else "UPLOAD"
     too_large = TooLarge(f"the upload '{clip(shown_name)}' is larger than the inbox limit of "
-                         f"{settings.max_upload_bytes / 1024 / 1024:.1f} MB",
-                         hint="split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB")
-    return SealingWriter(settings.uploads_dir, limit=settings.max_upload_bytes, too_large=too_large)
+                         f"{limit / 1024 / 1024:.1f} MB",
+                         hint=f"split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_{which}_MB")
+    return ProbedWriter(settings.uploads_dir, limit=limit, too_large=too_large)
 
 
-def store_upload(sealed: SealingWriter, filename: str, origin: str, settings: InboxSettings) -> StoredContract:
-    """``store`` for an upload already sealed while it streamed: check its first bytes, then move it into place
+def store_upload(sealed: ProbedWriter, filename: str, origin: str, settings: InboxSettings) -> StoredContract:
+    """``store`` for an upload already sealed while it streamed: check its kind, then move it into place
     (or keep the copy already there, as ``store`` does).  The temporary file is gone either way."""
     try:
         sealed.finish()
         if not sealed.size:
-            raise NotPdf(f"the contract from {origin} is empty (0 bytes)", hint="send the PDF file itself")
-        try:
-            check_pdf_magic(filename, sealed.head)
-        except DocumentError as error:
-            raise NotPdf(error.message, hint=error.hint) from None
+            raise _empty(origin)
+        kind = kinds.kind_of(filename, sealed.probe.finish())
+        name = kinds.stored_name(filename, kind)
         sha = sealed.sha256.hexdigest()
-        target = settings.uploads_dir / sha[:16] / filename
+        target = settings.uploads_dir / sha[:16] / name
         if at_rest.is_current_sealed_copy(target, sealed.size):
             os.utime(target)
         else:
             sealed.commit(target)
     finally:
         sealed.abort()
-    return StoredContract(path=target, sha256=sha, filename=filename, size_bytes=sealed.size, origin=origin)
+    return StoredContract(path=target, sha256=sha, filename=name, size_bytes=sealed.size, origin=origin, kind=kind)
 
 
 def _shown_reference(reference: str, root: Path) -> str:
@@ -161,15 +191,18 @@ async def fetch_url(url: str, settings: InboxSettings) -> tuple[bytes, str]:
 
     Exact allow-list, public addresses only (unless the host is in CLAUSEGATE_INBOX_URL_ALLOW_PRIVATE_HOSTS),
     the checked address pinned, every redirect re-checked, size cap while streaming, one total timeout.
-    Every refusal or failure, a non-PDF answer included, is the same generic ``SourceUnavailable``: the
-    client cannot tell a closed port from an open one; the reason is in the server log.
+    Every refusal or failure, an answer that is no PDF, .docx or text file included, is the same generic
+    ``SourceUnavailable``: the client cannot tell a closed port from an open one; the reason is in the server log.
     """
     data, final = await fetch.fetch(url, settings.url_policy())
+    name = safe_filename(final.path)
     try:
-        check_pdf_magic("source_url", data)
-    except DocumentError as error:
+        kind = kinds.kind_of(name, ContentProbe.of(data), data)
+    except (NotPdf, NotDocx, NotText) as error:
         raise fetch.refused("FETCH-NOT-PDF", error.message, url) from None
-    return data, safe_filename(final.path)
+    if kind == "eml":
+        raise fetch.refused("FETCH-NOT-PDF", f"'{name}' is an e-mail: upload it instead", url)
+    return data, name
 
 
 def one_source(has_file: bool, path: str | None, url: str | None) -> str:
@@ -177,6 +210,7 @@ def one_source(has_file: bool, path: str | None, url: str | None) -> str:
     given = [name for name, present in sources if present]
     if len(given) != 1:
         raise BadSubmission("send exactly one contract source: 'file' (multipart upload), 'source_path' or 'source_url'"
+                            " (or a JSON body with 'content')"
                             + (f" (got {', '.join(given)})" if given else " (got none)"),
                             hint="e.g. curl -F file=@contract.pdf -F sender=… …")
     return given[0]

@@ -44,6 +44,7 @@ from clausegate.inbox.status import (
     STATE_TYPES,
     TAG,
     GateWaiting,
+    MessageLink,
     Submitted,
     TaskError,
     TaskPage,
@@ -130,8 +131,10 @@ class Inbox:
             await limits.take_submission_slot(client, caller.sender, rate)
 
     async def submit(self, caller: Caller, contract: StoredContract, *, sender: str, topic: str | None, priority: str,
-                     playbook: str, idempotency_key: str | None) -> tuple[Submitted, bool]:
-        """(the task, created?) — an existing task is returned for a repeated submission."""
+                     playbook: str, idempotency_key: str | None,
+                     message: MessageLink | None = None) -> tuple[Submitted, bool]:
+        """(the task, created?) — an existing task is returned for a repeated submission.  ``message``: the e-mail
+        the contract was taken from (a tag to list its tasks by, its metadata as the run's labels)."""
         base = [TAG, tag("sender", sender), contract_tag(contract.sha256), playbook_tag(playbook)]
         key_tag = None
         if idempotency_key is not None:
@@ -155,11 +158,13 @@ class Inbox:
                 key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{found['attempts']}"
             tags = [CLAUSEGATE, *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
             tags += [key_tag] if key_tag else []
+            tags += [tag("message", message.message_id)] if message else []
             # Prefect's idempotency key is unique server-side: of concurrent submissions with one key exactly
             # one creates the run; the others get that run back and are told so (200), or 409 when it is for
             # another contract or playbook (same key, different content).
             run, created = await self._create_run(
                 client, idempotency_key=key, work_queue_name=priority, tags=tags,
+                labels=message.labels() if message else None,
                 parameters={"source": str(contract.path), "playbook": self.settings.playbooks()[playbook],
                             "out_dir": str(self.settings.reports_dir)})
             if not created:
@@ -173,7 +178,8 @@ class Inbox:
                 "inbox.submitted", actor=sender, flow_run_id=str(run.id), key_id=caller.key_id, admin=caller.admin,
                 priority=priority, topic=topic, playbook=playbook, contract_sha256=contract.sha256,
                 filename=contract.filename, size_bytes=contract.size_bytes, origin=contract.origin,
-                idempotency_key=idempotency_key))
+                kind=contract.kind, idempotency_key=idempotency_key,
+                **({"message_id": message.message_id, "part": message.part} if message else {})))
         return Submitted(task_id=str(run.id), status="pending", links=self._links(str(run.id))), True
 
     async def _earlier_runs(self, client, base: list[str], key_tag: str | None) -> dict:
@@ -214,6 +220,8 @@ class Inbox:
         key (a unique index decides, so two concurrent requests cannot both create one).
         """
         work_queue_name = fields.pop("work_queue_name", None)
+        if fields.get("labels") is None:
+            fields.pop("labels", None)
         # Prefect says 201 when the run's creation time is after the request began, which on PostgreSQL is also
         # true of a run a concurrent request created: a tag only this request carries says whose run it is.
         mine = f"inbox-submission:{uuid4().hex[:16]}"
@@ -282,7 +290,7 @@ class Inbox:
             attempts=run.run_count, created=run.created, started=run.start_time, finished=run.end_time,
             updated=run.updated,
             error=TaskError(code=code, message=message or "the run failed without a message") if code else None,
-            review=review, links=self._links(str(run.id)))
+            review=review, message=MessageLink.of_labels(getattr(run, "labels", None)), links=self._links(str(run.id)))
         if state_type == "PAUSED":
             view.waiting = await asyncio.to_thread(self._gate_waiting, run)
         return view
@@ -330,7 +338,7 @@ class Inbox:
         return waiting
 
     async def list(self, caller: Caller, *, status: TaskStatus | None, sender: str | None, topic: str | None,
-                   limit: int, cursor: str | None) -> TaskPage:
+                   limit: int, cursor: str | None, message: str | None = None) -> TaskPage:
         offset = decode_cursor(cursor)
         if sender is not None and not caller.may_see(sender):
             return TaskPage(tasks=[], next_cursor=None)  # another sender's tasks do not exist for this key
@@ -340,6 +348,8 @@ class Inbox:
             tags.append(tag("sender", who))
         if topic:
             tags.append(tag("topic", topic))
+        if message:
+            tags.append(tag("message", message))
         async with self._client() as client:
             # A Completed run whose review still needs a decision is *failed* (CG-GATE-NO-DECISION): look there too.
             types = STATE_TYPES[status] + (("COMPLETED",) if status == "failed" else ()) if status else None

@@ -144,6 +144,31 @@ def no_decision_error(review: Review) -> TaskError:
                      "(`prefect flow-run retry TASK_ID`); see docs/runbook.md.")
 
 
+# Flow-run labels of a task taken from an e-mail (``clausegate.inbox.messages``): metadata only, never the sender.
+LABEL = "clausegate.inbox."
+MESSAGE_LABELS = ("message_id", "part", "subject", "from_header", "header_message_id")
+
+
+class MessageLink(BaseModel):
+    """The e-mail a task came from: our message id (every task of one message has it; ``?message=`` lists them),
+    the MIME part, and the message's ``Subject:``, ``From:`` and ``Message-ID:`` as sent (metadata only: the
+    task's sender is the API key's)."""
+
+    message_id: str
+    part: str
+    subject: str | None = None
+    from_header: str | None = None
+    header_message_id: str | None = None
+
+    def labels(self) -> dict[str, str]:
+        return {LABEL + name: value for name, value in self.model_dump().items() if value is not None}
+
+    @classmethod
+    def of_labels(cls, labels: dict[str, Any] | None) -> MessageLink | None:
+        found = {name: str(labels[LABEL + name]) for name in MESSAGE_LABELS if LABEL + name in (labels or {})}
+        return cls(**found) if "message_id" in found and "part" in found else None
+
+
 class TaskView(BaseModel):
     task_id: str
     status: TaskStatus
@@ -161,6 +186,7 @@ class TaskView(BaseModel):
     error: TaskError | None = None
     review: Review | None = Field(None, description="the structured review (clauses, decisions, cost) once done")
     waiting: GateWaiting | None = None
+    message: MessageLink | None = Field(None, description="the e-mail this task was taken from (an .eml upload)")
     links: dict[str, str] = {}
 
     @model_validator(mode="after")

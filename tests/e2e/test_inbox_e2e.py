@@ -33,6 +33,7 @@ from tests.support.inbox_support import (
     make_key,
     poll,
 )
+from tests.support.messages import DOCX_TYPE, attach, docx_bytes, eml_bytes, message
 from tests.support.pdf_factory import make_text_pdf
 from tests.support.prefect_server import free_port
 from tests.support.processes import stop_process_group, wait_http
@@ -209,3 +210,31 @@ def test_a_task_at_a_human_gate_shows_its_links_and_the_decision_is_audited(setu
     payload = events[0].payload
     assert payload["actor"].startswith("pat (legal) (as stated") and not payload["reviewer_verified"]
     assert events[0].payload["via"] == "cli"
+
+
+def test_a_pasted_clause_and_an_emails_attachments_are_reviewed_to_done(setup, gateway, tmp_path):
+    """Issue 23 items 2-3: a JSON text task and an .eml's PDF and DOCX attachments, each its own task, reviewed by
+    a real worker through the same source path as an upload."""
+    key, root = setup["key"], setup["root"]
+    clause = ("Governing Law. This Agreement shall be governed by the laws of the State of New York, and each party "
+              "submits to the jurisdiction of its courts.")
+    text = httpx.post(f"{gateway.url}/inbox/tasks", headers=auth(key), timeout=30,
+                      json={"content": clause, "playbook": "deploy-test", "topic": "pasted"})
+    assert text.status_code == 201, text.text
+    mail = message("Executed agreements", "Hi, both documents attached. Regards, Bob")
+    attach(mail, contract(root, "mailed.pdf").read_bytes(), "mailed.pdf")
+    attach(mail, docx_bytes(["SERVICES AGREEMENT", *GOVERNING_LAW_PAGES]), "mailed.docx", DOCX_TYPE)
+    eml = httpx.post(f"{gateway.url}/inbox/tasks", headers=auth(key), timeout=30, data={"playbook": "deploy-test"},
+                     files={"file": ("mail.eml", eml_bytes(mail), "message/rfc822")})
+    assert eml.status_code == 201 and [t["kind"] for t in eml.json()["tasks"]] == ["pdf", "docx"], eml.text
+    worker = start_worker(tmp_path / "worker.log", name="inbox-e2e-sources-worker", limit=2, warm=True)
+    try:
+        for task_id in [text.json()["task_id"], *(t["task_id"] for t in eml.json()["tasks"])]:
+            done = gateway.wait(key, task_id, timeout=300)
+            assert done["status"] == "done", done
+            assert "Governing Law" in {c["category"] for c in done["review"]["clauses"]}, done["review"]["clauses"]
+            if task_id != text.json()["task_id"]:
+                assert done["message"]["message_id"] == eml.json()["message_id"]
+                assert done["topic"] == "Executed agreements"
+    finally:
+        stop_worker(worker)

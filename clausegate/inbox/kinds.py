@@ -1,0 +1,118 @@
+"""Which kind of document a submission is, judged at intake: PDF, Word (.docx), text (.txt/.md) or e-mail (.eml).
+
+The content decides a PDF (``%PDF-`` in its first KB, whatever its name).  A name that states another kind must
+agree with the content: a ZIP named ``.docx``, UTF-8 text without NUL bytes named ``.txt``/``.md``, a message
+named ``.eml`` (the e-mail parser then judges it: ``clausegate.inbox.email_intake``); text named ``.pdf`` is
+refused.  A name that states no kind (a link's ``…/draft``, a referenced ``contract``) leaves it to the parse's
+own sniff of the whole file (``clausegate.review.document.formats.sniff``) where the whole file is at hand (path
+and URL sources).  Anything else is refused with 415 and the next step.  The parse (in the sandbox) checks the
+document itself.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from pathlib import PurePosixPath
+from typing import Literal
+
+from clausegate.errors import DocumentError
+from clausegate.inbox.errors import NotDocx, NotPdf, NotText
+from clausegate.review.document import formats
+from clausegate.review.document.sandbox import check_pdf_magic
+
+Kind = Literal["pdf", "docx", "text", "eml"]
+TEXT_SUFFIXES = (".txt", ".md")
+SUFFIX = {"pdf": ".pdf", "docx": ".docx", "eml": ".eml"}  # text keeps its own (.txt or .md)
+ZIP_MAGIC = b"PK\x03\x04"
+OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # a legacy .doc (or .xls)
+ACCEPTED = "PDF, Word (.docx), text (.txt, .md) and e-mail (.eml)"
+
+
+class ContentProbe:
+    """What the kind check needs of a file that streams in: its first bytes and whether all of it is UTF-8
+    text without NUL bytes (an incremental decoder: one chunk held, whatever the size)."""
+
+    HEAD = 1024
+
+    def __init__(self) -> None:
+        self.head = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self.is_text = True
+
+    def feed(self, chunk: bytes) -> None:
+        if len(self.head) < self.HEAD:
+            self.head += chunk[: self.HEAD - len(self.head)]
+        if self.is_text:
+            try:
+                self._decoder.decode(chunk)
+                self.is_text = b"\x00" not in chunk
+            except UnicodeDecodeError:
+                self.is_text = False
+
+    def finish(self) -> ContentProbe:
+        if self.is_text:
+            try:
+                self._decoder.decode(b"", final=True)
+            except UnicodeDecodeError:
+                self.is_text = False
+        return self
+
+    @classmethod
+    def of(cls, data: bytes) -> ContentProbe:
+        probe = cls()
+        probe.feed(data)
+        return probe.finish()
+
+
+def suffix_of(name: str) -> str:
+    return PurePosixPath(name).suffix.lower()
+
+
+def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
+    """The document kind of a file called ``name`` whose content ``probe`` saw (``data``: all of it, when at hand);
+    415 (coded) when it is none."""
+    try:
+        check_pdf_magic(name, probe.head)
+        return "pdf"
+    except DocumentError as error:
+        not_pdf = error
+    suffix = suffix_of(name)
+    if data is not None and suffix not in (".pdf", ".docx", ".eml", *TEXT_SUFFIXES):
+        try:
+            return formats.sniff(name, data)  # a name that says nothing: the bytes decide, as in the parse
+        except DocumentError as error:
+            raise NotPdf(error.message, hint=f"{error.hint.rstrip('.')}; the inbox takes {ACCEPTED}.") from None
+    if suffix == ".docx":
+        if probe.head.startswith(ZIP_MAGIC):
+            return "docx"
+        legacy = probe.head.startswith(OLE_MAGIC)
+        raise NotDocx(f"'{name}' is not a Word .docx file: it is "
+                      + ("a legacy binary Word document (.doc)" if legacy else "not a ZIP (OOXML) package"),
+                      hint="open it in Word or LibreOffice and save it as .docx (or as PDF), then send that file")
+    if suffix in TEXT_SUFFIXES:
+        if probe.is_text:
+            return "text"
+        raise NotText(f"'{name}' is not UTF-8 text (invalid UTF-8 or NUL bytes)",
+                      hint="save it as UTF-8 plain text, or send the original PDF / .docx instead")
+    if suffix == ".eml":
+        return "eml"
+    if probe.head.startswith(ZIP_MAGIC):
+        raise NotPdf(f"'{name}' is a ZIP archive, not one of the kinds the inbox takes ({ACCEPTED})",
+                     hint="a Word document: send it under its .docx name; anything else: export it to PDF")
+    raise NotPdf(not_pdf.message, hint=f"{not_pdf.hint.rstrip('.')}; or send it as one of {ACCEPTED}, "
+                                       "named by its kind (e.g. notes.txt).")
+
+
+def stored_name(name: str, kind: Kind) -> str:
+    """``name`` (already a safe file name) ending in its kind's suffix: what the parse's type sniff and a reader see."""
+    if kind == "text":
+        return name if suffix_of(name) in TEXT_SUFFIXES else name + ".txt"
+    wanted = SUFFIX[kind]
+    return name if name.lower().endswith(wanted) else name + wanted
+
+
+def text_name(topic: str | None) -> str:
+    """The stored name of pasted text: the topic's letters and digits (``renewals.txt``) or ``pasted-text.txt``."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", topic or "").strip("-")[:60].lower()
+    return f"{slug or 'pasted-text'}.txt"

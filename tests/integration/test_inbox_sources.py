@@ -1,0 +1,221 @@
+"""The inbox's other sources against the session's real Prefect server (no worker: tasks stay pending here):
+pasted text (a JSON body), .txt/.md and .docx uploads, and .eml messages taken apart into linked tasks.
+
+Each submission goes through the real gateway app (TestClient), is stored sealed, and becomes a
+contract-review run whose ``source`` is the stored file; issue 23 items 2 and 3.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fastapi.testclient import TestClient
+from prefect.client.orchestration import get_client
+
+from clausegate.gateway import GatewayConfig, create_app
+from clausegate.inbox.service import Inbox
+from clausegate.security.at_rest import file_is_sealed, read_sealed_file
+from tests.support.deployments import deploy_once
+from tests.support.inbox_support import GOVERNING_LAW_PAGES, auth, cancel_open_inbox_runs, inbox_settings, make_key
+from tests.support.messages import DOCX_TYPE, attach, attach_message, docx_bytes, eml_bytes, message
+from tests.support.pdf_factory import make_text_pdf
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+CLAUSE = ("Limitation of Liability. The Supplier's total liability under this Agreement shall not exceed the fees "
+          "paid by the Customer in the twelve months preceding the claim.")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inbox-sources")
+    deploy_once(root)
+    settings = inbox_settings(root, max_upload_mb=1.0, max_message_mb=4.0)
+    app = create_app(GatewayConfig(inbox=Inbox(settings)))
+    acme, _ = make_key("acme-src")
+    other, _ = make_key("globex-src")
+    with TestClient(app) as client:
+        yield {"client": client, "root": root, "settings": settings, "acme": acme, "other": other}
+    cancel_open_inbox_runs()
+
+
+def read_run(task_id: str):
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(task_id)
+
+
+def post_json(env, body: dict, key: str | None = None):
+    return env["client"].post("/inbox/tasks", headers=auth(key or env["acme"]), json=body)
+
+
+def upload(env, data: bytes, name: str, mime: str = "application/octet-stream", key: str | None = None, **fields):
+    return env["client"].post("/inbox/tasks", headers=auth(key or env["acme"]), files={"file": (name, data, mime)},
+                              data={"playbook": "deploy-test", **fields})
+
+
+def stored_source(task_id: str) -> str:
+    return read_run(task_id).parameters["source"]
+
+
+def test_a_single_clause_as_json_is_a_task_stored_as_sealed_text_and_deduplicated(env):
+    body = {"content": CLAUSE, "topic": "liability cap", "priority": "high", "playbook": "deploy-test"}
+    first = post_json(env, body)
+    assert first.status_code == 201, first.text
+    task_id = first.json()["task_id"]
+    run = read_run(task_id)
+    source = run.parameters["source"]
+    assert run.work_queue_name == "high"
+    assert {"inbox-sender:acme-src", "inbox-topic:liability cap"} <= set(run.tags)
+    assert source.startswith(str(env["settings"].uploads_dir)) and source.endswith("liability-cap.txt"), source
+    assert file_is_sealed(source) and read_sealed_file(source, max_plain_bytes=10_000) == CLAUSE.encode()
+    # The same text again (other topic, no key): the same task; the same idempotency key: the same task.
+    again = post_json(env, {**body, "topic": "again"})
+    assert again.status_code == 200 and again.json()["task_id"] == task_id and again.json()["duplicate_of_existing"]
+    keyed = post_json(env, {"content": CLAUSE + " ", "playbook": "deploy-test", "idempotency_key": "paste-1"})
+    assert keyed.status_code == 201
+    assert post_json(env, {"content": CLAUSE + " ", "playbook": "deploy-test",
+                           "idempotency_key": "paste-1"}).json()["task_id"] == keyed.json()["task_id"]
+    view = env["client"].get(f"/inbox/tasks/{task_id}", headers=auth(env["acme"])).json()
+    assert view["status"] == "pending" and view["contract"]["filename"] == "liability-cap.txt"
+
+
+def test_json_text_errors_use_the_documented_shape_and_the_sender_rules(env):
+    cases = [
+        (post_json(env, {"content": "   ", "playbook": "deploy-test"}), 422, "CG-INBOX-BAD-REQUEST", "'content'"),
+        (post_json(env, {"playbook": "deploy-test"}), 422, "CG-INBOX-BAD-REQUEST", "'content'"),
+        (post_json(env, {"content": "x\x00y shall"}), 422, "CG-INBOX-BAD-REQUEST", "NUL"),
+        (post_json(env, {"content": CLAUSE, "sender": "globex-src"}), 422, "CG-INBOX-BAD-REQUEST", "'sender'"),
+        (post_json(env, {"content": CLAUSE, "source_url": "http://x"}), 422, "CG-INBOX-BAD-REQUEST", "source_url"),
+        (post_json(env, {"content": "a" * (1024 * 1024 + 1)}), 413, "CG-INBOX-TOO-LARGE", "1 MB"),
+        (env["client"].post("/inbox/tasks", headers={**auth(env["acme"]), "Content-Type": "application/json"},
+                            content=b"{not json"), 422, "CG-INBOX-BAD-REQUEST", "JSON"),
+    ]
+    for response, status, code, words in cases:
+        assert response.status_code == status, (words, response.text)
+        detail = response.json()["detail"]
+        assert set(detail) == {"code", "message", "hint"} and detail["code"] == code, detail
+        assert words in detail["message"] and detail["hint"], detail
+    # The key's own sender in the body is accepted (today's rule for the form field too).
+    same = post_json(env, {"content": CLAUSE + " Same sender.", "sender": "acme-src", "playbook": "deploy-test"})
+    assert same.status_code == 201 and "inbox-sender:acme-src" in read_run(same.json()["task_id"]).tags
+
+
+def test_txt_md_and_docx_uploads_are_accepted_and_mismatches_refused_with_codes(env):
+    docx = docx_bytes(["MASTER SERVICES AGREEMENT", CLAUSE])
+    for data, name, suffix in ((CLAUSE.encode() + b" Text file.", "clause.txt", "clause.txt"),
+                               (b"# Terms\n\n" + CLAUSE.encode(), "terms.md", "terms.md"),
+                               (docx, "Draft v3.docx", "Draft_v3.docx")):
+        response = upload(env, data, name)
+        assert response.status_code == 201, (name, response.text)
+        source = stored_source(response.json()["task_id"])
+        assert source.endswith(suffix) and read_sealed_file(source, max_plain_bytes=10**6) == data, source
+    # A path (or URL) whose name states no kind: the whole file's bytes decide, as in the parse.
+    src = env["settings"].source_dir
+    (src / "draft").write_bytes(docx_bytes(["SERVICES AGREEMENT (by path)", CLAUSE]))
+    (src / "clause").write_bytes(CLAUSE.encode() + b" By path.")
+    for name, stored in (("draft", "draft.docx"), ("clause", "clause.txt")):
+        response = env["client"].post("/inbox/tasks", headers=auth(env["acme"]),
+                                      data={"source_path": name, "playbook": "deploy-test"})
+        assert response.status_code == 201 and stored_source(response.json()["task_id"]).endswith(stored), response.text
+    refused = [
+        (upload(env, b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, "old.docx"), 415, "CG-INBOX-NOT-DOCX", ".doc"),
+        (upload(env, b"\xff\xfe" + "text".encode("utf-16-le"), "notes.txt"), 415, "CG-INBOX-NOT-TEXT", "UTF-8"),
+        (upload(env, docx, "draft.zip"), 415, "CG-INBOX-NOT-PDF", "ZIP"),
+        (upload(env, b"A" * (1024 * 1024 + 10), "big.txt"), 413, "CG-INBOX-TOO-LARGE", "MB"),
+    ]
+    for response, status, code, words in refused:
+        assert response.status_code == status, (code, response.text)
+        detail = response.json()["detail"]
+        assert detail["code"] == code and words in detail["message"] and detail["hint"], detail
+
+
+def _two_attachment_message(tmp_path, *, huge: bool = False) -> bytes:
+    pdf = make_text_pdf(tmp_path / "msa.pdf", ["MASTER SUPPLY AGREEMENT", *GOVERNING_LAW_PAGES]).read_bytes()
+    docx = docx_bytes(["NON-DISCLOSURE AGREEMENT", "The Recipient shall keep the Confidential Information secret."])
+    inner = message("Fwd: signed amendment", "Amendment No. 1. The parties agree that the Term of the Agreement "
+                    "shall be extended by twelve months; all other terms remain in force.")
+    attach(inner, make_text_pdf(tmp_path / "amend.pdf", ["AMENDMENT NO. 1", *GOVERNING_LAW_PAGES]).read_bytes(),
+           "amendment.pdf")
+    outer = message("Re: Supply agreement draft v3", "Hi Anna, please find the draft and the NDA attached. Best, Bob",
+                    html="<p>Hi Anna,</p><p>please find the draft and the NDA attached.</p>")
+    attach(outer, pdf, "msa.pdf")
+    attach(outer, docx, "nda.docx", DOCX_TYPE)
+    attach(outer, b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "logo.png", "image/png")
+    if huge:
+        attach(outer, b"%PDF-1.4\n" + os.urandom(int(1.5 * 1024 * 1024)), "scan-of-everything.pdf")
+    attach_message(outer, inner)
+    return eml_bytes(outer)
+
+
+def test_an_eml_becomes_one_task_per_attachment_linked_to_the_message(env, tmp_path):
+    data = _two_attachment_message(tmp_path)
+    response = upload(env, data, "mail.eml", "message/rfc822")
+    assert response.status_code == 201, response.text
+    answer = response.json()
+    assert answer["subject"] == "Re: Supply agreement draft v3" and answer["topic"] == "Supply agreement draft v3"
+    assert answer["from_header"] == "Bob Counsel <bob@counterparty.example>"
+    by_part = {t["part"]: t for t in answer["tasks"]}
+    # Two attachments, the nested message's PDF and its body (contract language); the cover note is not reviewed.
+    assert {(p, t["kind"], t["filename"]) for p, t in by_part.items()} == {
+        ("2", "pdf", "msa.pdf"), ("3", "docx", "nda.docx"), ("5.2", "pdf", "amendment.pdf"),
+        ("5.body", "text", "signed-amendment-5-body.txt")}, by_part
+    skipped = {s["part"]: s["message"] for s in answer["skipped"]}
+    assert "contract language" in skipped["body"] and "image" in skipped["4"] and answer["refused"] == []
+    for part, task in by_part.items():
+        run = read_run(task["task_id"])
+        assert "inbox-sender:acme-src" in run.tags and "inbox-topic:Supply agreement draft v3" in run.tags
+        assert file_is_sealed(run.parameters["source"])
+        view = env["client"].get(f"/inbox/tasks/{task['task_id']}", headers=auth(env["acme"])).json()
+        assert view["sender"] == "acme-src"  # From: is metadata only
+        assert view["message"] == {"message_id": answer["message_id"], "part": part,
+                                   "subject": "Re: Supply agreement draft v3",
+                                   "from_header": "Bob Counsel <bob@counterparty.example>",
+                                   "header_message_id": view["message"]["header_message_id"]}, view["message"]
+    listed = env["client"].get("/inbox/tasks", params={"message": answer["message_id"]},
+                               headers=auth(env["acme"])).json()["tasks"]
+    assert {t["task_id"] for t in listed} == {t["task_id"] for t in answer["tasks"]}
+    again = upload(env, data, "mail.eml", "message/rfc822")  # the same message again: the same tasks
+    assert again.status_code == 200 and all(t["duplicate_of_existing"] for t in again.json()["tasks"]), again.text
+
+
+def test_a_huge_attachment_is_refused_while_the_others_go_through(env, tmp_path):
+    response = upload(env, _two_attachment_message(tmp_path, huge=True), "big-mail.eml", "message/rfc822",
+                      key=env["other"])
+    assert response.status_code == 201, response.text
+    answer = response.json()
+    assert [(r["part"], r["code"]) for r in answer["refused"]] == [("5", "CG-INBOX-TOO-LARGE")], answer["refused"]
+    assert "scan-of-everything.pdf" in answer["refused"][0]["message"] and answer["refused"][0]["hint"]
+    assert {t["part"] for t in answer["tasks"]} == {"2", "3", "6.2", "6.body"}
+
+
+def test_malformed_or_empty_messages_are_refused_with_codes(env, tmp_path):
+    no_colon = b"From: bob@counterparty.example\r\nthis line is no header\r\nSubject: x\r\n\r\nbody\r\n"
+    bad_address = b"From: <<<@@>>\r\nSubject: contract\r\n\r\nThe Supplier shall indemnify the Customer.\r\n"
+    no_boundary = b"From: bob@counterparty.example\r\nContent-Type: multipart/mixed\r\n\r\nbody\r\n"
+    cover_only = eml_bytes(message("Hello", "Hi Anna, see you on Tuesday. Best, Bob"))
+    for data, code, words in ((no_colon, "CG-INBOX-EML-MALFORMED", "MissingHeaderBodySeparatorDefect"),
+                              (bad_address, "CG-INBOX-EML-MALFORMED", "'From'"),
+                              (no_boundary, "CG-INBOX-EML-MALFORMED", "NoBoundaryInMultipartDefect"),
+                              (b"just some words, no headers\n", "CG-INBOX-EML-MALFORMED", ""),
+                              (cover_only, "CG-INBOX-EML-NO-CONTRACT", "contract language")):
+        response = upload(env, data, "mail.eml", "message/rfc822")
+        assert response.status_code == 422, (code, response.text)
+        detail = response.json()["detail"]
+        assert detail["code"] == code and words in detail["message"] and detail["hint"], detail
+    # A clause pasted into the body of a plain message is reviewed as text.
+    pasted = upload(env, eml_bytes(message("Cap wording", CLAUSE)), "mail.eml", "message/rfc822")
+    assert pasted.status_code == 201 and [t["part"] for t in pasted.json()["tasks"]] == ["body"], pasted.text
+
+
+def test_the_openapi_describes_every_source(env):
+    spec = env["client"].get("/openapi.json").json()
+    post = spec["paths"]["/inbox/tasks"]["post"]
+    bodies = post["requestBody"]["content"]
+    assert {"multipart/form-data", "application/json"} <= set(bodies)
+    described = bodies["multipart/form-data"]["schema"]["properties"]["file"]["description"]
+    assert all(kind in described for kind in ("PDF", ".docx", ".txt", ".md", ".eml")), described
+    assert "content" in bodies["application/json"]["schema"]["properties"]
+    assert "CG-INBOX-NOT-DOCX" in post["responses"]["415"]["description"]
+    assert "CG-INBOX-EML-MALFORMED" in post["responses"]["422"]["description"]
+    assert "message" in {p["name"] for p in spec["paths"]["/inbox/tasks"]["get"]["parameters"]}
