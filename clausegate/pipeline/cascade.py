@@ -299,8 +299,7 @@ def _answered(sent: list[str], answered: list[str] | None) -> tuple[list[str], l
     return [c for c in sent if c in answered], [c for c in sent if c not in answered]
 
 
-def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: Cost,
-             ask_generation_model: Task) -> GenerationResult:
+def generate(clauses: list[Clause], book: Playbook, run_cost: Cost, ask_generation_model: Task) -> GenerationResult:
     """Redlines and counterparty questions for gated / high-risk clauses (skipped without a provider).
     ``ask_generation_model``: the review's configured task (``ReviewTasks.ask_generation_model``)."""
     settings = book.steps.generate
@@ -314,7 +313,7 @@ def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: 
     try:
         ref = provider_ref(settings.provider)
         result, _, notices = _ask_adapting(ask_generation_model, "generate",
-                                           build_generation_prompt(contract_id, targets, book), ref,
+                                           build_generation_prompt(targets, book), ref,
                                            settings.max_output_tokens, budget)
     except BudgetExceeded as error:
         return GenerationResult(notices=[_notice(error)])

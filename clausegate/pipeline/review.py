@@ -40,7 +40,7 @@ from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_m
 from clausegate.review import assemble
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
-from clausegate.review.schemas import Cost, Notice, Review, StepFailure
+from clausegate.review.schemas import Cost, FilteredDocument, Notice, Review, ReviewOrigin, StepFailure
 from clausegate.security.at_rest import SEALED_JSON
 
 
@@ -93,12 +93,17 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         stage = "prefilter"
         checkpoint("prefilter")
         logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
-        filtered = tasks.prefilter_passages(opaque(document), categories, version)
+        filtered = tasks.prefilter_passages(opaque(document), categories, version)  # keyed on the text
+        filtered, reused_from = own_text(filtered, contract.contract_id)
+        if reused_from is not None:
+            logger.info("same text as %s (reviewed %s): its pre-filter, extraction and model answers are reused",
+                        reused_from.filename, reused_from.reviewed_at.isoformat(timespec="seconds"))
         stage = "extract"
         checkpoint("extract")
         logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages),
                     filtered.pages_kept)
         extraction = tasks.extract_clauses(opaque(filtered), categories, version)
+        extraction = extraction.model_copy(update={"contract_id": contract.contract_id})
         cascade_summary = None
         costs = {}
         if use != "offline":
@@ -108,8 +113,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         stage = "generate"
         checkpoint("generate")
         logger.info("4/5 suggestions for gated / high-risk clauses")
-        generated = generate(contract.contract_id, extraction.clauses, book, costs.get("extract", Cost()),
-                             tasks.ask_generation_model)
+        generated = generate(extraction.clauses, book, costs.get("extract", Cost()), tasks.ask_generation_model)
         costs["generate"] = generated.cost
         degraded = degraded or generated.degraded
         stage = "review"
@@ -120,7 +124,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                                           cascade=cascade_summary,
                                           suggestions=generated.suggestions, notices=generated.notices,
                                           cost_by_step=costs)
-        review = review.model_copy(update={"model_unconfirmed": unconfirmed})
+        review = review.model_copy(update={"model_unconfirmed": unconfirmed, "text_id": document.text_id,
+                                           "reused_from": reused_from})
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
         review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename,
@@ -152,6 +157,17 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         return Failed(message=f"{review.failure.code} at step '{review.failure.step}': {review.failure.message} "
                               f"Partial report: {paths[0]}")
     return review
+
+
+def own_text(filtered: FilteredDocument, contract_id: str) -> tuple[FilteredDocument, ReviewOrigin | None]:
+    """The text-keyed pre-filter result as this review's own (its ``contract_id``), and the earlier review it
+    came from when another flow run computed it (None: this run did, e.g. before a resume).  The origin
+    travels inside the cached result, so it names exactly the review whose computation is reused, also when
+    two reviews of one text ran at once (each computed its own; the cache keeps one of them)."""
+    origin = filtered.origin
+    mine = origin is None or (origin.flow_run_id == str(flow_run.id or "") and origin.contract_id == contract_id)
+    reused = None if mine else origin
+    return filtered.model_copy(update={"contract_id": contract_id}), reused
 
 
 def deferred_gate(review: Review) -> tuple[list, str, list[Notice]]:

@@ -78,6 +78,11 @@ def render_markdown(review: Review) -> str:
         f"- **Text reviewed:** {review.tokens_kept:,} of {review.tokens_total:,} tokens",
         f"- **Cost:** {_cost_line(review.cost)}",
     ]
+    if review.reused_from:
+        r = review.reused_from
+        lines.append(f"- **Reused from:** {_md_cell(r.filename)} (`{r.contract_id[:12]}`, reviewed "
+                     f"{r.reviewed_at:%Y-%m-%d %H:%M} UTC): the same text, so its pre-filter, extraction and model "
+                     "answers were reused; its decisions were not")
     if review.failure:
         f = review.failure
         lines += ["", "## Stopped", "", f"Step **{f.step}** stopped with `{f.code}`"
