@@ -104,12 +104,13 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                     filtered.pages_kept)
         extraction = tasks.extract_clauses(opaque(filtered), categories, version)
         extraction = extraction.model_copy(update={"contract_id": contract.contract_id})
-        cascade_summary = None
+        cascade_summary = key_terms = None
         costs = {}
         if use != "offline":
             outcome = cascade(document, filtered, extraction, book, use, tasks.ask_extraction_model)
             extraction, cascade_summary, costs["extract"] = outcome.extraction, outcome.summary, outcome.cost
             model_gate, unconfirmed, degraded = outcome.gate, outcome.unconfirmed, outcome.degraded
+            key_terms = outcome.key_terms
         stage = "generate"
         checkpoint("generate")
         logger.info("4/5 suggestions for gated / high-risk clauses")
@@ -125,7 +126,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                                           suggestions=generated.suggestions, notices=generated.notices,
                                           cost_by_step=costs)
         review = review.model_copy(update={"model_unconfirmed": unconfirmed, "text_id": document.text_id,
-                                           "reused_from": reused_from})
+                                           "reused_from": reused_from, "key_terms": key_terms})
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
         review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename,
@@ -160,13 +161,12 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
 
 
 def own_text(filtered: FilteredDocument, contract_id: str) -> tuple[FilteredDocument, ReviewOrigin | None]:
-    """The text-keyed pre-filter result as this review's own (its ``contract_id``), and the earlier review it
-    came from when another flow run computed it (None: this run did, e.g. before a resume).  The origin
+    """The text-keyed pre-filter result as this review's own (its ``contract_id``), and the earlier review of
+    another file it came from (None: computed for this file, in this run or an earlier one).  The origin
     travels inside the cached result, so it names exactly the review whose computation is reused, also when
     two reviews of one text ran at once (each computed its own; the cache keeps one of them)."""
     origin = filtered.origin
-    mine = origin is None or (origin.flow_run_id == str(flow_run.id or "") and origin.contract_id == contract_id)
-    reused = None if mine else origin
+    reused = origin if origin is not None and origin.contract_id != contract_id else None
     return filtered.model_copy(update={"contract_id": contract_id}), reused
 
 

@@ -63,6 +63,14 @@ def _model_sections(review: Review) -> list[str]:
     if review.model_unconfirmed:
         lines += ["", "## Not confirmed by the model (its step failed; offline result kept)", "",
                   ", ".join(review.model_unconfirmed)]
+    if review.key_terms:
+        asked = ("the model was asked about it and the gated passages" if review.key_terms.model_asked
+                 else "the model could not take it either")
+        lines += ["", f"## Key terms (summary path: the passages were over the model's context window; {asked})", "",
+                  "| Term | Category | Where | Text |", "|---|---|---|---|"]
+        for t in review.key_terms.terms:
+            where = ", ".join([_pages(t.pages)] + ([f"§ {t.section}"] if t.section else [])) if t.pages else ""
+            lines.append(f"| {t.topic} | {t.category or 'not found'} | {_md_cell(where)} | {_md_cell(t.text)} |")
     return lines
 
 

@@ -176,6 +176,25 @@ class CascadeSummary(_Model):
     prompt_tokens_naive: int = Field(description="whole document + instructions for every category")
     prompt_tokens_sent: int
     truncated: bool = False
+    summary_path: bool = Field(False, description="the model answered the summary prompt (CG-MODEL-SUMMARY-PATH)")
+
+
+class KeyTerm(_Model):
+    """One line of the offline key-terms summary (summary path): the extractor's best finding for a topic."""
+
+    topic: Literal["parties", "term", "renewal", "payment", "liability", "termination"]
+    category: str | None = Field(None, description="the CUAD category the line comes from; None: none found")
+    text: str = Field("", description="the finding's text, shortened")
+    pages: list[int] = []
+    section: str | None = None
+
+
+class KeyTerms(_Model):
+    """A short, cited summary of the contract's key terms, built offline from the extractor's findings; sent
+    to the model with the gated passages when the passages alone are over its context window."""
+
+    terms: list[KeyTerm]
+    model_asked: bool = Field(False, description="the model answered the summary prompt")
 
 
 class GateDecision(_Model):
@@ -232,6 +251,7 @@ class Review(_Model):
     failure: StepFailure | None = None
     model_unconfirmed: list[str] = Field(
         default_factory=list, description="categories sent to a model whose answer never came (model step failed)")
+    key_terms: KeyTerms | None = Field(None, description="set when the summary path was used (CG-MODEL-SUMMARY-PATH)")
 
 
 __all__ = [
@@ -243,6 +263,8 @@ __all__ = [
     "Extraction",
     "FilteredDocument",
     "GateDecision",
+    "KeyTerm",
+    "KeyTerms",
     "Notice",
     "Page",
     "ParsedDocument",
