@@ -6,6 +6,7 @@ asking for its own decision at the gate."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import io
 import json
@@ -87,28 +88,26 @@ def test_a_resaved_pdf_reuses_the_first_review_and_asks_the_model_nothing(tmp_pa
 
 
 def _docx_reader_available() -> bool:
-    return (importlib.util.find_spec("docx") is not None
-            and importlib.util.find_spec("clausegate.review.document.formats") is not None)
+    return (importlib.util.find_spec("clausegate.review.document.formats") is not None
+            and importlib.util.find_spec("tests.support.docx_factory") is not None)
 
 
 @pytest.mark.skipif(not _docx_reader_available(), reason="DOCX parsing is not available on this branch "
-                    "(clausegate.review.document.formats and python-docx; issue 23 item 1)")
-def test_the_docx_of_the_same_text_asks_the_model_nothing(tmp_path, anthropic):
-    import docx  # python-docx
-    from docx.enum.text import WD_BREAK
+                    "(clausegate.review.document.formats, tests/support/docx_factory.py; issue 23 item 1)")
+def test_a_resaved_docx_asks_the_model_nothing(tmp_path, anthropic):
+    """The same for Word: a .docx written again (new bytes, the same paragraphs) reuses the first review.  A PDF
+    and a .docx of one contract do not share: a PDF's pages and a .docx's parts differ, and findings cite them."""
+    docx_factory = importlib.import_module("tests.support.docx_factory")
 
-    first = make_text_pdf(tmp_path / "msa.pdf", LIABILITY_PAGES)
-    document = docx.Document()
-    for number, page in enumerate(LIABILITY_PAGES):
-        for line in page.split("\n"):
-            document.add_paragraph(line)
-        if number < len(LIABILITY_PAGES) - 1:
-            document.paragraphs[-1].add_run().add_break(WD_BREAK.PAGE)
-    second = tmp_path / "msa.docx"
-    document.save(second)
+    body = [docx_factory.para(docx_factory.run(line)) for page in LIABILITY_PAGES for line in page.split("\n")]
+    first = docx_factory.make_docx(tmp_path / "draft.docx", body)
+    second = docx_factory.make_docx(tmp_path / "draft-resaved.docx", body,
+                                    parts={"docProps/custom.xml": "<Properties>saved again</Properties>"})
+    first, second = Path(first), Path(second)
+    assert _sha(first) != _sha(second)
 
     one, two, calls_first = _review_both(tmp_path, first, second, anthropic)
-    assert anthropic.calls == calls_first, f"the DOCX made {anthropic.calls - calls_first} new model calls"
-    assert two.filename == "msa.docx" and two.contract_id == _sha(second)
-    assert two.reused_from is not None and two.reused_from.filename == "msa.pdf"
+    assert anthropic.calls == calls_first, f"the re-saved .docx made {anthropic.calls - calls_first} new model calls"
+    assert two.filename == "draft-resaved.docx" and two.contract_id == _sha(second)
+    assert two.reused_from is not None and two.reused_from.filename == "draft.docx"
     assert two.decisions == []
