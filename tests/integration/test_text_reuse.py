@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import io
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,11 @@ def _resaved(source: Path, target: Path) -> Path:
     return target
 
 
+def _pages() -> list[str]:
+    """A text of this test's own: other tests review the same pages, and their reviews would be reused."""
+    return [*LIABILITY_PAGES, f"Schedule R. Reference {uuid.uuid4().hex}."]
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -63,7 +69,7 @@ def _review_both(tmp_path, first: Path, second: Path, server: FakeModelServer):
 
 
 def test_a_resaved_pdf_reuses_the_first_review_and_asks_the_model_nothing(tmp_path, anthropic):
-    first = make_text_pdf(tmp_path / "msa.pdf", LIABILITY_PAGES)
+    first = make_text_pdf(tmp_path / "msa.pdf", _pages())
     second = _resaved(first, tmp_path / "msa-resaved.pdf")
     assert _sha(first) != _sha(second)
 
@@ -99,7 +105,7 @@ def test_a_resaved_docx_asks_the_model_nothing(tmp_path, anthropic):
     and a .docx of one contract do not share: a PDF's pages and a .docx's parts differ, and findings cite them."""
     docx_factory = importlib.import_module("tests.support.docx_factory")
 
-    body = [docx_factory.para(docx_factory.run(line)) for page in LIABILITY_PAGES for line in page.split("\n")]
+    body = [docx_factory.para(docx_factory.run(line)) for page in _pages() for line in page.split("\n")]
     first = docx_factory.make_docx(tmp_path / "draft.docx", body)
     second = docx_factory.make_docx(tmp_path / "draft-resaved.docx", body,
                                     parts={"docProps/custom.xml": "<Properties>saved again</Properties>"})
