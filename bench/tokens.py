@@ -42,7 +42,7 @@ def measure(entry: dict, book) -> tuple[int, int, int, int]:
     naive = naive_prompt_tokens(document)
     all_kept = [PromptPassage(id=f"p{i}", page=p.page, text=p.text, score=p.score)
                 for i, p in enumerate(filtered.passages)]
-    prefiltered = render_extraction_prompt(document.contract_id, list(book.categories), all_kept).tokens
+    prefiltered = render_extraction_prompt(list(book.categories), all_kept).tokens
     send = cascade_categories(category_confidence(filtered, book.categories), extract_thresholds(book.categories),
                               book.high_risk, margin=book.steps.extract.cascade_margin)
     compressed = build_prompt(filtered, send).tokens if send and filtered.passages else 0

@@ -179,6 +179,8 @@ CODES: dict[str, Code] = {
     "CG-MODEL-QUOTE-EMPTY": Code("warning: a model clause with an empty quote was dropped", "14"),
     "CG-MODEL-QUOTE-TOO-SHORT": Code("warning: a model quote under the category's minimum words was dropped", "14"),
     "CG-MODEL-UNGROUNDED": Code("warning: a model clause not found in the prompt's passages was dropped", "14"),
+    "CG-MODEL-SUMMARY-PATH": Code("notice: over the context window even shrunk; the model got a key-terms summary",
+                                  "14"),
     "CG-BUDGET-EXCEEDED": Code("a model call would exceed a budget: the step used the offline extractor", "7"),
     "CG-GENERATE-SKIPPED": Code("no generation model configured: no redlines suggested", "7"),
     # human gates and Slack (clausegate/gates/, clausegate/slack.py, clausegate/ops/alerts.py)

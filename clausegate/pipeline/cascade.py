@@ -16,7 +16,10 @@ clauses are added.
 
 A model step that fails (any provider error after retries, an unusable answer, a step timeout,
 an open circuit breaker, a missing block) never costs the finished offline result: the review
-keeps it, is marked ``degraded`` and names the categories the model could not confirm.
+keeps it, is marked ``degraded`` and names the categories the model could not confirm.  When the
+passages are over the model's context window even shrunk to one, the model is asked once more on the
+summary path (``CG-MODEL-SUMMARY-PATH``, ``clausegate.review.llm.summary``): an offline, cited summary of
+the key terms plus the gated passages; the report shows that summary (``Review.key_terms``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from clausegate.review.llm.extract import (
     truncate_prompt,
 )
 from clausegate.review.llm.redlines import build_generation_prompt, clauses_needing_suggestions
+from clausegate.review.llm.summary import fit_summary_prompt, key_terms, smallest_prompt, summary_categories
 from clausegate.review.offline.extract import category_confidence, extract_thresholds
 from clausegate.review.playbook import Playbook, check_step_timeouts
 from clausegate.review.schemas import (
@@ -49,6 +53,7 @@ from clausegate.review.schemas import (
     Dispute,
     Extraction,
     FilteredDocument,
+    KeyTerms,
     Notice,
     ParsedDocument,
     Suggestion,
@@ -66,6 +71,7 @@ class CascadeResult(BaseModel):
     gate: list[str] = []  # disputed gated / high-risk categories: a person must decide
     degraded: bool = False  # the model step failed: offline result kept
     unconfirmed: list[str] = []  # categories sent to the model that it could not confirm (step failed)
+    key_terms: KeyTerms | None = None  # the summary path was taken: the offline summary it sent
 
 
 class GenerationResult(BaseModel):
@@ -86,6 +92,7 @@ STEP_TIMEOUT = "CG-MODEL-STEP-TIMEOUT"
 STEP_FAILED = "CG-MODEL-STEP-FAILED"
 DEGRADED = "CG-MODEL-DEGRADED"
 DISPUTED = "CG-MODEL-DISPUTED"
+SUMMARY_PATH = "CG-MODEL-SUMMARY-PATH"
 
 
 def _failure_notice(error: BaseException, step: str, timeout_seconds: float) -> Notice:
@@ -255,27 +262,44 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
             categories_sent=[], model_calls=0, model_calls_saved=1, prompt_tokens_sent=0, **summary))
 
     budget = BudgetContext(budgets=book.budgets, run_cost=Cost())
+    must_confirm = set(book.gated_categories) | set(book.high_risk)
+    terms = None
     try:
         ref = provider_ref(extractor)
-        result, prompt, notices = _ask_adapting(ask_extraction_model, "extract", build_prompt(filtered, send), ref,
-                                                settings.max_output_tokens, budget, shrink=truncate_prompt)
+        try:
+            result, prompt, notices = _ask_adapting(ask_extraction_model, "extract", build_prompt(filtered, send),
+                                                    ref, settings.max_output_tokens, budget, shrink=truncate_prompt)
+        except ContextTooLong:  # over the window even shrunk to one passage: the summary path
+            terms, asked = key_terms(offline.clauses), summary_categories(send, must_confirm)
+
+            def fit(below: int):  # a summary prompt smaller than the smallest one refused
+                return fit_summary_prompt(filtered, offline.clauses, terms, asked, below=below)
+
+            first = fit(smallest_prompt(build_prompt(filtered, send)).tokens)
+            if first is None:
+                raise
+            result, prompt, notices = _ask_adapting(ask_extraction_model, "extract", first, ref,
+                                                    settings.max_output_tokens, budget, shrink=lambda p: fit(p.tokens))
+            terms = terms.model_copy(update={"model_asked": True})
+            result = result.model_copy(update={"answered": [c for c in asked if c in (result.answered or asked)]})
+            notices.insert(0, _summary_notice(ref.model, asked, answered=True))
     except BudgetExceeded as error:
         degraded = offline.model_copy(update={"notices": [*offline.notices, _notice(error)],
                                               "extractor": f"offline (budget: {extractor} skipped)"})
-        return CascadeResult(extraction=degraded, cost=Cost(), summary=CascadeSummary(
+        return CascadeResult(extraction=degraded, cost=Cost(), key_terms=terms, summary=CascadeSummary(
             categories_sent=[], model_calls=0, model_calls_saved=1, prompt_tokens_sent=0, **summary))
     except Exception as error:  # whatever failed, the finished offline result stands
         _log_failure(error, "extract")
         failure = _failure_notice(error, "extract", settings.timeout_seconds)
+        path = [_summary_notice(extractor, summary_categories(send, must_confirm), answered=False)] if terms else []
         kept = offline.model_copy(update={
             "extractor": f"offline ({extractor} failed: {failure.code})",
-            "notices": [*offline.notices, failure, Notice(code=DEGRADED, message=(
+            "notices": [*offline.notices, *path, failure, Notice(code=DEGRADED, message=(
                 f"the model step failed ({failure.code}); the offline result is kept. The model could not confirm: "
                 f"{', '.join(send)}."))]})
-        return CascadeResult(extraction=kept, cost=Cost(), degraded=True, unconfirmed=list(send),
+        return CascadeResult(extraction=kept, cost=Cost(), degraded=True, unconfirmed=list(send), key_terms=terms,
                              summary=CascadeSummary(categories_sent=list(send), model_calls=0, model_calls_saved=0,
                                                     prompt_tokens_sent=0, **summary))
-    must_confirm = set(book.gated_categories) | set(book.high_risk)
     answered, unconfirmed = _answered(send, result.answered)  # an answer used in part covers only some
     clauses, disputes, gate = merge_findings(offline.clauses, result.clauses, answered, model=result.model,
                                              must_confirm=must_confirm)
@@ -287,9 +311,21 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
                             clauses=clauses, categories_checked=categories,
                             notices=[*offline.notices, *notices, *result.notices, *disputes])
     return CascadeResult(extraction=extraction, cost=result.cost, gate=gate, degraded=bool(unconfirmed),
-                         unconfirmed=unconfirmed, summary=CascadeSummary(
+                         unconfirmed=unconfirmed, key_terms=terms, summary=CascadeSummary(
         categories_sent=send, model_calls=result.cost.calls, model_calls_saved=0,
-        prompt_tokens_sent=prompt.tokens, truncated=prompt.truncated, **summary))
+        prompt_tokens_sent=prompt.tokens, truncated=prompt.truncated, summary_path=terms is not None, **summary))
+
+
+def _summary_notice(model: str, categories: list[str], *, answered: bool) -> Notice:
+    """``CG-MODEL-SUMMARY-PATH``: the summary path was taken (``answered``: and the model answered it)."""
+    if answered:
+        outcome = ("the model was asked about an offline summary of the key terms and the gated passages only "
+                   f"({', '.join(categories)})")
+    else:
+        outcome = ("the summary prompt (an offline summary of the key terms and the gated passages) failed too; "
+                   "the offline result is kept")
+    return Notice(code=SUMMARY_PATH, message=(
+        f"the passages are over {model}'s context window even shrunk to one; {outcome}. The report shows the summary."))
 
 
 def _answered(sent: list[str], answered: list[str] | None) -> tuple[list[str], list[str]]:
@@ -299,8 +335,7 @@ def _answered(sent: list[str], answered: list[str] | None) -> tuple[list[str], l
     return [c for c in sent if c in answered], [c for c in sent if c not in answered]
 
 
-def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: Cost,
-             ask_generation_model: Task) -> GenerationResult:
+def generate(clauses: list[Clause], book: Playbook, run_cost: Cost, ask_generation_model: Task) -> GenerationResult:
     """Redlines and counterparty questions for gated / high-risk clauses (skipped without a provider).
     ``ask_generation_model``: the review's configured task (``ReviewTasks.ask_generation_model``)."""
     settings = book.steps.generate
@@ -314,7 +349,7 @@ def generate(contract_id: str, clauses: list[Clause], book: Playbook, run_cost: 
     try:
         ref = provider_ref(settings.provider)
         result, _, notices = _ask_adapting(ask_generation_model, "generate",
-                                           build_generation_prompt(contract_id, targets, book), ref,
+                                           build_generation_prompt(targets, book), ref,
                                            settings.max_output_tokens, budget)
     except BudgetExceeded as error:
         return GenerationResult(notices=[_notice(error)])

@@ -40,7 +40,7 @@ from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_m
 from clausegate.review import assemble
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
-from clausegate.review.schemas import Cost, Notice, Review, StepFailure
+from clausegate.review.schemas import Cost, FilteredDocument, Notice, Review, ReviewOrigin, StepFailure
 from clausegate.security.at_rest import SEALED_JSON
 
 
@@ -93,23 +93,28 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         stage = "prefilter"
         checkpoint("prefilter")
         logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
-        filtered = tasks.prefilter_passages(opaque(document), categories, version)
+        filtered = tasks.prefilter_passages(opaque(document), categories, version)  # keyed on the text
+        filtered, reused_from = own_text(filtered, contract.contract_id)
+        if reused_from is not None:
+            logger.info("same text as %s (reviewed %s): its pre-filter, extraction and model answers are reused",
+                        reused_from.filename, reused_from.reviewed_at.isoformat(timespec="seconds"))
         stage = "extract"
         checkpoint("extract")
         logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages),
                     filtered.pages_kept)
         extraction = tasks.extract_clauses(opaque(filtered), categories, version)
-        cascade_summary = None
+        extraction = extraction.model_copy(update={"contract_id": contract.contract_id})
+        cascade_summary = key_terms = None
         costs = {}
         if use != "offline":
             outcome = cascade(document, filtered, extraction, book, use, tasks.ask_extraction_model)
             extraction, cascade_summary, costs["extract"] = outcome.extraction, outcome.summary, outcome.cost
             model_gate, unconfirmed, degraded = outcome.gate, outcome.unconfirmed, outcome.degraded
+            key_terms = outcome.key_terms
         stage = "generate"
         checkpoint("generate")
         logger.info("4/5 suggestions for gated / high-risk clauses")
-        generated = generate(contract.contract_id, extraction.clauses, book, costs.get("extract", Cost()),
-                             tasks.ask_generation_model)
+        generated = generate(extraction.clauses, book, costs.get("extract", Cost()), tasks.ask_generation_model)
         costs["generate"] = generated.cost
         degraded = degraded or generated.degraded
         stage = "review"
@@ -121,7 +126,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                                           cascade=cascade_summary,
                                           suggestions=generated.suggestions, notices=generated.notices,
                                           cost_by_step=costs, positions=book.positions)
-        review = review.model_copy(update={"model_unconfirmed": unconfirmed})
+        review = review.model_copy(update={"model_unconfirmed": unconfirmed, "text_id": document.text_id,
+                                           "reused_from": reused_from, "key_terms": key_terms})
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
         review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename,
@@ -153,6 +159,16 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         return Failed(message=f"{review.failure.code} at step '{review.failure.step}': {review.failure.message} "
                               f"Partial report: {paths[0]}")
     return review
+
+
+def own_text(filtered: FilteredDocument, contract_id: str) -> tuple[FilteredDocument, ReviewOrigin | None]:
+    """The text-keyed pre-filter result as this review's own (its ``contract_id``), and the earlier review of
+    another file it came from (None: computed for this file, in this run or an earlier one).  The origin
+    travels inside the cached result, so it names exactly the review whose computation is reused, also when
+    two reviews of one text ran at once (each computed its own; the cache keeps one of them)."""
+    origin = filtered.origin
+    reused = origin if origin is not None and origin.contract_id != contract_id else None
+    return filtered.model_copy(update={"contract_id": contract_id}), reused
 
 
 def deferred_gate(review: Review) -> tuple[list, str, list[Notice]]:

@@ -6,8 +6,13 @@ The flow body (``clausegate.pipeline.review``) calls them by name on the :class:
 ``configure`` returns, so every task of a review gets its playbook's step options the same way.
 
 Cache keys come from the task's inputs + source code, never from the run id, so a rerun, a
-resumed run and a retried run all reuse finished work.  The document enters the cache key
-through its sha256 (``contract_id``), never through its path: an edited file gets a new key.
+resumed run and a retried run all reuse finished work.  The parse is keyed on the file (its sha256,
+``contract_id``, never its path: an edited file gets a new key); everything after it on the text
+(``TEXT_KEYED``: the document enters as its ``text_id``, the pre-filter's result without the file's id),
+so a re-saved PDF or another file with the same text reuses the pre-filter, the extraction and, through
+their prompts (which carry no file hash or name), the model answers.  The pre-filter's result records
+the review that computed it (``FilteredDocument.origin``), so a review that takes it from the cache
+can say which one it reused (``Review.reused_from``).
 Model-dependent steps take the offline model's version as an input, so retraining invalidates
 their cache.  A model call's key is the rendered prompt + the provider's configuration (block
 name, models, URLs, never the key) + the task's source; budget inputs are left out, so a rerun
@@ -24,14 +29,15 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from prefect import Task, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE, CachePolicy
-from prefect.utilities.annotations import opaque
+from prefect.runtime import flow_run
+from prefect.utilities.annotations import BaseAnnotation, opaque
 
 from clausegate.config import settings
 from clausegate.errors import BudgetExceeded
@@ -57,7 +63,14 @@ from clausegate.review.offline.model import META_NAME, MODEL_DIR
 from clausegate.review.playbook import Playbook, StepPolicy
 from clausegate.review.redact import redact_review
 from clausegate.review.report import SEALED_SUFFIX, render_markdown, report_paths, write_report
-from clausegate.review.schemas import ContractSource, Extraction, FilteredDocument, ParsedDocument, Review
+from clausegate.review.schemas import (
+    ContractSource,
+    Extraction,
+    FilteredDocument,
+    ParsedDocument,
+    Review,
+    ReviewOrigin,
+)
 from clausegate.security import at_rest, key_canary
 
 # ---------------------------------------------------------------- cache keys
@@ -97,6 +110,27 @@ class ContractContent(CachePolicy):
 
 
 CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + RESULT_SCHEMA + ContractContent()
+
+
+class TextContent(CachePolicy):
+    """Cache key from the contract's text, not its file: a ``document`` input enters as its ``text_id``, a
+    ``filtered`` one as its passages and counts (its ``contract_id`` and ``origin`` left out)."""
+
+    def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
+        parts = []
+        for name in ("document", "filtered"):
+            value = inputs.get(name)
+            if isinstance(value, BaseAnnotation):  # opaque(...) as passed by the flow body
+                value = value.unwrap()
+            if isinstance(value, ParsedDocument):
+                parts.append(f"{name}:{value.text_id}")
+            elif isinstance(value, FilteredDocument):
+                dumped = value.model_dump(mode="json", exclude={"contract_id", "origin"})
+                parts.append(f"{name}:" + hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest())
+        return "|".join(parts) or None
+
+
+TEXT_KEYED = (INPUTS - "document" - "filtered") + TASK_SOURCE + RESULT_SCHEMA + TextContent()
 
 
 _COMMON: dict[str, Any] = dict(persist_result=True, result_serializer=at_rest.SEALED_PICKLE,
@@ -139,13 +173,17 @@ def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: 
                                       memory_mb=memory_mb, ocr=ocr, pool_size=settings().parse_pool_size)
 
 
-@task(name="prefilter", cache_policy=INPUT_KEYED, **_COMMON)
+@task(name="prefilter", cache_policy=TEXT_KEYED, **_COMMON)
 @timed_step("prefilter")  # the batch summary's "where the time went"
 def prefilter_passages(document: ParsedDocument, categories: tuple[str, ...], model_version: str) -> FilteredDocument:
-    return assemble.prefilter_step(document, categories)
+    """Keyed on the text (``TEXT_KEYED``); the result names the review that computed it (``origin``)."""
+    filtered = assemble.prefilter_step(document, categories)
+    origin = ReviewOrigin(contract_id=filtered.contract_id, filename=document.filename,
+                          reviewed_at=datetime.now(UTC), flow_run_id=str(flow_run.id or ""))
+    return filtered.model_copy(update={"origin": origin})
 
 
-@task(name="extract-clauses", cache_policy=INPUT_KEYED, **_COMMON)
+@task(name="extract-clauses", cache_policy=TEXT_KEYED, **_COMMON)
 @timed_step("extract")  # the batch summary's "where the time went"
 def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], model_version: str) -> Extraction:
     return assemble.extract_step(filtered, categories)

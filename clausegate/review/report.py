@@ -66,6 +66,14 @@ def _model_sections(review: Review) -> list[str]:
     if review.model_unconfirmed:
         lines += ["", "## Not confirmed by the model (its step failed; offline result kept)", "",
                   ", ".join(review.model_unconfirmed)]
+    if review.key_terms:
+        asked = ("the model was asked about it and the gated passages" if review.key_terms.model_asked
+                 else "the model could not take it either")
+        lines += ["", f"## Key terms (summary path: the passages were over the model's context window; {asked})", "",
+                  "| Term | Category | Where | Text |", "|---|---|---|---|"]
+        for t in review.key_terms.terms:
+            where = ", ".join([_pages(t.pages)] + ([f"§ {t.section}"] if t.section else [])) if t.pages else ""
+            lines.append(f"| {t.topic} | {t.category or 'not found'} | {_md_cell(where)} | {_md_cell(t.text)} |")
     return lines
 
 
@@ -91,6 +99,11 @@ def render_markdown(review: Review) -> str:
         f"- **Text reviewed:** {review.tokens_kept:,} of {review.tokens_total:,} tokens",
         f"- **Cost:** {_cost_line(review.cost)}",
     ]
+    if review.reused_from:
+        r = review.reused_from
+        lines.append(f"- **Reused from:** {_md_cell(r.filename)} (`{r.contract_id[:12]}`, reviewed "
+                     f"{r.reviewed_at:%Y-%m-%d %H:%M} UTC): the same text, so its pre-filter, extraction and model "
+                     "answers were reused; its decisions were not")
     if review.failure:
         f = review.failure
         lines += ["", "## Stopped", "", f"Step **{f.step}** stopped with `{f.code}`"

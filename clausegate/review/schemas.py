@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clausegate.review.categories import CATEGORIES, canonical
+from clausegate.review.text_identity import text_id as _text_id
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -98,6 +99,22 @@ class ParsedDocument(_Model):
     def char_count(self) -> int:
         return sum(len(p.text) for p in self.pages)
 
+    @property
+    def text_id(self) -> str:
+        """sha256 of the normalised page texts (``clausegate.review.text_identity``): the key of everything
+        downstream of parsing, where ``contract_id`` (the file's bytes) keys only the parse."""
+        return _text_id(self.pages)
+
+
+class ReviewOrigin(_Model):
+    """The review that first computed a text-keyed result (the pre-filter's), carried inside that cached
+    result: a later review of the same text that takes it from the cache names it as ``reused_from``."""
+
+    contract_id: str = Field(pattern=SHA256_PATTERN, description="that review's file (sha256 of its bytes)")
+    filename: str
+    reviewed_at: datetime
+    flow_run_id: str = Field("", description="the flow run that computed it ('' outside a run)")
+
 
 class Passage(_Model):
     """A run of sentences from one page, kept by the pre-filter."""
@@ -118,6 +135,7 @@ class FilteredDocument(_Model):
     pages_kept: list[int]
     tokens_total: int = Field(ge=0)
     tokens_kept: int = Field(ge=0)
+    origin: ReviewOrigin | None = Field(None, description="the review that computed this pre-filter result")
 
 
 class Dispute(_Model):
@@ -203,6 +221,25 @@ class CascadeSummary(_Model):
     prompt_tokens_naive: int = Field(description="whole document + instructions for every category")
     prompt_tokens_sent: int
     truncated: bool = False
+    summary_path: bool = Field(False, description="the model answered the summary prompt (CG-MODEL-SUMMARY-PATH)")
+
+
+class KeyTerm(_Model):
+    """One line of the offline key-terms summary (summary path): the extractor's best finding for a topic."""
+
+    topic: Literal["parties", "term", "renewal", "payment", "liability", "termination"]
+    category: str | None = Field(None, description="the CUAD category the line comes from; None: none found")
+    text: str = Field("", description="the finding's text, shortened")
+    pages: list[int] = []
+    section: str | None = None
+
+
+class KeyTerms(_Model):
+    """A short, cited summary of the contract's key terms, built offline from the extractor's findings; sent
+    to the model with the gated passages when the passages alone are over its context window."""
+
+    terms: list[KeyTerm]
+    model_asked: bool = Field(False, description="the model answered the summary prompt")
 
 
 class GateDecision(_Model):
@@ -250,6 +287,11 @@ ReviewStatus = Literal["complete", "degraded", "partial_failure", "failed", "nee
 class Review(_Model):
     contract_id: str = Field(pattern=SHA256_PATTERN)
     filename: str
+    text_id: str | None = Field(None, pattern=SHA256_PATTERN,
+                                description="sha256 of the normalised text (clausegate.review.text_identity)")
+    reused_from: ReviewOrigin | None = Field(
+        None, description="the earlier review whose text-keyed results (pre-filter, extraction, model answers) "
+                          "this one reused; its decisions are never reused")
     playbook: str
     status: ReviewStatus
     extractor: str
@@ -274,6 +316,7 @@ class Review(_Model):
     comments: list[Comment] = Field(default_factory=list, description="docx: the comments")
     positions: list[PositionCheck] = Field(
         default_factory=list, description="findings compared with the playbook's positions; missing required clauses")
+    key_terms: KeyTerms | None = Field(None, description="set when the summary path was used (CG-MODEL-SUMMARY-PATH)")
 
 
 __all__ = [
@@ -286,6 +329,8 @@ __all__ = [
     "Extraction",
     "FilteredDocument",
     "GateDecision",
+    "KeyTerm",
+    "KeyTerms",
     "Notice",
     "Page",
     "ParsedDocument",
@@ -293,5 +338,6 @@ __all__ = [
     "PositionCheck",
     "Review",
     "Revision",
+    "ReviewOrigin",
     "StepFailure",
 ]

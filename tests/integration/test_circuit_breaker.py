@@ -61,7 +61,11 @@ def model_step_seconds(flow_run_id, timeout: float = 20.0) -> float:
 
 
 def contracts(tmp_path, n: int, tag: str):
-    return [make_text_pdf(tmp_path / f"{tag}{i}.pdf", LIABILITY_PAGES + [f"Schedule {tag}{i}: delivery terms."])
+    """``n`` contracts whose model prompts differ (the liquidated damages rate): prompts carry no contract id, so
+    identical passages would take the model's answer from the cache instead of calling it."""
+    return [make_text_pdf(tmp_path / f"{tag}{i}.pdf",
+                          [*(p.replace("two percent", f"{i + 2} percent") for p in LIABILITY_PAGES),
+                           f"Schedule {tag}{i}: delivery terms."])
             for i in range(n)]
 
 

@@ -89,7 +89,9 @@ def result_expirations(flow_run_id) -> dict[str, datetime]:
 def test_every_task_of_a_review_expires_with_the_playbook_cache_model_calls_included(tmp_path, anthropic, openai):
     """One options applier: the model calls get the playbook's cache expiration (capped by its retention) like
     every other cached step; they used to be cached without an expiry."""
-    pdf = make_text_pdf(tmp_path / "expiry.pdf", LIABILITY_PAGES)
+    # a text of its own: steps after parsing are keyed on the text, and another test's review of the same
+    # text (another file name) would otherwise answer for them, with its own expiry
+    pdf = make_text_pdf(tmp_path / "expiry.pdf", [*LIABILITY_PAGES, "Schedule E. Cache expiry test."])
     book = playbook(tmp_path, save_block("anthropic", anthropic), generate=save_block("openai", openai),
                     budgets="cache: {expiration_days: 30}\nretention: {days: 2}")
     started = datetime.now(UTC)

@@ -148,7 +148,11 @@ def test_ledger_and_reports_equal_what_the_fakes_billed_over_a_fault_storm(tmp_p
              for period in PERIODS]
     out = tmp_path / "reports"
     before = ledger()
-    pdfs = [make_text_pdf(tmp_path / f"contract-{i:02d}.pdf", [*PAGES, f"Schedule {i}. Purchase order number {i}."])
+    # each contract's clauses differ (the liquidated damages rate): identical passages would reuse the model's
+    # answers from the cache (prompts carry no contract id), and the storm needs every contract to ask
+    pdfs = [make_text_pdf(tmp_path / f"contract-{i:02d}.pdf",
+                          [*(p.replace("two percent", f"{i + 2} percent") for p in PAGES),
+                           f"Schedule {i}. Purchase order number {i}."])
             for i in range(12)]
     for i, pdf in enumerate(pdfs):
         review(pdf, books[i % 3], out)

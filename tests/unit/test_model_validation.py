@@ -31,7 +31,7 @@ def prompt():
     passages = [PromptPassage(id="p0", page=2, text=GOV, score=0.5),
                 PromptPassage(id="p1", page=3, text=CAP, score=0.9),
                 PromptPassage(id="p2", page=4, text=LD, score=0.8)]
-    return render_extraction_prompt("c" * 64, ["Cap on Liability", "Liquidated Damages", "Governing Law"], passages)
+    return render_extraction_prompt(["Cap on Liability", "Liquidated Damages", "Governing Law"], passages)
 
 
 def ground(*clauses):

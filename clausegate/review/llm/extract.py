@@ -97,11 +97,12 @@ class PromptPassage(BaseModel):
 
 
 class ExtractionPrompt(BaseModel):
-    """A rendered prompt plus what is needed to check the answer; hashable input of the model task."""
+    """A rendered prompt plus what is needed to check the answer; hashable input of the model task.  It holds
+    no file hash or file name: the same passages of the same text make the same prompt, so the model
+    answer is reused from the cache whichever file they came from."""
 
     model_config = ConfigDict(frozen=True)
 
-    contract_id: str
     categories: list[str]
     passages: list[PromptPassage]
     system: str
@@ -139,7 +140,7 @@ def select_passages(filtered: FilteredDocument, categories: list[str], per_categ
                           score=chosen[i]) for i in ordered]
 
 
-def render_extraction_prompt(contract_id: str, categories: list[str], passages: list[PromptPassage], *,
+def render_extraction_prompt(categories: list[str], passages: list[PromptPassage], *,
                              truncated: bool = False) -> ExtractionPrompt:
     system = render("extract_system.j2", schema=ModelAnswer.model_json_schema())
     user = render(
@@ -148,14 +149,13 @@ def render_extraction_prompt(contract_id: str, categories: list[str], passages: 
                     for c in categories],
         passages=passages,
     )
-    return ExtractionPrompt(contract_id=contract_id, categories=categories, passages=passages,
+    return ExtractionPrompt(categories=categories, passages=passages,
                             system=system, user=user, truncated=truncated)
 
 
 def build_prompt(filtered: FilteredDocument, categories: list[str], *,
                  per_category: int = PASSAGES_PER_CATEGORY) -> ExtractionPrompt:
-    return render_extraction_prompt(filtered.contract_id, categories,
-                                    select_passages(filtered, categories, per_category))
+    return render_extraction_prompt(categories, select_passages(filtered, categories, per_category))
 
 
 def truncate_prompt(prompt: ExtractionPrompt) -> ExtractionPrompt | None:
@@ -164,15 +164,14 @@ def truncate_prompt(prompt: ExtractionPrompt) -> ExtractionPrompt | None:
         return None
     keep = sorted(prompt.passages, key=lambda p: p.score, reverse=True)[: len(prompt.passages) // 2]
     keep_ids = {p.id for p in keep}
-    return render_extraction_prompt(prompt.contract_id, prompt.categories,
-                                    [p for p in prompt.passages if p.id in keep_ids], truncated=True)
+    return render_extraction_prompt(prompt.categories, [p for p in prompt.passages if p.id in keep_ids], truncated=True)
 
 
 def naive_prompt_tokens(document: ParsedDocument) -> int:
     """Tokens of the naive prompt: the whole document plus instructions for all 41 categories."""
     passages = [PromptPassage(id=f"page{p.number}", page=p.number, text=p.text or " ", score=0.0)
                 for p in document.pages]
-    return render_extraction_prompt(document.contract_id, list(CATEGORIES), passages).tokens
+    return render_extraction_prompt(list(CATEGORIES), passages).tokens
 
 
 # Characters a model commonly normalises when it copies text; folded on both sides, one for one.

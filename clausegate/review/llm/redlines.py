@@ -47,9 +47,10 @@ class GenerationItem(BaseModel):
 
 
 class GenerationPrompt(BaseModel):
+    """The rendered generation prompt and its items; like ``ExtractionPrompt``, no file hash or name."""
+
     model_config = ConfigDict(frozen=True)
 
-    contract_id: str
     items: list[GenerationItem]
     system: str
     user: str
@@ -70,13 +71,13 @@ def clauses_needing_suggestions(clauses: list[Clause], book: Playbook) -> list[C
     return list(best.values())[:MAX_CLAUSES]
 
 
-def build_generation_prompt(contract_id: str, clauses: list[Clause], book: Playbook) -> GenerationPrompt:
+def build_generation_prompt(clauses: list[Clause], book: Playbook) -> GenerationPrompt:
     reasons = {g.category: g.reason for g in book.gates}
     items = [GenerationItem(id=f"c{i}", category=c.category, page=c.pages[0], text=c.text[:CLAUSE_CHARS],
                             reason=reasons.get(c.category, ""), **_deviation(c, book)) for i, c in enumerate(clauses)]
     system = render("generate_system.j2", schema=GenerationAnswer.model_json_schema())
     user = render("generate_redlines.j2", playbook=book.name, clauses=items)
-    return GenerationPrompt(contract_id=contract_id, items=items, system=system, user=user)
+    return GenerationPrompt(items=items, system=system, user=user)
 
 
 def _deviation(clause: Clause, book: Playbook) -> dict[str, str]:

@@ -1,0 +1,51 @@
+"""The identity of a contract's text, apart from the file it came in (``text_id``), and where a review's
+text-keyed results came from (``ReviewOrigin``).
+
+Everything after parsing (pre-filter, extraction, model calls, suggestions) is cached on the text, so a
+re-saved PDF, or another file with the same text, reuses the earlier computation.  ``text_id`` is the
+sha256 of the pages as the pre-filter reads them, normalised:
+
+* Unicode NFKC (ligatures, full-width forms and non-breaking spaces become their plain forms);
+* every run of whitespace (line breaks included) becomes one space, trimmed at both ends;
+* page breaks are KEPT: each page enters with its number.  A page number is a citation (every finding
+  and passage names its page), so two files paginated differently never share results that would cite
+  the other file's pages;
+* a page the pre-filter skips (``needs_ocr``, or blank) enters as empty text.
+
+What is reused is computation, never a decision or an identity: the review, its gate, receipt and report
+name THIS file (its own ``contract_id`` and name), its parse notices (hidden text, OCR) are its own, and a
+gate asks for a decision of its own (docs/security.md, *Reused computation, never decisions*).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Protocol
+
+TEXT_ID_VERSION = 1  # bump when the normalisation changes: every text-keyed cache entry is then new
+_WHITESPACE = re.compile(r"\s+")
+
+
+class _PageLike(Protocol):
+    number: int
+    text: str
+    needs_ocr: bool
+
+
+def normalise(text: str) -> str:
+    """``text`` as ``text_id`` sees it: NFKC, whitespace runs collapsed to one space, trimmed."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def text_id(pages: Iterable[_PageLike]) -> str:
+    """sha256 of the normalised page texts, page breaks kept (module doc)."""
+    digest = hashlib.sha256(f"clausegate-text-v{TEXT_ID_VERSION}".encode())
+    for page in pages:
+        read = not page.needs_ocr and bool(page.text and page.text.strip())
+        digest.update(b"\x00" + json.dumps([page.number, normalise(page.text) if read else ""],
+                                           ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()
