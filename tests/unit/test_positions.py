@@ -141,7 +141,7 @@ def test_the_suggestion_step_is_asked_to_explain_the_deviation_and_propose_the_f
 
     short, standard = clause(cap_clause("three (3)")), clause(cap_clause("twelve (12)"))
     assert clauses_needing_suggestions([short], BOOK) == [short]  # position-gated, in no gate nor high_risk
-    prompt = build_generation_prompt("a" * 64, [short, standard], BOOK)
+    prompt = build_generation_prompt([short, standard], BOOK)
     deviating, matching = prompt.items
     assert "cap below 12 months' fees" in deviating.deviation and deviating.fallback == CAP.fallback[0]
     assert matching.deviation == "" and prompt.user.count("It deviates from our standard") == 1
