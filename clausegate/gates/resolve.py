@@ -258,9 +258,9 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                             reason=refusal.reason)
 
         if record.per_finding:  # a decision per finding and role (clausegate.gates.resolve_findings)
-            return resolve_findings.resolve_round(client, flow_run, record, answer, via=via,
-                                                  slack_user_id=slack_user_id, verified_user=verified_user,
-                                                  finding=finding, outcome=_outcome)
+            return resolve_findings.resolve_with_retry(client, flow_run, record, answer, via=via,
+                                                       slack_user_id=slack_user_id, verified_user=verified_user,
+                                                       finding=finding, outcome=_outcome)
         # The receipt first (this path received this answer), then the resume that names it.
         receipt = receipts.issue(flow_run_id=rid, gate=record.key, decision=answer.decision, reviewer=answer.reviewer,
                                  comment=answer.comment, via=via, verified_user=verified_user,

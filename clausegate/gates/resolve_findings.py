@@ -21,6 +21,7 @@ from clausegate.gates.model import DECISION_PAST, RECEIPT_FIELD, GateInput, Gate
 from clausegate.gates.rounds import current_progress
 
 ROUND_WAIT_SECONDS = 180.0
+RACE_RETRIES = 4
 
 
 def await_round(client, flow_run, deadline_s: float = ROUND_WAIT_SECONDS):
@@ -38,6 +39,18 @@ def await_round(client, flow_run, deadline_s: float = ROUND_WAIT_SECONDS):
 def finished_message(client, record: GateRecord) -> str:
     prog, _ = current_progress(client, record)
     return "; ".join(f"{fp.finding.id}: {findings.describe_slots(fp)}" for fp in prog.findings)
+
+
+def resolve_with_retry(client, flow_run, record: GateRecord, answer: GateInput, **kw):
+    """:func:`resolve_round`; when another answer resumed the run first, wait for the next round and try again."""
+    for _ in range(RACE_RETRIES):
+        outcome = resolve_round(client, flow_run, record, answer, **kw)
+        if outcome.reason != "race":
+            return outcome
+        flow_run = await_round(client, client.read_flow_run(flow_run.id))
+        if flow_run.state is None or not flow_run.state.is_paused():
+            break
+    return outcome
 
 
 def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, via: str, slack_user_id: str | None,
@@ -76,12 +89,14 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
             raise
         return outcome("not_suspended", rid, f"{record.filename}: another answer was being applied at the same "
                                              "moment; yours was not applied. Answer again in a few seconds.",
-                       record=record)
+                       record=record, reason="race")
     if result.status != SetStateStatus.ACCEPT:
         store.delete_receipt(client, receipt)
         reason = getattr(result.details, "reason", "") or "not accepted"
+        race = result.status == SetStateStatus.ABORT
         return outcome("not_suspended", rid, f"{record.filename}: Prefect did not take the answer ({reason}); "
-                                             "answer again in a few seconds.", state=state_name, record=record)
+                                             "answer again in a few seconds.", state=state_name, record=record,
+                       reason="race" if race else None)
     info = store.read_decision(client, UUID(rid), pause_key)
     skipped = f" Not counted: {' '.join(problems)}" if problems else ""
     message = (f"{record.filename}: {', '.join(ids)} {DECISION_PAST[answer.decision]} by "

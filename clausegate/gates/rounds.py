@@ -22,8 +22,9 @@ from prefect.client.orchestration import get_client
 
 from clausegate import slack
 from clausegate.gates import findings, store
-from clausegate.gates.model import GateRecord, round_key
+from clausegate.gates.model import DecisionInfo, GateRecord, round_key
 from clausegate.gates.slack_findings import findings_message
+from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_person_escalation
 from clausegate.ops import audit
 from clausegate.review.money import eur_text
 from clausegate.review.schemas import GateDecision, Notice
@@ -137,4 +138,13 @@ def _finish(record: GateRecord, prog: findings.Progress, settings, logger):
     if escalated:
         notices.append(Notice(code="CG-GATE-ESCALATED", message=", ".join(f"{f.id} {f.category}" for f in escalated)
                               + ": escalated; legal must review before this contract proceeds."))
+    by_person = [a for fp in prog.findings for a in fp.answers.values() if a.decision == "escalate" and a.via != "sla"]
+    if by_person and settings is not None:  # the sweeper posts its own notice; a person's is posted here
+        a = by_person[0]
+        info = DecisionInfo(decision="escalate", reviewer=a.reviewer, comment=a.comment, via=a.via,
+                            decided_at=a.decided_at)
+        posted = notify_person_escalation(record, info, settings, return_state=True)
+        if not posted.is_completed():
+            notices.append(Notice(code=ESCALATION_UNDELIVERED, message=f"Escalated by {a.reviewer}, but the "
+                                  "escalation channel could not be notified; tell legal."))
     return decisions, status, notices

@@ -136,7 +136,7 @@ def answer_in_background(config: GatewayConfig, answer: Answer, held: str | None
 
 
 def _act(config: GatewayConfig, answer: Answer) -> str:
-    """Ack / reassign / extend (clausegate.gates.actions); only in the gate's channel, like a decision."""
+    """Ack / reassign / extend (clausegate.gates.actions), as the verified Slack user of the request."""
     from clausegate.gates.actions import act  # local import: Prefect client; keeps the app's import lean
 
     hours = None
