@@ -252,14 +252,19 @@ def stamp_key(key: str) -> str:
     return f"{RECORD_PREFIX}stamp-{key}"
 
 
+def _part(text: str) -> str:
+    """A flow-run input key allows lowercase letters, digits and dashes only."""
+    return re.sub(r"[^a-z0-9-]", "-", text.lower())
+
+
 def ack_key(key: str, user: str) -> str:
     """An acknowledgement ("I'm on it") by one person (first per person kept)."""
-    return f"{RECORD_PREFIX}ack-{key}-{user}"
+    return f"{RECORD_PREFIX}ack-{key}-{_part(user)}"
 
 
 def assign_key(key: str, finding: str, role: str, n: int) -> str:
     """The ``n``-th reassignment of one finding's role slot."""
-    return f"{RECORD_PREFIX}assign-{key}-{finding}-{role}-{n}"
+    return f"{RECORD_PREFIX}assign-{key}-{_part(finding)}-{_part(role)}-{n}"
 
 
 def extend_key(key: str) -> str:

@@ -13,7 +13,7 @@ slack-sdk's models check each text's length when the message is built.
 from __future__ import annotations
 
 import json
-from datetime import UTC
+from datetime import UTC, timedelta
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -27,7 +27,7 @@ from slack_sdk.models.blocks import (
 )
 
 from clausegate.gates.findings import ANY_ROLE, Progress, describe_slots
-from clausegate.gates.model import DECISION_LABELS, DECISIONS, GateRecord
+from clausegate.gates.model import DECISION_LABELS, DECISION_PAST, DECISIONS, GateRecord
 from clausegate.gates.slack_view import ACTION_PREFIX, ICONS, STYLES, _cut, _escape, _fit
 from clausegate.gates.store import GateExtras
 
@@ -58,7 +58,7 @@ def _finding_text(record: GateRecord, fp) -> str:
             state.append(f"{label}:hourglass: waiting{assignee}")
         else:
             comment = f" “{_escape(_cut(answer.comment, 150))}”" if answer.comment else ""
-            state.append(f"{label}{ICONS[answer.decision]} {DECISION_LABELS[answer.decision]} by "
+            state.append(f"{label}{ICONS[answer.decision]} {DECISION_PAST[answer.decision].capitalize()} by "
                          f"{_escape(answer.reviewer)} via {answer.via} at {_when(answer.decided_at)}{comment}")
     head = f"*{f.id} · {_escape(f.category)}* · p. {pages} · conf {f.confidence:.2f} · decides: {_escape(who)}"
     return _fit(f"{head}\n> {_escape(_cut(f.text, CLAUSE_WIDTH))}\n" + "\n".join(state), 3000)
@@ -71,8 +71,6 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
     deadline = record.sla_deadline
     extended = ""
     if extras.extension:
-        from datetime import timedelta
-
         deadline = deadline + timedelta(hours=extras.extra_hours())
         extended = f" (extended once by {extras.extra_hours():g} h by {_escape(str(extras.extension.get('by')))})"
     reasons = "".join(f"\n• *{_escape(c)}*: {_escape(_cut(r, 300))}" for c, r in record.reasons.items() if r)
@@ -104,9 +102,9 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
     more = len(prog.findings) - len(shown)
     outcome = f"Outcome: *{prog.status}*." if done else (
         f"Waiting for: {', '.join(sorted(prog.open_roles())) or '-'}.")
+    how = "" if done else f"Or `/resolve {record.flow_run_id} F1 approve|changes|escalate [comment]`; "
     tail = (f"{outcome} {'… and ' + str(more) + ' more finding(s) in Prefect. ' if more else ''}"
-            f"Or `/resolve {record.flow_run_id} F1 approve|changes|escalate [comment]`; run `{record.flow_run_id}` · "
-            f"<{run_url}|Open the run in Prefect>")
+            f"{how}run `{record.flow_run_id}` · <{run_url}|Open the run in Prefect>")
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=_cut(tail, 2000))]))
     text = (f"ClauseGate: {record.filename}: " + (f"decided ({prog.status})" if done else
             f"needs a decision per finding ({', '.join(record.categories)})"))

@@ -269,7 +269,6 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     legal_ids, finance_ids = ids_of(record, "Uncapped Liability"), ids_of(record, "Liquidated Damages")
     assert legal_ids and finance_ids and record.per_finding
     fake = stack.fake
-    start_calls = len(fake.calls())
 
     # 1. the Prefect UI form cannot prove who answers: legal's finding is not counted, the run waits again
     answer = ui_resume(stack.api_url, review.id, {"reviewer": "dana", legal_ids[0]: "approve"})
@@ -328,7 +327,7 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     assert all(by[(f, "finance")][:2] == ("escalate", "sla") for f in finance_ids)
 
     print("\n--- one gate's life, as the fake Slack logged it ---")
-    for call in fake.calls()[start_calls - 1 if start_calls else 0:]:
+    for call in fake.calls():
         if review.id not in json.dumps(call.args) and review.filename not in json.dumps(call.args):
             continue
         print(f"{time.strftime('%H:%M:%S', time.gmtime(call.at))} {call.method} {call.args.get('channel')} "

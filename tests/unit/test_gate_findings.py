@@ -127,3 +127,15 @@ def test_the_receipt_records_what_exactly_was_decided():
     assert receipts.verify(forged, flow_run_id=rec.flow_run_id, gate=rec.key, nonce=receipt.nonce, answer=stored,
                            stored_at=datetime.now(UTC), key=key)[1] == "receipt signature does not verify"
     assert text_sha256("a  b\n c") == text_sha256("a b c")
+
+
+def test_every_gate_key_is_a_valid_flow_run_input_key():
+    """Prefect allows lowercase letters, digits and dashes only (a Slack user id is uppercase: U0LEGAL)."""
+    import re
+
+    from clausegate.gates.model import ack_key, assign_key, extend_key, remind_key
+
+    keys = [ack_key("gate-r1-abc", "U0LEGAL"), ack_key("gate-r1-abc", "Dana Smith"),
+            assign_key("gate-r1-abc", "F12", "legal", 3), extend_key("gate-r1-abc"), remind_key("gate-r1-abc", 80),
+            round_key("gate-r1-abc", 2)]
+    assert all(re.fullmatch(r"[a-z0-9-]+", k) for k in keys), keys
