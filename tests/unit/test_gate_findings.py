@@ -139,3 +139,21 @@ def test_every_gate_key_is_a_valid_flow_run_input_key():
             assign_key("gate-r1-abc", "F12", "legal", 3), extend_key("gate-r1-abc"), remind_key("gate-r1-abc", 80),
             round_key("gate-r1-abc", 2)]
     assert all(re.fullmatch(r"[a-z0-9-]+", k) for k in keys), keys
+
+
+def test_resolve_command_forms_per_finding_ack_reassign_extend():
+    from clausegate.gateway.slack import parse_command
+
+    base = {"command": "/resolve", "user_id": "U0LOU", "user_name": "lou", "channel_id": "C0GATES"}
+    run = "0b9c0000-0000-0000-0000-000000000001"
+    answer, _ = parse_command({**base, "text": f"{run} f2 changes cap it at 12 months"})
+    assert (answer.finding, answer.decision, answer.comment, answer.action) == ("F2", "changes", "cap it at 12 months",
+                                                                               "decide")
+    answer, _ = parse_command({**base, "text": f"{run} approve"})  # a one-decision gate, unchanged
+    assert (answer.finding, answer.decision, answer.action) == (None, "approve", "decide")
+    assert parse_command({**base, "text": f"{run} ack"})[0].action == "ack"
+    answer, _ = parse_command({**base, "text": f"{run} F1 reassign <@U0LEE|lee>"})
+    assert (answer.action, answer.finding, answer.target) == ("reassign", "F1", "<@U0LEE|lee>")
+    assert parse_command({**base, "text": f"{run} extend 4"})[0].target == "4"
+    assert parse_command({**base, "text": f"{run} reassign U0LEE"})[0] is None  # which finding?
+    assert parse_command({**base, "text": f"{run} F1"})[0] is None
