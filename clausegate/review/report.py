@@ -95,7 +95,8 @@ def render_markdown(review: Review) -> str:
     if review.decisions:
         lines += ["", "## Decisions", "", "| Gate | Finding | Role | Decision | Reviewer | Via | Comment | When |",
                   "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {d.gate} | {d.finding or ', '.join(d.categories)} | {d.role or '-'} | {d.decision} "
+        lines += [f"| {d.gate} | {(d.finding + ' ') if d.finding else ''}{', '.join(d.categories)} | {d.role or '-'} "
+                  f"| {d.decision} "
                   f"| {_md_cell(d.reviewer)} | {d.via} | {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
                   for d in review.decisions]
     by_category: dict[str, list] = defaultdict(list)

@@ -218,6 +218,7 @@ def test_two_roles_in_either_order_and_a_change_next_to_an_approve(stack, runs):
         assert not any(b["type"] == "actions" for b in final["blocks"])
     changes = [d for d in finance_first.report()["decisions"] if d["decision"] == "changes"]
     assert changes and all(d["comment"].startswith("see clause") for d in changes)
+    print_life(stack.fake, finance_first, "a gate with two roles (finance: changes, then legal: approve)")
 
 
 def ui_resume(api_url: str, run_id: str, run_input: dict) -> dict:
@@ -326,7 +327,12 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     assert all(by[(f, "legal")] == ("approve", "slack", "lee (U0LEE)") for f in legal_ids)
     assert all(by[(f, "finance")][:2] == ("escalate", "sla") for f in finance_ids)
 
-    print("\n--- one gate's life, as the fake Slack logged it ---")
+    print_life(fake, review, "one gate's life (UI refused, ack, reassign, reminders, a decision, SLA breach)")
+
+
+def print_life(fake: FakeSlack, review: Review, title: str) -> None:
+    """Every Slack call about ``review``'s gate as the fake logged it (``-s`` shows it)."""
+    print(f"\n--- {title}, as the fake Slack logged it ---")
     for call in fake.calls():
         if review.id not in json.dumps(call.args) and review.filename not in json.dumps(call.args):
             continue
