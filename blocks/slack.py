@@ -71,6 +71,11 @@ class SlackSettings(Block):
         description="Per inbox sender (the API key's sender name), the Slack user ids of the people who submit as "
                     "it; they may not approve gates on that sender's contracts.",
     )
+    role_members: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per gate role named by a playbook (gates[].roles, e.g. legal, finance), its people: Slack user "
+                    "ids (U...; what a Slack answer proves) and optionally e-mail addresses (shown, not proof).",
+    )
     timeout_seconds: int = Field(default=10, gt=0, description="Seconds per Slack API request.")
 
     def get_client(self) -> WebClient:

@@ -83,27 +83,63 @@ def gates(
                       f"Slack {slack}", highlight=False)
         console.print(f"  {escape(record.filename)}: {len(record.findings)} finding(s): "
                       f"{escape(', '.join(record.categories))}", highlight=False)
-    console.print("Answer with [bold]clausegate resolve RUN approve|changes|escalate --comment ...[/bold]")
+        acks = ", ".join(f"{a.get('reviewer')} at {str(a.get('at', ''))[:16].replace('T', ' ')} UTC"
+                         for a in gate.extras.acks)
+        console.print(f"  acknowledged: {escape(acks) if acks else '[yellow]not yet[/yellow]'}"
+                      + (f" · reminders sent at {', '.join(f'{p}%' for p in gate.extras.reminders)}"
+                         if gate.extras.reminders else "")
+                      + (f" · SLA extended by {gate.extras.extra_hours():g} h" if gate.extras.extension else ""),
+                      highlight=False)
+        if record.per_finding:
+            for line in gate_progress_lines(record):
+                console.print(f"  {escape(line)}", highlight=False)
+    console.print("Answer with [bold]clausegate resolve RUN approve|changes|escalate --comment ...[/bold] "
+                  "(a per-finding gate: [bold]--finding F1[/bold]; findings with a role: in Slack)")
+
+
+def gate_progress_lines(record) -> list[str]:
+    """One line per finding of a per-finding gate: id, category, who decides, what is decided so far."""
+    from prefect.client.orchestration import get_client  # local import: Prefect; keeps CLI start-up lean
+
+    from clausegate.gates.findings import describe_slots  # local import: Prefect; keeps CLI start-up lean
+    from clausegate.gates.rounds import current_progress  # local import: Prefect; keeps CLI start-up lean
+
+    with get_client(sync_client=True) as client:
+        prog, _ = current_progress(client, record)
+    return [f"{fp.finding.id} {fp.finding.category} ({' and '.join(fp.roles) or 'anyone'}): {describe_slots(fp)}"
+            for fp in prog.findings]
 
 
 @app.command()
 def resolve(
     run_id: Annotated[str, typer.Argument(help="the waiting flow run's id")],
-    decision: Annotated[str, typer.Argument(help="approve | changes | escalate")],
+    decision: Annotated[str, typer.Argument(help="approve | changes | escalate | ack")],
     comment: Annotated[str, typer.Option(help="why, or which changes")] = "",
+    finding: Annotated[str | None, typer.Option(help="a per-finding gate's finding (F1, …); without it: every "
+                                                     "open finding the CLI may decide (those without a role)")] = None,
     reviewer: Annotated[str | None, typer.Option(help="who decides (default: your login name; the login is "
                                                       "recorded with the decision either way)")] = None,
 ) -> None:
     """Answer a waiting gate (resumes the run); tells you if someone decided first.
 
     Recorded as ``via cli`` with your login (a signed receipt, docs/security.md §5); an answer
-    that is not applied is written to the audit log (``clausegate inbox audit``: ``gate.refused``)."""
+    that is not applied is written to the audit log (``clausegate inbox audit``: ``gate.refused``).
+    The login is the operator account, not proof of a person: a finding whose playbook names a role
+    cannot be decided here (exit 5; answer it in Slack). ``ack`` records that you are on it."""
     from clausegate.config import load_slack_settings  # local import: Prefect; keeps CLI start-up lean
     from clausegate.gates import resolve_gate  # local import: Prefect; keeps CLI start-up lean
 
     server = require_server("resolve", "the gate is one of its flow runs")
+    if decision.strip().lower() == "ack":
+        from clausegate.gates.actions import act  # local import: Prefect; keeps CLI start-up lean
+
+        done = act(run_id, "ack", user_id=None, reviewer=reviewer or getpass.getuser(), via="cli",
+                   settings=load_slack_settings())
+        console.print(("[green]acknowledged[/green]: " if done.ok else "[red]refused[/red]: ") + escape(done.message),
+                      highlight=False)
+        raise typer.Exit(0 if done.ok else 4)
     outcome = resolve_gate(run_id, decision, reviewer=reviewer or getpass.getuser(), via="cli", comment=comment,
-                           settings=load_slack_settings())
+                           settings=load_slack_settings(), finding=finding)
     colour = {"resumed": "green", "already_decided": "yellow"}.get(outcome.kind, "red")
     console.print(f"[{colour}]{outcome.kind}[/{colour}]: {outcome.message} [dim](on {server.where})[/dim]",
                   highlight=False)

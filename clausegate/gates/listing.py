@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from clausegate.gates import store
 from clausegate.gates.model import GateRecord, SlackRef, now_utc
+from clausegate.gates.store import GateExtras
 
 
 class WaitingGate(BaseModel):
@@ -22,6 +23,7 @@ class WaitingGate(BaseModel):
     waiting_since: datetime
     now: datetime
     slack: SlackRef | None = None
+    extras: GateExtras = GateExtras()
 
     @property
     def contract(self) -> str:
@@ -33,7 +35,14 @@ class WaitingGate(BaseModel):
 
     @property
     def sla_deadline(self) -> datetime:
-        return self.record.sla_deadline
+        """The record's SLA deadline, plus the one extension if someone extended it."""
+        return self.record.sla_deadline + timedelta(hours=self.extras.extra_hours())
+
+    @property
+    def sla_fraction(self) -> float:
+        """How much of the SLA has passed (0.5 at half time; ≥ 1 overdue)."""
+        total = (self.sla_deadline - self.record.opened_at).total_seconds()
+        return (self.now - self.record.opened_at).total_seconds() / total if total > 0 else 1.0
 
     @property
     def sla_left(self) -> timedelta:
@@ -64,7 +73,8 @@ def waiting_gates(*, now: datetime | None = None, limit: int = 200) -> list[Wait
                 continue
             gates.append(WaitingGate(flow_run_id=str(run.id), flow_run_name=run.name, record=record,
                                      waiting_since=run.state.timestamp, now=moment,
-                                     slack=store.read_slack_ref(client, run.id, key)))
+                                     slack=store.read_slack_ref(client, run.id, key),
+                                     extras=store.read_extras(client, run.id, key)))
     return sorted(gates, key=lambda g: g.sla_deadline)
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -97,6 +99,9 @@ class Finding(BaseModel):
     pages: list[int]
     text: str
     confidence: float
+    id: str = Field("", description="stable id within the gate (F1, F2, …): the per-finding answers name it")
+    text_sha256: str = Field("", description="sha256 of the clause's whole normalised text (the decision "
+                             "receipt records it: what exactly was approved)")
     sealed_text: str | None = Field(None, description="strict text mode: the text, sealed with the at-rest key "
                                     "(`text` then says so); `clausegate gate-text RUN` reads it")
     position: str | None = Field(None, description="the finding against the playbook's position, e.g. "
@@ -129,10 +134,24 @@ class GateRecord(BaseModel):
     sla_hours: float
     suspend_timeout_seconds: int
     allowed_reviewers: list[str] = []
+    roles: dict[str, list[str]] = Field(default_factory=dict, description="per category, the roles that must "
+                                        "decide its findings (playbook gates[].roles); empty: one decision")
+    role_members: dict[str, list[str]] = Field(default_factory=dict, description="per role, its people (Slack "
+                                               "user ids, e-mail), fixed when the gate opened")
+    playbook_sha256: str = ""
+    model_version: str = ""
 
     @property
     def sla_deadline(self) -> datetime:
         return self.opened_at + timedelta(hours=self.sla_hours)
+
+    @property
+    def per_finding(self) -> bool:
+        """A decision per finding (and per role): the playbook names roles for a gated category."""
+        return any(self.roles.values())
+
+    def roles_for(self, finding: Finding) -> list[str]:
+        return list(self.roles.get(finding.category, []))
 
     @property
     def record_key(self) -> str:
@@ -173,6 +192,8 @@ class DecisionInfo(BaseModel):
     verified_user: str | None = None
     claimed_via: str | None = None
     receipt_problem: str | None = None
+    findings: dict[str, Decision] = Field(default_factory=dict, description="a per-finding gate's answer: "
+                                          "finding id -> decision (``decision`` is then the strictest of them)")
 
     def describe(self) -> str:
         when = self.decided_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -202,6 +223,27 @@ def gate_key(contract_id: str, categories: list[str], run_count: int) -> str:
     return f"gate-r{max(run_count, 1)}-{digest}"
 
 
+ROUND_SUFFIX = re.compile(r"-a(\d+)$")
+
+
+def round_key(key: str, n: int) -> str:
+    """The pause key of answer round ``n`` of a per-finding gate: the gate key itself, then ``<key>-a1``, …
+
+    Each answer resumes the run; until every required role has answered, it suspends again under
+    the next round's key (a key that already fired returns its answer, so a re-run replays the rounds)."""
+    return key if n == 0 else f"{key}-a{n}"
+
+
+def base_key(pause_key: str) -> str:
+    """The gate key of a pause key (``round_key`` undone)."""
+    return ROUND_SUFFIX.sub("", pause_key)
+
+
+def round_of(pause_key: str) -> int:
+    found = ROUND_SUFFIX.search(pause_key)
+    return int(found.group(1)) if found else 0
+
+
 def record_key(key: str) -> str:
     return f"{RECORD_PREFIX}{key}"
 
@@ -212,6 +254,31 @@ def slack_key(key: str) -> str:
 
 def stamp_key(key: str) -> str:
     return f"{RECORD_PREFIX}stamp-{key}"
+
+
+def _part(text: str) -> str:
+    """A flow-run input key allows lowercase letters, digits and dashes only."""
+    return re.sub(r"[^a-z0-9-]", "-", text.lower())
+
+
+def ack_key(key: str, user: str) -> str:
+    """An acknowledgement ("I'm on it") by one person (first per person kept)."""
+    return f"{RECORD_PREFIX}ack-{key}-{_part(user)}"
+
+
+def assign_key(key: str, finding: str, role: str, n: int) -> str:
+    """The ``n``-th reassignment of one finding's role slot."""
+    return f"{RECORD_PREFIX}assign-{key}-{_part(finding)}-{_part(role)}-{n}"
+
+
+def extend_key(key: str) -> str:
+    """The gate's one SLA extension (write-once: a second is refused)."""
+    return f"{RECORD_PREFIX}extend-{key}"
+
+
+def remind_key(key: str, percent: int) -> str:
+    """The reminder sent at ``percent`` of the SLA (write-once: one per threshold, whichever sweep is first)."""
+    return f"{RECORD_PREFIX}remind-{key}-{percent}"
 
 
 def receipt_key(key: str, nonce: str) -> str:
@@ -227,7 +294,7 @@ def response_key(key: str) -> str:
 def findings_of(review: Review, categories: list[str], *, strict: bool = False) -> list[Finding]:
     """The findings a person is asked about; ``strict`` (strict text mode): their text only sealed."""
     wanted = set(categories)
-    out = []
+    out: list[Finding] = []
     if INTEGRITY_CATEGORY in wanted:  # hidden or garbled text: each warning is a finding the person sees
         for warning in review.warnings:
             if warning.code in INTEGRITY_CODES:
@@ -246,23 +313,30 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
             pages = list(clause.pages) if review.format == "pdf" else []
             check = verdicts.get(index)  # strict: the verdict only (its reason quotes the clause's figures)
             position = (check.verdict if strict else describe(check)) if check else None
-            out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict)
-                       .model_copy(update={"position": position}))
+            out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict,
+                                source=clause.text).model_copy(update={"position": position}))
     for check in review.positions:  # a required clause the review did not find: no quote, no page
         if check.verdict == "missing" and check.category in wanted:
             out.append(Finding(category=check.category, pages=[], text=MISSING_REASON, confidence=0.0,
-                               position=describe(check)))
-    return out
+                               position=describe(check), text_sha256=text_sha256(MISSING_REASON)))
+    return [f.model_copy(update={"id": f"F{i}"}) for i, f in enumerate(out, 1)]
 
 
-def _finding(category: str, pages: list[int], text: str, confidence: float, strict: bool) -> Finding:
+def text_sha256(text: str) -> str:
+    """sha256 of a clause's normalised text (whitespace collapsed, NFC): the receipt's proof of what was decided."""
+    return hashlib.sha256(unicodedata.normalize("NFC", " ".join(text.split())).encode("utf-8")).hexdigest()
+
+
+def _finding(category: str, pages: list[int], text: str, confidence: float, strict: bool,
+             source: str | None = None) -> Finding:
     text = " ".join(text.split())
+    digest = text_sha256(source if source is not None else text)
     if len(text) > CLAUSE_CUT:
         text = text[: CLAUSE_CUT - 1].rstrip() + "…"
     if strict:
-        return Finding(category=category, pages=pages, text=SEALED_TEXT, confidence=confidence,
+        return Finding(category=category, pages=pages, text=SEALED_TEXT, confidence=confidence, text_sha256=digest,
                        sealed_text=at_rest.seal(text.encode("utf-8")).decode("ascii"))
-    return Finding(category=category, pages=pages, text=text, confidence=confidence)
+    return Finding(category=category, pages=pages, text=text, confidence=confidence, text_sha256=digest)
 
 
 def suspend_timeout_seconds(sla_hours: float) -> int:

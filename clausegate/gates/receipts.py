@@ -39,7 +39,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from clausegate.gates.model import CLI_STATED_MARK, RECEIPT_FIELD, DecisionInfo, GateInput, unverified_reviewer
+from clausegate.gates import findings
+from clausegate.gates.model import (
+    CLI_STATED_MARK,
+    RECEIPT_FIELD,
+    DecisionInfo,
+    GateInput,
+    GateRecord,
+    unverified_reviewer,
+)
 from clausegate.security import credentials
 
 ReceivedVia = Literal["slack", "cli", "sla"]
@@ -47,6 +55,7 @@ MAX_AGE_SECONDS = 600.0  # issued → answer stored; a resume follows its receip
 MAX_SKEW_SECONDS = 120.0  # clock difference between the receiving process and the Prefect server
 NONCE = re.compile(r"^[0-9a-f]{32}$")
 KEY_CONTEXT = b"clausegate/decision-receipt/v1"
+EVIDENCE_FIELDS = ("clause_sha256", "contract_sha256", "playbook_sha256", "model_version")
 
 
 class DecisionReceipt(BaseModel):
@@ -64,10 +73,19 @@ class DecisionReceipt(BaseModel):
     via: ReceivedVia
     verified_user: str | None = None
     issued_ms: int
+    # what exactly was decided (issue 24): sha256 of each decided finding's whole normalised clause text,
+    # the contract (file bytes), the playbook, and the extractor/model version; empty on older receipts
+    clause_sha256: dict[str, str] = {}
+    contract_sha256: str = ""
+    playbook_sha256: str = ""
+    model_version: str = ""
     signature: str = ""
 
     def signed_bytes(self) -> bytes:
         body = self.model_dump(mode="json", exclude={"signature"})
+        for name in EVIDENCE_FIELDS:  # an older receipt (without them) keeps verifying
+            if not body.get(name):
+                body.pop(name, None)
         return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
@@ -86,11 +104,30 @@ def new_nonce() -> str:
 
 
 def issue(*, flow_run_id: str, gate: str, decision: str, reviewer: str, comment: str, via: ReceivedVia,
-          verified_user: str | None, key: bytes | None = None) -> DecisionReceipt:
+          verified_user: str | None, key: bytes | None = None,
+          evidence: dict[str, Any] | None = None) -> DecisionReceipt:
+    """``evidence``: the EVIDENCE_FIELDS (see :func:`evidence_of`)."""
     unsigned = DecisionReceipt(nonce=new_nonce(), flow_run_id=str(flow_run_id), gate=gate, decision=decision,
                                reviewer=reviewer, comment=comment, via=via, verified_user=verified_user,
-                               issued_ms=int(time.time() * 1000))
+                               issued_ms=int(time.time() * 1000), **(evidence or {}))
     return unsigned.model_copy(update={"signature": _sign(unsigned, key or signing_key())})
+
+
+def evidence_of(record: GateRecord, finding_ids: list[str] | None = None) -> dict[str, Any]:
+    """What the receipt proves was decided: the decided findings' clause hashes (all of the gate's for a
+    one-decision gate), the contract hash (the file's sha256 = its id), the playbook hash and the model version."""
+    wanted = None if finding_ids is None else set(finding_ids)
+    clauses = {f.id or f"#{i}": f.text_sha256 for i, f in enumerate(record.findings, 1)
+               if f.text_sha256 and (wanted is None or f.id in wanted)}
+    return {"clause_sha256": clauses, "contract_sha256": record.contract_id, "playbook_sha256": record.playbook_sha256,
+            "model_version": record.model_version}
+
+
+def answer_decision(answer: dict[str, Any]) -> str | None:
+    """The decision text a receipt signs: the one decision, or a per-finding answer's canonical summary."""
+    if "decision" in answer:
+        return answer.get("decision")
+    return findings.summary(findings.answer_findings(answer))
 
 
 def verify(value: Any, *, flow_run_id: str, gate: str, nonce: str, answer: dict[str, Any], stored_at: datetime,
@@ -104,7 +141,7 @@ def verify(value: Any, *, flow_run_id: str, gate: str, nonce: str, answer: dict[
         return None, "receipt signature does not verify"
     if receipt.nonce != nonce or receipt.flow_run_id != str(flow_run_id) or receipt.gate != gate:
         return None, "receipt is for another run, gate or answer"
-    if (receipt.decision, receipt.reviewer, receipt.comment) != (answer.get("decision"), answer.get("reviewer"),
+    if (receipt.decision, receipt.reviewer, receipt.comment) != (answer_decision(answer), answer.get("reviewer"),
                                                                   answer.get("comment", "")):
         return None, "receipt does not match the stored answer"
     age = stored_at.timestamp() - receipt.issued_ms / 1000
@@ -138,9 +175,17 @@ def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
     """
     if not isinstance(answer, dict):
         return None
+    decided: dict[str, str] = {}
     try:
-        form = GateInput.model_validate(answer)
-    except (ValidationError, ValueError):
+        if "decision" in answer:
+            form = GateInput.model_validate(answer)
+        else:  # a per-finding gate's answer (clausegate.gates.findings)
+            decided = findings.answer_findings(answer)
+            if not decided:
+                return None
+            form = GateInput(decision=findings.strictest(decided.values()), reviewer=answer.get("reviewer"),
+                             comment=answer.get("comment") or "")
+    except (ValidationError, ValueError, TypeError):
         return None
     claimed = answer.get("via")
     claimed_via = str(claimed)[:40] if claimed is not None else None
@@ -162,7 +207,7 @@ def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
                     receipt, problem = verify(value, flow_run_id=flow_run_id, gate=gate, nonce=nonce,
                                               answer=answer, stored_at=stored_at, key=key)
     common = dict(decision=form.decision, comment=form.comment, decided_at=stored_at, stated_reviewer=form.reviewer,
-                  claimed_via=claimed_via, receipt_problem=problem)
+                  claimed_via=claimed_via, receipt_problem=problem, findings=decided)
     if receipt is not None and proves_reviewer(receipt):
         return DecisionInfo(via=receipt.via, reviewer=form.reviewer, reviewer_verified=True,
                             verified_user=receipt.verified_user, **common)

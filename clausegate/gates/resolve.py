@@ -35,7 +35,7 @@ from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict
 
 from clausegate.errors import ClauseGateError
-from clausegate.gates import authority, receipts, store
+from clausegate.gates import authority, receipts, resolve_findings, store
 from clausegate.gates.model import (
     DECISION_PAST,
     RECEIPT_FIELD,
@@ -97,7 +97,8 @@ def verified_user_of(via: str, slack_user_id: str | None) -> str | None:
 
 def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, comment: str = "",
                  slack_user_id: str | None = None, settings=None, gate: str | None = None,
-                 slack_channel: str | None = None, slack_channel_name: str | None = None) -> ResolveOutcome:
+                 slack_channel: str | None = None, slack_channel_name: str | None = None,
+                 finding: str | None = None) -> ResolveOutcome:
     """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases.
 
     ``via``: the path that received the answer (``slack``, ``cli`` or ``sla``), recorded in the
@@ -109,25 +110,28 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     earlier gate of the run (e.g. a message from before a ``flow-run retry``) is not applied to
     the current one. ``settings``: a SlackSettings block, to update the gate message.
     Every answer that is not applied is written to the audit log (``gate.refused``).
+    ``finding``: a per-finding gate's finding id (F1, …); None decides every open finding the answerer
+    may decide (``clausegate.gates.resolve_findings``; a one-decision gate ignores it).
     """
     rid = str(run_id).strip()
     verified_user = verified_user_of(via, slack_user_id)
     where = (slack_channel, slack_channel_name, settings)
     outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
-                       verified_user=verified_user, gate=gate, where=where)
+                       verified_user=verified_user, gate=gate, where=where, finding=finding)
     if outcome.kind != "resumed":  # the audit log: every refused attempt, who made it, through which path, why
         audit.record(audit.gate_refused(
             run_id=rid, reason=outcome.reason or REFUSAL_REASONS.get(outcome.kind, outcome.kind), via=str(via),
             who=reviewer, outcome=outcome.kind, message=outcome.message, decision=decision,
             gate=gate or (outcome.record.key if outcome.record else None), slack_user_id=slack_user_id,
             verified_user=verified_user))
-    if outcome.kind in ("resumed", "already_decided") and settings is not None and outcome.record is not None:
+    if outcome.kind in ("resumed", "already_decided") and settings is not None and outcome.record is not None \
+            and not outcome.record.per_finding:  # a per-finding gate's message is updated by the resumed flow
         outcome = _update_slack(outcome, settings)
     return outcome
 
 
 def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, slack_user_id: str | None,
-             verified_user: str | None, gate: str | None, where: tuple) -> ResolveOutcome:
+             verified_user: str | None, gate: str | None, where: tuple, finding: str | None = None) -> ResolveOutcome:
     if via not in RECEIVING_PATHS:
         return _outcome("rejected", rid, f"'{via}' is not a path resolve_gate answers for (slack, cli, sla); "
                                          "answers in the Prefect UI go through its form.")
@@ -143,7 +147,7 @@ def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, 
     except ValueError as exc:
         return _outcome("rejected", rid, f"invalid answer: {exc}")
     try:
-        return _resolve(uuid, answer, via, slack_user_id, verified_user, gate, where)
+        return _resolve(uuid, answer, via, slack_user_id, verified_user, gate, where, finding)
     except (httpx.HTTPError, OSError) as exc:
         return _outcome("error", rid, f"could not reach the Prefect API to resume run {rid}: {exc}. "
                                       "Nothing was decided; try again.")
@@ -190,16 +194,19 @@ def _slack_refusal(client, flow_run, record, answer: GateInput, slack_user_id: s
 
 
 def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None, verified_user: str | None,
-             gate: str | None, where: tuple) -> ResolveOutcome:
+             gate: str | None, where: tuple, finding: str | None = None) -> ResolveOutcome:
     rid = str(uuid)
     with get_client(sync_client=True) as client:
         try:
             flow_run = client.read_flow_run(uuid)
         except ObjectNotFound:
             return _outcome("unknown_run", rid, f"there is no flow run {rid} on this Prefect server.")
+        record = store.current_record(client, flow_run)
+        if record is not None and record.per_finding:  # between two answers: wait for the next round
+            flow_run = resolve_findings.await_round(client, flow_run)
+            record = store.current_record(client, flow_run) or record
         state = flow_run.state
         state_name = state.name if state else "unknown"
-        record = store.current_record(client, flow_run)
         paused = state is not None and state.is_paused()
         if via == "slack" and record is not None:  # outside the gate's channel: not even who decided
             refusal = _slack_refusal(client, flow_run, record, answer, slack_user_id, where, channel_only=True)
@@ -222,7 +229,11 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
             if record is None:
                 return _outcome("not_a_gate", rid, f"run {rid} ({flow_run.name}) is {state_name} and has no "
                                                    "ClauseGate gate.", state=state_name)
-            first = store.read_decision(client, uuid, record.key)
+            if record.per_finding and state is not None and state.is_final() and not state.is_failed():
+                return _outcome("already_decided", rid, f"{record.filename}: already decided: "
+                                f"{resolve_findings.finished_message(client, record)}. Your answer was not applied.",
+                                state=state_name, record=record)
+            first = store.read_decision(client, uuid, record.key) if not record.per_finding else None
             if first is not None:
                 return _outcome("already_decided", rid, f"{record.filename}: already decided: {first.describe()}. "
                                                         "Your answer was not applied.",
@@ -246,9 +257,14 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
             return _outcome("forbidden", rid, refusal.message, state=state_name, record=record,
                             reason=refusal.reason)
 
+        if record.per_finding:  # a decision per finding and role (clausegate.gates.resolve_findings)
+            return resolve_findings.resolve_with_retry(client, flow_run, record, answer, via=via,
+                                                       slack_user_id=slack_user_id, verified_user=verified_user,
+                                                       finding=finding, outcome=_outcome)
         # The receipt first (this path received this answer), then the resume that names it.
         receipt = receipts.issue(flow_run_id=rid, gate=record.key, decision=answer.decision, reviewer=answer.reviewer,
-                                 comment=answer.comment, via=via, verified_user=verified_user)
+                                 comment=answer.comment, via=via, verified_user=verified_user,
+                                 evidence=receipts.evidence_of(record))
         store.write_receipt(client, receipt)
         run_input = {**answer.model_dump(mode="json"), RECEIPT_FIELD: receipt.nonce}
         try:

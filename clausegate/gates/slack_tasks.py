@@ -15,8 +15,11 @@ from prefect.cache_policies import NO_CACHE
 
 from clausegate import slack
 from clausegate.errors import ClauseGateError
+from clausegate.gates.findings import progress
 from clausegate.gates.model import DecisionInfo, GateRecord, SlackRef
+from clausegate.gates.slack_findings import findings_message
 from clausegate.gates.slack_view import decided_message, escalation_message, gate_message, person_escalation_message
+from clausegate.gates.store import GateExtras
 
 ESCALATION_UNDELIVERED = "CG-GATE-ESCALATION-UNDELIVERED"
 
@@ -35,7 +38,11 @@ def _notify_cache_key(context, parameters) -> str:
 @task(name="notify-slack", **slack.SLACK_RETRY_POLICY, cache_key_fn=_notify_cache_key, persist_result=True)
 def notify_gate(record: GateRecord, settings) -> SlackRef:
     """Post the gate's question to the gate channel; return where it is."""
-    text, blocks = gate_message(record, settings.run_url(record.flow_run_id))
+    if record.per_finding:  # a decision per finding: its own view (clausegate.gates.slack_findings)
+        url = settings.run_url(record.flow_run_id)
+        text, blocks = findings_message(record, progress(record, []), GateExtras(), url)
+    else:
+        text, blocks = gate_message(record, settings.run_url(record.flow_run_id))
     channel, ts = slack.post_message(settings, settings.channel, text, blocks, unfurl_links=False)
     return SlackRef(ok=True, channel=channel, ts=ts)
 
@@ -73,4 +80,11 @@ def notify_person_escalation(record: GateRecord, decision: DecisionInfo, setting
     text, blocks = person_escalation_message(record, decision, settings.run_url(record.flow_run_id))
     channel, ts = slack.post_message(settings, settings.escalation_channel or settings.channel, text, blocks,
                                      unfurl_links=False)
+    return SlackRef(ok=True, channel=channel, ts=ts)
+
+
+@task(name="post-reminder", **slack.SLACK_RETRY_POLICY, cache_policy=NO_CACHE)
+def post_reminder(record: GateRecord, ref: SlackRef, text: str, settings) -> SlackRef:
+    """A reminder as a reply in the gate message's thread (mentions notify the people named)."""
+    channel, ts = slack.post_message(settings, ref.channel, text, None, thread_ts=ref.ts, unfurl_links=False)
     return SlackRef(ok=True, channel=channel, ts=ts)

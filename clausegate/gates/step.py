@@ -28,6 +28,7 @@ assembled. What happens:
 
 from __future__ import annotations
 
+import hashlib
 from typing import NamedTuple
 
 from prefect import get_run_logger
@@ -55,6 +56,7 @@ from clausegate.gates.model import (
     suspend_timeout_seconds,
     unverified_reviewer,
 )
+from clausegate.gates.rounds import run_rounds
 from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_gate, notify_person_escalation, stamp_decision
 from clausegate.ops import audit
 from clausegate.pipeline.attempts import ensure_current
@@ -91,6 +93,16 @@ def describe_for_ui(record: GateRecord) -> str:
     lines += ["", f"Cost so far: {eur_text(record.cost_eur)}. Choose **approve**, **changes** or **escalate**, "
                   "enter your name as reviewer, and resume."]
     return "\n".join(lines)
+
+
+def _allowed(settings, categories: list[str], book: Playbook) -> list[str]:
+    """The gate's allowed Slack reviewers; a restricted list also admits the people of the gate's roles."""
+    allowed = settings.reviewers_for(categories) if settings else []
+    if allowed:
+        members = getattr(settings, "role_members", None) or {}
+        roles = {r for g in book.gates if g.category in categories for r in g.roles}
+        allowed = sorted({*allowed, *(u for r in roles for u in members.get(r, []) if "@" not in u)})
+    return allowed
 
 
 def _sla_hours(book: Playbook, categories: list[str]) -> float:
@@ -137,7 +149,10 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     suggestions=[x for x in (redact_review(review) if strict_text() else review).suggestions
                                  if x.category in categories],
                     sla_hours=sla, suspend_timeout_seconds=suspend_timeout_seconds(sla),
-                    allowed_reviewers=settings.reviewers_for(categories) if settings else [],
+                    allowed_reviewers=_allowed(settings, categories, book),
+                    roles={g.category: list(g.roles) for g in book.gates if g.category in categories and g.roles},
+                    role_members=dict(getattr(settings, "role_members", None) or {}),
+                    playbook_sha256=playbook_sha256(book), model_version=review.extractor,
                 )
                 if not store.write_once(client, flow_run.id, record.record_key, record):
                     record = store.read_record(client, flow_run.id, key) or record
@@ -155,6 +170,8 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                             findings=findings_of(review, categories, strict=strict_text()), opened_at=now_utc(),
                             sla_hours=_sla_hours(book, categories),
                             suspend_timeout_seconds=suspend_timeout_seconds(_sla_hours(book, categories)))
+    if record.per_finding:  # a decision per finding and role: one suspension per answer (clausegate.gates.rounds)
+        return GateOutcome(*run_rounds(record, settings, wait_for_answer))
     form = GateInput.with_initial_data(description=describe_for_ui(record))
     answer = wait_for_answer(form, record)  # first time: suspends (the process exits); after the resume: the answer
 
@@ -233,7 +250,12 @@ def _notify(record: GateRecord, settings, logger) -> SlackRef:
     return SlackRef(ok=False, error=str(error)[:500])
 
 
-def wait_for_answer(form, record: GateRecord) -> GateInput:
+def playbook_sha256(book: Playbook) -> str:
+    """sha256 of the playbook as loaded (canonical JSON): the decision receipt names it."""
+    return hashlib.sha256(book.model_dump_json().encode("utf-8")).hexdigest()
+
+
+def wait_for_answer(form, record: GateRecord, key: str | None = None):
     """Suspend at the gate (the process exits) or, after the resume, return the answer.
 
     Never returns without an answer: a deployed run that cannot wait for a person fails instead of
@@ -242,7 +264,7 @@ def wait_for_answer(form, record: GateRecord) -> GateInput:
     the run has moved on.
     """
     logger = get_run_logger()
-    key, categories = record.key, ", ".join(record.categories)
+    key, categories = key or record.key, ", ".join(record.categories)
     ensure_current("suspending at the gate")
     try:
         return suspend_flow_run(wait_for_input=form, timeout=record.suspend_timeout_seconds, key=key)

@@ -16,14 +16,21 @@ from clausegate.gates.model import (
     DecisionInfo,
     GateRecord,
     SlackRef,
+    ack_key,
+    assign_key,
+    base_key,
+    extend_key,
     receipt_key,
     record_key,
+    remind_key,
     response_key,
+    round_key,
     slack_key,
     stamp_key,
 )
 
 M = TypeVar("M", bound=BaseModel)
+MAX_ROUNDS = 200  # answer rounds of one gate (each answer is one); far above any gate's findings x roles
 
 
 def _conflict(exc: Exception) -> bool:
@@ -114,12 +121,66 @@ def delete_receipt(client, receipt: receipts.DecisionReceipt) -> None:
         pass
 
 
-def gate_key_of(flow_run: FlowRun) -> str | None:
-    """The key of the gate the run waits at (its Suspended state's pause key), if any."""
+def pause_key_of(flow_run: FlowRun) -> str | None:
+    """The pause key the run waits at (a per-finding gate's answer round: ``<gate>-a<n>``), if any."""
     state = flow_run.state
     if state is not None and state.is_paused():
         return state.state_details.pause_key
     return None
+
+
+def gate_key_of(flow_run: FlowRun) -> str | None:
+    """The key of the gate the run waits at (its Suspended state's pause key, without a round suffix), if any."""
+    key = pause_key_of(flow_run)
+    return base_key(key) if key else None
+
+
+def read_rounds(client, flow_run_id: UUID | str, key: str) -> list[DecisionInfo | None]:
+    """A per-finding gate's answers in order, one per resume round (``model.round_key``), attributed."""
+    out: list[DecisionInfo | None] = []
+    for n in range(MAX_ROUNDS):
+        rkey = round_key(key, n)
+        if _read_value(client, flow_run_id, response_key(rkey)) is None:
+            break
+        out.append(read_decision(client, flow_run_id, rkey))
+    return out
+
+
+class GateExtras(BaseModel):
+    """What happened at a gate besides answers: acknowledgements, reassignments, the SLA extension, reminders."""
+
+    acks: list[dict] = []  # {"user", "reviewer", "via", "at"}, first per user
+    assignments: dict[tuple[str, str], str] = {}  # (finding id, role) -> Slack user id, the latest reassignment
+    assignment_log: list[dict] = []
+    extension: dict | None = None  # {"hours", "by", "via", "at"}
+    reminders: list[int] = []  # percentages of the SLA a reminder was sent at
+
+    def extra_hours(self) -> float:
+        return float(self.extension["hours"]) if self.extension else 0.0
+
+
+def _values(client, flow_run_id, prefix: str) -> list[tuple[str, object]]:
+    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=prefix, limit=200,
+                                         exclude_keys=set())
+    out = []
+    for item in found:
+        try:
+            out.append((item.key, item.decoded_value))
+        except ValueError:
+            continue
+    return out
+
+
+def read_extras(client, flow_run_id: UUID | str, key: str) -> GateExtras:
+    acks = [v for _, v in _values(client, flow_run_id, ack_key(key, "")) if isinstance(v, dict)]
+    log = sorted((v for _, v in _values(client, flow_run_id, assign_key(key, "", "", 0)[:-len("--0")])
+                  if isinstance(v, dict)), key=lambda v: (v.get("at", ""), v.get("n", 0)))
+    assignments = {(v["finding"], v["role"]): v["to"] for v in log if {"finding", "role", "to"} <= v.keys()}
+    ext = [v for k, v in _values(client, flow_run_id, extend_key(key)) if k == extend_key(key)]
+    reminders = sorted(int(v.get("percent", 0)) for _, v in _values(client, flow_run_id, remind_key(key, 0)[:-1])
+                       if isinstance(v, dict))
+    return GateExtras(acks=sorted(acks, key=lambda v: v.get("at", "")), assignments=assignments, assignment_log=log,
+                      extension=ext[0] if ext and isinstance(ext[0], dict) else None, reminders=reminders)
 
 
 def current_record(client, flow_run: FlowRun) -> GateRecord | None:

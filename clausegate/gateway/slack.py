@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import parse_qs
@@ -20,6 +21,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Response
 from fastapi.responses import JSONResponse
 
 from clausegate.gates.model import DECISIONS, normalise_decision
+from clausegate.gates.slack_findings import ACK_ACTION
 from clausegate.gates.slack_view import ACTION_PREFIX
 from clausegate.gateway import slack_state
 from clausegate.gateway.config import GatewayConfig, get_config
@@ -32,7 +34,10 @@ router = APIRouter(prefix="/slack", tags=["slack"])
 log = logging.getLogger("clausegate.gateway")
 Config = Annotated[GatewayConfig, Depends(get_config)]
 
-USAGE = "Usage: `/resolve <run-id> approve|changes|escalate [comment]`"
+USAGE = ("Usage: `/resolve <run-id> approve|changes|escalate [comment]`, `/resolve <run-id> <finding> "
+         "approve|changes|escalate [comment]`, `/resolve <run-id> ack`, "
+         "`/resolve <run-id> <finding> reassign @person`, `/resolve <run-id> extend [hours]`")
+FINDING_ID = re.compile(r"^[Ff]\d{1,3}$")
 PENDING_RECOVERED = "CG-GATEWAY-ANSWER-RECOVERED"  # an acknowledged answer applied by the next gateway start
 ICONS = {"resumed": ":white_check_mark:", "already_decided": ":information_source:"}
 
@@ -48,6 +53,9 @@ class Answer:
     channel_id: str | None
     gate: str | None = None
     channel_name: str | None = None
+    finding: str | None = None  # a per-finding gate's finding id (F1, …)
+    action: str = "decide"  # decide | ack | reassign | extend (clausegate.gates.actions)
+    target: str | None = None  # reassign: the Slack user id; extend: the hours
 
 
 def _form(body: bytes) -> dict[str, str]:
@@ -83,20 +91,25 @@ def parse_click(body: bytes) -> Answer | None:
                   None)
     if action is None:
         return None
+    kind = "ack" if action["action_id"] == ACK_ACTION else "decide"
     try:
         value = json.loads(action.get("value") or "")
-        run_id, decision, gate = str(value["run"]), str(value["decision"]), value.get("gate")
-    except (json.JSONDecodeError, KeyError, TypeError):
+        run_id, gate, finding = str(value["run"]), value.get("gate"), value.get("finding")
+        decision = "ack" if kind == "ack" else str(value["decision"])
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value is not a ClauseGate gate value") from None
-    if decision not in DECISIONS or action["action_id"] != f"{ACTION_PREFIX}{decision}":
+    if kind == "decide" and (decision not in DECISIONS or action["action_id"] != f"{ACTION_PREFIX}{decision}"):
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value and action do not match")
+    if finding is not None and not (isinstance(finding, str) and FINDING_ID.match(finding)):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value names no finding")
     channel = payload.get("channel") or payload.get("container") or {}
     if not isinstance(channel, dict):
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "block_actions payload with a malformed channel")
     name = channel.get("name")
     return Answer(run_id=run_id, decision=decision, user_id=user["id"], reviewer=_reviewer(user), comment="",
                   response_url=payload.get("response_url"), channel_id=channel.get("id") or channel.get("channel_id"),
-                  gate=str(gate) if gate else None, channel_name=name if isinstance(name, str) else None)
+                  gate=str(gate) if gate else None, channel_name=name if isinstance(name, str) else None,
+                  finding=finding, action=kind)
 
 
 def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
@@ -122,12 +135,31 @@ def answer_in_background(config: GatewayConfig, answer: Answer, held: str | None
             slack_state.release(held)
 
 
+def _act(config: GatewayConfig, answer: Answer) -> str:
+    """Ack / reassign / extend (clausegate.gates.actions), as the verified Slack user of the request."""
+    from clausegate.gates.actions import act  # local import: Prefect client; keeps the app's import lean
+
+    hours = None
+    if answer.action == "extend" and answer.target:
+        try:
+            hours = float(answer.target)
+        except ValueError:
+            return f":warning: '{answer.target[:20]}' is not a number of hours. {USAGE}"
+    outcome = act(answer.run_id, answer.action, user_id=answer.user_id, reviewer=answer.reviewer, via="slack",
+                  settings=config.slack, finding=answer.finding, target=answer.target, hours=hours)
+    return (":white_check_mark: " if outcome.ok else ":warning: ") + outcome.message
+
+
 def _answer(config: GatewayConfig, answer: Answer, note: str) -> None:
     try:
+        if answer.action != "decide":
+            _post_back(config, answer, _act(config, answer) + note)
+            return
         outcome = config.resolve(answer.run_id, answer.decision, reviewer=answer.reviewer, via="slack",
                                  comment=answer.comment, slack_user_id=answer.user_id, settings=config.slack,
                                  gate=answer.gate, slack_channel=answer.channel_id,
-                                 slack_channel_name=answer.channel_name)
+                                 slack_channel_name=answer.channel_name,
+                                 **({"finding": answer.finding} if answer.finding else {}))
         icon = ICONS.get(outcome.kind, ":warning:")
         text = f"{icon} {outcome.message}"
         if outcome.slack_error:
@@ -197,13 +229,27 @@ def parse_command(fields: dict[str, str]) -> tuple[Answer | None, str | None]:
     parts = text.split(maxsplit=2)
     if len(parts) < 2 or parts[0].lower() in ("help", "-h", "--help"):
         return None, USAGE
+    finding = None
+    if FINDING_ID.match(parts[1]):  # /resolve RUN F2 approve [comment]
+        finding = parts[1].upper()
+        rest = parts[2].split(maxsplit=1) if len(parts) > 2 else []
+        if not rest:
+            return None, f"what about {finding}? {USAGE}"
+        parts = [parts[0], *rest]
+    user = {"id": fields["user_id"], "username": fields.get("user_name")}
+    common = dict(run_id=parts[0], user_id=fields["user_id"], reviewer=_reviewer(user),
+                  response_url=fields.get("response_url") or None, channel_id=fields.get("channel_id") or None,
+                  channel_name=fields.get("channel_name") or None, finding=finding)
+    word = parts[1].lower()
+    if word in ("ack", "extend", "reassign"):
+        target = parts[2].split()[0] if len(parts) > 2 and parts[2].split() else None
+        if word == "reassign" and (finding is None or target is None):
+            return None, f"reassign needs a finding and a person. {USAGE}"
+        return Answer(decision=word, comment="", action=word, target=target, **common), None
     decision = normalise_decision(parts[1])
     if decision is None:
         return None, f"'{parts[1]}' is not a decision. {USAGE}"
-    user = {"id": fields["user_id"], "username": fields.get("user_name")}
-    return Answer(run_id=parts[0], decision=decision, user_id=fields["user_id"], reviewer=_reviewer(user),
-                  comment=parts[2] if len(parts) > 2 else "", response_url=fields.get("response_url") or None,
-                  channel_id=fields.get("channel_id") or None, channel_name=fields.get("channel_name") or None), None
+    return Answer(decision=decision, comment=parts[2] if len(parts) > 2 else "", **common), None
 
 
 @router.post("/commands", summary="Slash command /resolve")
@@ -216,5 +262,6 @@ async def commands(body: SlackBody, config: Config, background: BackgroundTasks)
         return JSONResponse({"response_type": "ephemeral", "text": problem})
     held = await slack_state.hold(asdict(answer))  # written to the Prefect server before Slack is told it arrived
     background.add_task(answer_in_background, config, answer, held)
+    what = f"{answer.finding} " if answer.finding else ""
     return JSONResponse({"response_type": "ephemeral",
-                         "text": f"Resolving run {answer.run_id} as *{answer.decision}*…"})
+                         "text": f"Resolving run {answer.run_id}: {what}*{answer.decision}*…"})

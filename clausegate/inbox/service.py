@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from datetime import timedelta
 from uuid import UUID, uuid4
 
 from prefect.client.orchestration import get_client
@@ -329,9 +330,11 @@ class Inbox:
             return waiting
         with get_client(sync_client=True) as client:
             record, slack = store.read_record(client, run.id, key), store.read_slack_ref(client, run.id, key)
+            extras = store.read_extras(client, run.id, key)
         if record is not None:
             waiting.categories, waiting.findings = list(record.categories), len(record.findings)
-            waiting.sla_deadline = record.sla_deadline
+            waiting.sla_deadline = record.sla_deadline + timedelta(hours=extras.extra_hours())
+        waiting.acknowledged = [{k: a.get(k) for k in ("reviewer", "via", "at")} for a in extras.acks]
         if slack is not None and slack.ok and slack.channel and slack.ts:
             waiting.slack_channel = slack.channel
             waiting.slack_url = f"https://slack.com/archives/{slack.channel}/p{slack.ts.replace('.', '')}"

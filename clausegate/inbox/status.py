@@ -101,6 +101,8 @@ class GateWaiting(BaseModel):
     findings: int = 0
     sla_deadline: datetime | None = None
     resolve_command: str
+    acknowledged: list[dict[str, Any]] = Field(default_factory=list, description="who pressed *I'm on it* (or "
+                                               "`resolve RUN ack`) and when: reviewer, via, at")
 
 
 def scrub_api_urls(text: str | None) -> str | None:

@@ -1,7 +1,9 @@
 """The SLA sweep: escalate gates nobody decided within their SLA (the ``sla-sweeper`` flow, flows/sla_sweeper.py).
 
 A gate's SLA comes from the playbook (``gates[].sla_hours``; a gate over several categories uses
-the shortest). Past it, the sweep resumes the run with decision ``escalate``, reviewer ``sla``,
+the shortest), plus its one extension if a reviewer extended it. Before that, the same sweep reminds
+the assignees at 50% and 80% of the SLA (:mod:`clausegate.ops.reminders`).
+Past it, the sweep resumes the run with decision ``escalate``, reviewer ``sla``,
 via ``sla`` (the same ``resolve_gate`` as Slack and the CLI): the review ends ``needs_legal``, the
 report is still written, and the escalation channel hears about it. A timeout is an escalation,
 never a rejection.
@@ -30,6 +32,7 @@ from prefect.states import Failed, State
 from clausegate.config import load_slack_settings
 from clausegate.gates import ResolveOutcome, WaitingGate, format_delta, resolve_gate, waiting_gates
 from clausegate.gates.slack_tasks import EscalationUndelivered, post_escalation
+from clausegate.ops import reminders
 from clausegate.ops.alerts import post_alert
 
 
@@ -44,12 +47,15 @@ def sweep(dry_run: bool = False) -> list[dict] | State:
 
     Fails (``CG-GATE-ESCALATION-UNDELIVERED``) when an escalation notice could not be delivered."""
     logger = get_run_logger()
-    overdue = [g for g in waiting_gates() if g.overdue]
+    gates = waiting_gates()
+    overdue = [g for g in gates if g.overdue]
     logger.info("%d gate(s) past their SLA", len(overdue))
     settings = load_slack_settings() if overdue and not dry_run else None
     if overdue and not dry_run and settings is None:
         logger.warning("no SlackSettings block: escalations are applied but nobody is notified (see docs/slack.md)")
     done = [_sweep_one(gate, settings, dry_run, logger) for gate in overdue]
+    if not dry_run:  # reminders at 50% and 80% of the SLA (reminders.py), after the escalations
+        done += reminders.remind_due([g for g in gates if not g.overdue], load_slack_settings(), logger)
     undelivered = [d for d in done if d.get("escalation_posted") is False]
     if undelivered:
         error = EscalationUndelivered(

@@ -86,6 +86,17 @@ class Gate(_Strict):
     category: CategoryName
     sla_hours: float = Field(24, gt=0, description="escalate when nobody decided within this time")
     reason: str = ""
+    roles: list[str] = Field(default_factory=list, description="roles that must each decide this category's "
+                             "findings (e.g. [legal], [legal, finance]); people per role: SlackSettings.role_members. "
+                             "Empty (every gate of the playbook): one decision for the whole gate")
+
+    @field_validator("roles")
+    @classmethod
+    def _role_names(cls, values: list[str]) -> list[str]:
+        bad = [v for v in values if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", v)]
+        if bad:
+            raise ValueError(f"role names are lowercase words (legal, finance): {_clipped(repr(bad))}")
+        return list(dict.fromkeys(values))
 
     @field_validator("category")
     @classmethod

@@ -122,9 +122,12 @@ def render_markdown(review: Review) -> str:
     lines += _model_sections(review)
     lines += markup_sections(review)
     if review.decisions:
-        lines += ["", "## Decisions", "", "| Gate | Decision | Reviewer | Comment | When |", "|---|---|---|---|---|"]
-        lines += [f"| {d.gate} | {d.decision} | {_md_cell(d.reviewer)} | {_md_cell(d.comment)} "
-                  f"| {d.decided_at:%Y-%m-%d %H:%M} |" for d in review.decisions]
+        lines += ["", "## Decisions", "", "| Gate | Finding | Role | Decision | Reviewer | Via | Comment | When |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {d.gate} | {(d.finding + ' ') if d.finding else ''}{', '.join(d.categories)} | {d.role or '-'} "
+                  f"| {d.decision} "
+                  f"| {_md_cell(d.reviewer)} | {d.via} | {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
+                  for d in review.decisions]
     by_category: dict[str, list] = defaultdict(list)
     found = [c for c in review.clauses if not c.possible]
     for clause in found:

@@ -252,6 +252,8 @@ class GateDecision(_Model):
     comment: str = ""
     via: Literal["slack", "ui", "cli", "sla"] = "ui"
     decided_at: datetime
+    finding: str | None = Field(None, description="per-finding gate: the finding id (F1, …) this decision is on")
+    role: str | None = Field(None, description="per-finding gate: the role this answer counted for")
 
 
 class PositionCheck(_Model):

@@ -58,11 +58,13 @@ def fixture_deployment_id(client) -> uuid.UUID:
 def open_synthetic_gate(settings: SlackSettings | None = None, *, filename: str = "supply.pdf",
                         sla_hours: float = 8.0, opened_at: datetime | None = None, allowed: list[str] | None = None,
                         timeout_seconds: int | None = None, post: bool = True, tags: list[str] | None = None,
-                        suspend: bool = True) -> GateRecord:
+                        suspend: bool = True, roles: dict[str, list[str]] | None = None,
+                        role_members: dict[str, list[str]] | None = None) -> GateRecord:
     """A run Suspended at a gate exactly as ``run_gate`` leaves it (see the module docstring).
 
     ``tags``: the run's tags (e.g. the inbox's ``inbox-sender:NAME``); ``suspend=False``: the run stays
-    Running with its gate record written, as just before ``run_gate`` suspends (``suspend_at`` then)."""
+    Running with its gate record written, as just before ``run_gate`` suspends (``suspend_at`` then).
+    ``roles`` / ``role_members``: a per-finding gate (its findings get ids F1, F2, …)."""
     with get_client(sync_client=True) as client:
         deployment_id = fixture_deployment_id(client)
         run = client.create_flow_run_from_deployment(deployment_id, name=f"review-{filename}", tags=tags or [])
@@ -72,7 +74,9 @@ def open_synthetic_gate(settings: SlackSettings | None = None, *, filename: str 
         key = gate_key(contract_id, categories, 1)
         record = GateRecord(
             key=key, flow_run_id=str(run.id), flow_run_name=run.name, contract_id=contract_id, filename=filename,
-            playbook="payment-liability", categories=categories, findings=FINDINGS,
+            playbook="payment-liability", categories=categories,
+            findings=[f.model_copy(update={"id": f"F{i}"}) for i, f in enumerate(FINDINGS, 1)] if roles else FINDINGS,
+            roles=roles or {}, role_members=role_members or {},
             reasons={"Uncapped Liability": "Liability without a cap needs legal sign-off."},
             clauses_total=4, cost_eur=0.0123, opened_at=opened_at or datetime.now(UTC), sla_hours=sla_hours,
             suspend_timeout_seconds=timeout_seconds or int(sla_hours * 3600 + 7 * 86400),

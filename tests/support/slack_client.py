@@ -64,9 +64,10 @@ class SlackTestClient:
 
     def block_actions_body(self, message: dict[str, Any], decision: str, *, user: tuple[str, str] = ("U0DANA", "dana"),
                            channel: str | None = None, response_url: str | None = None,
-                           value_override: str | None = None) -> bytes:
-        """The form body Slack sends when ``user`` clicks the ``decision`` button of ``message``."""
-        button = find_button(message, decision)
+                           value_override: str | None = None, finding: str | None = None) -> bytes:
+        """The form body Slack sends when ``user`` clicks the ``decision`` button of ``message`` (``finding``: the
+        one in that finding's row of a per-finding gate; ``decision`` ``ack``: the *I'm on it* button)."""
+        button = find_button(message, decision, finding)
         action_ts = f"{time.time():.6f}"
         channel = channel or self.channel
         payload = {
@@ -119,9 +120,11 @@ class SlackTestClient:
         return self.send(body, self.headers(body), path="/slack/commands")
 
 
-def find_button(message: dict[str, Any], decision: str) -> dict[str, Any]:
+def find_button(message: dict[str, Any], decision: str, finding: str | None = None) -> dict[str, Any]:
     for block in message.get("blocks") or []:
         if block.get("type") != "actions":
+            continue
+        if finding is not None and not str(block.get("block_id", "")).endswith(f"_{finding}"):
             continue
         for element in block.get("elements") or []:
             if element.get("action_id", "").endswith(decision):

@@ -1,0 +1,350 @@
+"""End to end (issue 24): per-finding gates with roles, on the real gateway with the fake Slack.
+
+Processes as in test_gates_e2e.py: the session Prefect server, ``serve`` of the contract-review deployment,
+the gateway (``clausegate gateway``), the fake Slack Web API (real HTTP, in this process). The playbook
+gates Uncapped Liability for role ``legal`` and Liquidated Damages for role ``finance``; the block maps
+legal to U0LEGAL and U0LEE, finance to U0FIN.
+
+* ``order-legal-first`` / ``order-finance-first``: both roles answer their findings, in either order; after the
+  first answer the run suspends again (the message updated in place), only the second finishes it;
+  finance's *changes* next to legal's *approve* gives ``changes_requested``.
+* ``life``: a short SLA. A Prefect UI answer (``POST /resume``) for legal's finding is not counted (the run
+  waits again, ``gate.refused`` ``role_unverified``); the CLI is refused too (exit 5); *I'm on it*; legal
+  reassigns its finding to U0LEE, who approves it; the sweep reminds finance at 50% and 80%; nobody from
+  finance answers, so the sweep escalates at 100% (``needs_legal``). Its whole Slack log is printed (``-s``).
+  The SLA is short (real time passes); the assertions do not depend on how fast the machine gets there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from clausegate.demo.slack_server import FakeSlack
+from tests.support.contracts import GATED_PAGES
+from tests.support.gates import SIGNING_SECRET, slack_settings, state_history, wait_for_state
+from tests.support.pdf_factory import make_text_pdf
+from tests.support.prefect_server import free_port
+from tests.support.processes import start_served, stop_process_group, wait_http
+from tests.support.slack_client import SlackTestClient
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOYMENT = "roles-e2e"
+BLOCK = "roles-e2e"
+CLI = str(Path(sys.executable).parent / "clausegate")
+LEGAL, LEE, FIN = ("U0LEGAL", "legal-lou"), ("U0LEE", "lee"), ("U0FIN", "fin-fay")
+SLA_HOURS = 0.06  # 216 s: the life test's reminders at 108 s and 173 s, escalation after 216 s
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")]
+
+PLAYBOOK = """
+name: {name}
+description: payment-liability with a role per gated category (issue 24 tests)
+categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability,
+             Liquidated Damages]
+gates:
+  - {{category: Uncapped Liability, sla_hours: {sla}, roles: [legal], reason: Legal signs off uncapped liability.}}
+  - {{category: Liquidated Damages, sla_hours: {sla}, roles: [finance], reason: Finance signs off fixed damages.}}
+"""
+
+
+class Stack:
+    def __init__(self, fake: FakeSlack, gateway_url: str, api_url: str):
+        self.fake = fake
+        self.api_url = api_url
+        self.slack = SlackTestClient(gateway_url, SIGNING_SECRET, response_base=f"{fake.url}/actions")
+
+
+@pytest.fixture(scope="module")
+def stack(prefect_server, tmp_path_factory):
+    logs = tmp_path_factory.mktemp("roles-logs")
+    fake = FakeSlack(token="xoxb-roles").start()
+    slack_settings(fake, role_members={"legal": [LEGAL[0], LEE[0], "lou@example.com"],
+                                       "finance": [FIN[0]]}).save(BLOCK, overwrite=True)
+    env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": BLOCK, "PYTHONPATH": str(ROOT)}
+    serve_log, gateway_log = logs / "serve.log", logs / "gateway.log"
+    port = free_port()
+    gateway = subprocess.Popen([CLI, "gateway", "--port", str(port), "--block", BLOCK], cwd=ROOT, env=env,
+                               stdout=open(gateway_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    serve = None
+    try:
+        serve = start_served(["tests.support.serve_review", DEPLOYMENT, "6"], f"contract-review/{DEPLOYMENT}",
+                             serve_log, env)
+        wait_http(f"http://127.0.0.1:{port}/healthz", gateway, gateway_log)
+        yield Stack(fake, f"http://127.0.0.1:{port}", prefect_server.api_url)
+    finally:
+        stop_process_group(gateway)
+        if serve is not None:
+            stop_process_group(serve)
+        fake.stop()
+        print(f"\nserve log: {serve_log}\ngateway log: {gateway_log}")
+
+
+class Review:
+    def __init__(self, label: str, folder: Path, playbook: Path):
+        from prefect.deployments import run_deployment
+
+        self.label, self.filename = label, f"{label}.pdf"
+        pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} ({label}).", *GATED_PAGES[1:]]
+        pdf = make_text_pdf(folder / self.filename, pages)
+        self.out = folder / "reports"
+        run = run_deployment(f"contract-review/{DEPLOYMENT}", timeout=0,
+                             parameters={"source": str(pdf), "playbook": str(playbook), "out_dir": str(self.out)})
+        self.id = str(run.id)
+
+    def report(self) -> dict:
+        return json.loads(next(self.out.glob("*.json")).read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(stack, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("roles-contracts")
+    (folder / "roles.yaml").write_text(PLAYBOOK.format(name="roles-e2e", sla=8))
+    (folder / "short.yaml").write_text(PLAYBOOK.format(name="roles-short", sla=SLA_HOURS))
+    started = {label: Review(label, folder / label, folder / "roles.yaml")
+               for label in ("order-legal-first", "order-finance-first")}
+    started["life"] = Review("life", folder / "life", folder / "short.yaml")
+    for review in started.values():
+        wait_for_state(review.id, {"Suspended"}, timeout=240)
+    return started
+
+
+def message_of(fake: FakeSlack, run_id: str) -> dict:
+    for (channel, ts), message in list(fake.messages.items()):
+        if run_id in json.dumps(message["blocks"]) and message.get("blocks"):
+            return {**message, "channel": channel, "ts": ts}
+    raise LookupError(f"no Slack message for run {run_id}")
+
+
+def record_of(run_id: str):
+    from prefect.client.orchestration import get_client
+
+    from clausegate.gates import store
+
+    with get_client(sync_client=True) as client:
+        return store.current_record(client, client.read_flow_run(uuid.UUID(run_id)))
+
+
+def ids_of(record, category: str) -> list[str]:
+    return [f.id for f in record.findings if f.category == category]
+
+
+def pause_keys(run_id: str) -> list[str]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(uuid.UUID(run_id)).state
+    return [state.state_details.pause_key] if state.is_paused() else []
+
+
+def wait_suspended_at_round(run_id: str, n: int, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        keys = pause_keys(run_id)
+        if keys and keys[0].endswith(f"-a{n}"):
+            return
+        time.sleep(0.3)
+    raise TimeoutError(f"run {run_id} did not suspend at answer round {n}: {state_history(run_id)[-3:]}")
+
+
+def wait_until(predicate, timeout: float = 60, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError(what)
+
+
+def click(stack: Stack, run_id: str, decision: str, user, finding: str | None = None) -> None:
+    response = stack.slack.click(message_of(stack.fake, run_id), decision, user=user, finding=finding)
+    assert response.status_code == 200, response.text
+
+
+def responses_for(stack: Stack, text: str) -> list[str]:
+    return [str(r["body"].get("text", "")) for r in stack.fake.responses if text in str(r["body"].get("text", ""))]
+
+
+def decide_all(stack: Stack, review: Review, first, second) -> None:
+    """first/second: (user, category, decision, via) — a button click or /resolve with the finding id; each
+    answer is one round: the run resumes and, until the last, suspends again at the next round."""
+    record = record_of(review.id)
+    n = 0
+    for k, (user, category, decision, via) in enumerate((first, second)):
+        ids = ids_of(record, category)
+        for j, fid in enumerate(ids):
+            if via == "button":
+                click(stack, review.id, decision, user, finding=fid)
+            else:
+                response = stack.slack.command("/resolve", f"{review.id} {fid} {decision} see clause {fid}", user=user)
+                assert response.status_code == 200 and fid in response.json()["text"]
+            n += 1
+            if not (k == 1 and j == len(ids) - 1):
+                wait_suspended_at_round(review.id, n)
+        if k == 0:  # the first role is in: the run waits again, and the message (updated in place) shows it
+            shown = json.dumps(message_of(stack.fake, review.id)["blocks"])
+            assert user[1] in shown and "waiting" in shown and "Decision needed" in shown, shown[:2000]
+
+
+def test_two_roles_in_either_order_and_a_change_next_to_an_approve(stack, runs):
+    legal_first, finance_first = runs["order-legal-first"], runs["order-finance-first"]
+    decide_all(stack, legal_first, (LEGAL, "Uncapped Liability", "approve", "button"),
+               (FIN, "Liquidated Damages", "approve", "button"))
+    decide_all(stack, finance_first, (FIN, "Liquidated Damages", "changes", "command"),
+               (LEGAL, "Uncapped Liability", "approve", "button"))
+    for review, status in ((legal_first, "complete"), (finance_first, "changes_requested")):
+        wait_for_state(review.id, {"Completed"}, timeout=180)
+        report = review.report()
+        assert report["status"] == status, report["status"]
+        by_role = {(d["finding"], d["role"]): d for d in report["decisions"]}
+        record = record_of(review.id)
+        for fid in ids_of(record, "Uncapped Liability"):
+            assert by_role[(fid, "legal")]["reviewer"] == "legal-lou (U0LEGAL)"
+            assert by_role[(fid, "legal")]["via"] == "slack" and by_role[(fid, "legal")]["decision"] == "approve"
+        for fid in ids_of(record, "Liquidated Damages"):
+            assert by_role[(fid, "finance")]["reviewer"] == "fin-fay (U0FIN)"
+        final = message_of(stack.fake, review.id)
+        assert final["blocks"][0]["text"]["text"].startswith("Decided:")
+        assert not any(b["type"] == "actions" for b in final["blocks"])
+    changes = [d for d in finance_first.report()["decisions"] if d["decision"] == "changes"]
+    assert changes and all(d["comment"].startswith("see clause") for d in changes)
+    print_life(stack.fake, finance_first, "a gate with two roles (finance: changes, then legal: approve)")
+
+
+def ui_resume(api_url: str, run_id: str, run_input: dict) -> dict:
+    """``POST /api/flow_runs/{id}/resume`` as the Prefect UI's form sends it (SQLite's 503 retried)."""
+    for _ in range(10):
+        response = httpx.post(f"{api_url}/flow_runs/{run_id}/resume", json={"run_input": run_input}, timeout=30,
+                              auth=tuple(os.environ["PREFECT_API_AUTH_STRING"].split(":", 1)))
+        if response.status_code != 503:
+            response.raise_for_status()
+            return response.json()
+        time.sleep(1.0)
+    raise AssertionError(f"resume kept answering 503: {response.text}")
+
+
+def run_sweep() -> list[dict]:
+    os.environ["CLAUSEGATE_SLACK_BLOCK"] = BLOCK
+    try:
+        from flows.sla_sweeper import sla_sweeper
+
+        return asyncio.run(sla_sweeper())
+    finally:
+        os.environ.pop("CLAUSEGATE_SLACK_BLOCK", None)
+
+
+def extras_of(run_id: str, key: str):
+    from prefect.client.orchestration import get_client
+
+    from clausegate.gates import store
+
+    with get_client(sync_client=True) as client:
+        return store.read_extras(client, run_id, key)
+
+
+def refused_events(run_id: str) -> list:
+    from prefect.client.orchestration import get_client
+
+    from clausegate.ops import audit
+
+    async def read():
+        async with get_client() as client:
+            return await audit.read(client, prefix=audit.PREFIX + "gate.", flow_run_id=run_id, limit=100)
+
+    return asyncio.run(read())
+
+
+def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach(stack, runs):
+    review = runs["life"]
+    record = record_of(review.id)
+    legal_ids, finance_ids = ids_of(record, "Uncapped Liability"), ids_of(record, "Liquidated Damages")
+    assert legal_ids and finance_ids and record.per_finding
+    fake = stack.fake
+
+    # 1. the Prefect UI form cannot prove who answers: legal's finding is not counted, the run waits again
+    answer = ui_resume(stack.api_url, review.id, {"reviewer": "dana", legal_ids[0]: "approve"})
+    assert answer["status"] == "ACCEPT", answer
+    wait_suspended_at_round(review.id, 1)
+    refused = wait_until(lambda: [e for e in refused_events(review.id) if e.event.endswith("gate.refused")
+                                  and e.payload.get("reason") == "role_unverified"], what="role_unverified audit")
+    assert "Answer in Slack" in refused[0].payload["message"]
+    cli = subprocess.run([CLI, "resolve", review.id, "approve", "--finding", legal_ids[0]], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "CLAUSEGATE_SLACK_BLOCK": BLOCK})
+    assert cli.returncode == 5, cli.stdout + cli.stderr
+    assert "Answer in Slack" in " ".join(cli.stdout.split()), cli.stdout
+
+    # 2. I'm on it: recorded, shown in Slack and in `clausegate gates`
+    click(stack, review.id, "ack", LEGAL)
+    wait_until(lambda: "Acknowledged by legal-lou" in json.dumps(message_of(fake, review.id)["blocks"]), 60,
+               "the ack in the Slack message")
+    listing = subprocess.run([CLI, "gates"], capture_output=True, text=True, timeout=120)
+    assert "acknowledged: legal-lou (U0LEGAL)" in " ".join(listing.stdout.split()), listing.stdout
+
+    # 3. reassign legal's finding to another person of role legal
+    for fid in legal_ids:
+        stack.slack.command("/resolve", f"{review.id} {fid} reassign <@U0LEE|lee>", user=LEGAL)
+    wait_until(lambda: len(extras_of(review.id, record.key).assignments) == len(legal_ids), 60, "reassignment")
+    wait_until(lambda: "assigned to <@U0LEE>" in json.dumps(message_of(fake, review.id)["blocks"]), 60,
+               "the assignee in the Slack message")
+
+    # 4. the assignee decides legal's findings (the original legal person no longer can)
+    click(stack, review.id, "approve", LEGAL, finding=legal_ids[0])
+    wait_until(lambda: responses_for(stack, "assigned to U0LEE"), 120, "the refusal of the unassigned legal")
+    for n, fid in enumerate(legal_ids, 2):
+        click(stack, review.id, "approve", LEE, finding=fid)
+        wait_suspended_at_round(review.id, n)
+
+    # 5. reminders at 50% and 80% of the SLA, to whoever still has to answer (finance, now)
+    for threshold in (0.5, 0.8):
+        wait_until(lambda t=threshold: (datetime.now(UTC) - record.opened_at).total_seconds()
+                   >= t * SLA_HOURS * 3600, SLA_HOURS * 3600, "SLA time")
+        run_sweep()
+    assert extras_of(review.id, record.key).reminders == [50, 80]
+    reminders = [c for c in fake.calls("chat.postMessage", ok_only=True) if "of the SLA" in c.args.get("text", "")
+                 and review.filename in c.args["text"]]
+    assert reminders and all(c.args.get("thread_ts") for c in reminders)
+    assert "<@U0FIN>" in reminders[-1].args["text"] and "<@U0LEE>" not in reminders[-1].args["text"]
+
+    # 6. finance never answers: the SLA breach still escalates (what is open), the review ends needs_legal
+    wait_until(lambda: (datetime.now(UTC) - record.opened_at).total_seconds() > SLA_HOURS * 3600, 300, "SLA")
+    done = run_sweep()
+    mine = next(d for d in done if d["flow_run_id"] == review.id and "outcome" in d and "percent" not in d)
+    assert mine["outcome"] == "resumed" and mine["escalation_posted"], mine
+    wait_for_state(review.id, {"Completed"}, timeout=180)
+    report = review.report()
+    assert report["status"] == "needs_legal"
+    by = {(d["finding"], d["role"]): (d["decision"], d["via"], d["reviewer"]) for d in report["decisions"]}
+    assert all(by[(f, "legal")] == ("approve", "slack", "lee (U0LEE)") for f in legal_ids)
+    assert all(by[(f, "finance")][:2] == ("escalate", "sla") for f in finance_ids)
+
+    print_life(fake, review, "one gate's life (UI refused, ack, reassign, reminders, a decision, SLA breach)")
+
+
+def print_life(fake: FakeSlack, review: Review, title: str) -> None:
+    """Every Slack call about ``review``'s gate as the fake logged it (``-s`` shows it)."""
+    print(f"\n--- {title}, as the fake Slack logged it ---")
+    for call in fake.calls():
+        if review.id not in json.dumps(call.args) and review.filename not in json.dumps(call.args):
+            continue
+        print(f"{time.strftime('%H:%M:%S', time.gmtime(call.at))} {call.method} {call.args.get('channel')} "
+              f"thread={call.args.get('thread_ts')}: {call.args.get('text')}")
+        blocks = call.args.get("blocks")
+        blocks = json.loads(blocks) if isinstance(blocks, str) else blocks or []
+        for block in blocks:
+            if block.get("type") in ("section", "header"):
+                print("    | " + block["text"]["text"].replace("\n", "\n    | "))
+            elif block.get("type") == "context":
+                print("    ~ " + " · ".join(e.get("text", "") for e in block["elements"]))
+            elif block.get("type") == "actions":
+                print("    [" + "] [".join(e["text"]["text"] for e in block["elements"]) + "]")

@@ -1,0 +1,68 @@
+"""Acknowledge, reassign and extend-once at a per-finding gate, and the roles the CLI cannot satisfy (issue 24).
+
+A synthetic gate (tests.support.gates.open_synthetic_gate) really Suspended on the session Prefect server; the
+actions are the same calls the gateway makes for a verified Slack user (``via="slack"``) and the CLI makes
+(``via="cli"``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+from prefect.client.orchestration import get_client
+
+from clausegate.gates import resolve_gate, store, waiting_gates
+from clausegate.gates.actions import act
+from tests.support.gates import open_synthetic_gate, slack_settings
+
+ROLES = {"Uncapped Liability": ["legal"], "Liquidated Damages": ["finance"]}
+MEMBERS = {"legal": ["U0LOU", "U0LEE"], "finance": ["U0FAY"]}
+pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
+
+
+def extras(record):
+    with get_client(sync_client=True) as client:
+        return store.read_extras(client, record.flow_run_id, record.key)
+
+
+def test_ack_extend_once_and_reassign_within_the_role():
+    record = open_synthetic_gate(None, post=False, sla_hours=8, roles=ROLES, role_members=MEMBERS)
+    run = record.flow_run_id
+
+    assert act(run, "ack", user_id="U0LOU", reviewer="lou (U0LOU)", via="slack").ok
+    assert "already" in act(run, "ack", user_id="U0LOU", reviewer="lou (U0LOU)", via="slack").message
+    assert act(run, "ack", user_id=None, reviewer="operator", via="cli").ok
+    assert [a["reviewer"] for a in extras(record).acks] == ["lou (U0LOU)", "operator"]
+
+    assert act(run, "extend", user_id=None, reviewer="operator", via="cli", hours=2).reason == "not_in_role"
+    assert act(run, "extend", user_id="U0FAY", reviewer="fay", via="slack", hours=9).reason == "invalid_answer"
+    assert act(run, "extend", user_id="U0FAY", reviewer="fay", via="slack", hours=4).ok
+    again = act(run, "extend", user_id="U0LOU", reviewer="lou", via="slack", hours=1)
+    assert not again.ok and again.reason == "already_extended"
+    gate = next(g for g in waiting_gates() if g.flow_run_id == run)
+    assert gate.sla_deadline == record.sla_deadline + timedelta(hours=4)
+
+    assert act(run, "reassign", user_id="U0FAY", reviewer="fay", via="slack", finding="F1",
+               target="U0LEE").reason == "not_in_role"  # finance cannot hand over legal's finding
+    assert act(run, "reassign", user_id="U0LOU", reviewer="lou", via="slack", finding="F1",
+               target="U0FAY").reason == "not_in_role"  # only to someone with the same role
+    assert act(run, "reassign", user_id=None, reviewer="operator", via="cli", finding="F1",
+               target="U0LEE").reason == "role_unverified"
+    assert act(run, "reassign", user_id="U0LOU", reviewer="lou", via="slack", finding="f1", target="<@U0LEE|lee>").ok
+    assert extras(record).assignments == {("F1", "legal"): "U0LEE"}
+
+
+def test_the_cli_cannot_decide_a_role_s_finding_and_says_where_to_answer():
+    record = open_synthetic_gate(None, post=False, sla_hours=8, roles=ROLES, role_members=MEMBERS)
+    outcome = resolve_gate(record.flow_run_id, "approve", reviewer="operator", via="cli", finding="F1")
+    assert outcome.kind == "forbidden" and outcome.reason == "role_unverified"
+    assert "Answer in Slack" in outcome.message and f"/resolve {record.flow_run_id} F1" in outcome.message
+    outcome = resolve_gate(record.flow_run_id, "approve", reviewer="operator", via="cli")  # every finding has a role
+    assert outcome.kind == "forbidden"
+    nowhere = slack_settings(SimpleNamespace(token="xoxb-unused", api_url="http://127.0.0.1:9/api/"))
+    outcome = resolve_gate(record.flow_run_id, "approve", reviewer="fay (U0FAY)", via="slack", slack_user_id="U0FAY",
+                           finding="F1", slack_channel="C0GATES", settings=nowhere)
+    assert outcome.kind == "forbidden" and outcome.reason == "not_in_role" and "role legal" in outcome.message
+    assert resolve_gate(record.flow_run_id, "approve", reviewer="x", via="cli", finding="F9").reason == \
+        "unknown_finding"
