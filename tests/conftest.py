@@ -175,7 +175,7 @@ def pytest_collection_modifyitems(session, config, items):
     fixtures start once. xdist hands out the largest group (e2e) first; the other workers take the modules."""
     items.sort(key=lambda item: _FOLDERS.index(_folder(item)) if _folder(item) in _FOLDERS else len(_FOLDERS))
     config._clausegate_counts = {name: sum(_folder(i) == name for i in items) for name in _FOLDERS}
-    if getattr(config.option, "dist", "no") == "loadgroup":
+    if getattr(config.option, "loadgroup", False):  # set on xdist's workers, which collect (their `dist` is "no")
         for item in items:
             group = "e2e" if _folder(item) == "e2e" else Path(str(item.fspath)).stem
             item.add_marker(pytest.mark.xdist_group(group))
