@@ -165,20 +165,28 @@ def _folder(item: pytest.Item) -> str:
     return parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups set here
 def pytest_collection_modifyitems(session, config, items):
     """Unit tests first, then integration, then the slow end-to-end tests (a stable sort: each module's tests
-    stay together, in their order), so a failure in fast code shows within the first minutes.
-
-    Under pytest-xdist (``-n``, the default in pyproject.toml) the work units are groups: every end-to-end test in
-    one group, so real-process tests never run beside each other, and one group per other module, so a module's
-    fixtures start once. xdist hands out the largest group (e2e) first; the other workers take the modules."""
+    stay together, in their order), so a failure in fast code shows within the first minutes."""
     items.sort(key=lambda item: _FOLDERS.index(_folder(item)) if _folder(item) in _FOLDERS else len(_FOLDERS))
     config._clausegate_counts = {name: sum(_folder(i) == name for i in items) for name in _FOLDERS}
-    if getattr(config.option, "dist", "no") == "loadgroup":
-        for item in items:
-            group = "e2e" if _folder(item) == "e2e" else Path(str(item.fspath)).stem
-            item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent when xdist is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """Under xdist (``-n``, the default in pyproject.toml with ``--dist loadscope``) the work units are: every
+    end-to-end test in one unit, so real-process tests with timings never run beside each other, and each other
+    module as one unit, so its fixtures start once. xdist hands out the largest unit (e2e) first; the other
+    workers take the modules, and the e2e worker helps with what is left when it is done."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 (only under xdist)
+
+    class OneE2EUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/e2e" if nodeid.startswith("tests/e2e/") else super()._split_scope(nodeid)
+
+    return OneE2EUnit(config, log)
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -204,3 +212,5 @@ _PYTEST_CONFIG: list = []
 
 def pytest_configure(config):
     _PYTEST_CONFIG.append(config)
+
+

@@ -193,9 +193,9 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                 except TimeoutError:
                     event = None
                 # (the live stream does not apply the related-resource filter: check the run id here)
-                if event is not None and event.occurred >= started and _concerns(event, run.id):
-                    return True, stopped
-                if _executed_since(client, run.id, started):
+                if (event is not None and event.occurred >= started and _concerns(event, run.id)) \
+                        or _executed_since(client, run.id, started):
+                    await _cancellation_settled(client, run.id, deadline, poll)
                     return True, stopped
                 if not _worker_online(client, run.work_pool_name, worker):
                     return True, f"its worker '{worker}' went offline"
@@ -205,11 +205,23 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
         while (left := deadline - time.monotonic()) > 0:
             await asyncio.sleep(min(poll, left))
             if _executed_since(client, run.id, started):
+                await _cancellation_settled(client, run.id, deadline, poll)
                 return True, stopped
             if not _worker_online(client, run.work_pool_name, worker):
                 return True, f"its worker '{worker}' went offline"
     return False, (f"its worker '{worker}' did not stop the hung process within {timeout:g} s "
                    f"({STOP_SECONDS_ENV})")
+
+
+async def _cancellation_settled(client, run_id, deadline: float, poll: float) -> None:
+    """Wait (until ``deadline``) for the worker to end its cancellation: it reports the process ended, then runs
+    the cancellation hooks and proposes Cancelled, so a requeue set in between would be overwritten by that late
+    Cancelled and the contract never reviewed. Past the deadline the requeue goes ahead (force) anyway."""
+    while time.monotonic() < deadline:
+        state = client.read_flow_run(run_id).state
+        if state is None or not state.is_cancelling():
+            return
+        await asyncio.sleep(poll)
 
 
 def stop_seconds() -> float:
