@@ -62,7 +62,7 @@ from clausegate.review.offline.model import (
     make_head_vectorizer,
     make_vectorizer,
 )
-from clausegate.review.passages import LEAD_CHARS, MAX_CHARS, MIN_CHARS, count_tokens, split_passages
+from clausegate.review.passages import LEAD_CHARS, MAX_CHARS, MIN_CHARS, count_tokens, page_passages, split_passages
 from tools import cuad
 from tools import offline_tuning as tune
 
@@ -83,6 +83,9 @@ FEATURES = {
     "head_min_df": 3,
 }
 C_VALUE = 16.0
+# "page": each contract's pages as the product makes them (``passages.page_passages``: furniture removed, titled
+# paragraphs); "split": ``split_passages`` of each raw page, what 2.3 was trained on (train/serve skew)
+PASSAGES = "split"
 POS_WEIGHT = 4.0  # positives up-weighted in each per-category LR: CUAD's categories are rare per passage
 EXTRACT_FLOOR = 0.05
 RECALL_FIRST = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", "Minimum Commitment",
@@ -150,10 +153,12 @@ def build_corpus(entries: list[dict], annotations: dict[str, list[dict]]):
     texts, heads, doc_ids, page_nos, rows, spans = [], [], [], [], [], []
     for d, entry in enumerate(entries):
         start_doc = len(texts)
-        page_passages: dict[int, tuple[int, list[str]]] = {}
-        for pno, text in enumerate(cuad.load_pages(entry), start=1):
-            ps = split_passages(text)
-            page_passages[pno] = (len(texts), ps)
+        by_page: dict[int, tuple[int, list[str]]] = {}
+        pages = cuad.load_pages(entry)
+        split = ([[t for t, _ in ps] for ps in page_passages(pages)] if PASSAGES == "page"
+                 else [split_passages(text) for text in pages])
+        for pno, ps in enumerate(split, start=1):
+            by_page[pno] = (len(texts), ps)
             texts.extend(ps)
             doc_ids.extend([d] * len(ps))
             page_nos.extend([pno] * len(ps))
@@ -163,11 +168,11 @@ def build_corpus(entries: list[dict], annotations: dict[str, list[dict]]):
             c = cat_index[row["category"]]
             idxs: set[int] = set()
             for pno in cuad.span_pages(row):
-                if pno in page_passages:
-                    first, ps = page_passages[pno]
+                if pno in by_page:
+                    first, ps = by_page[pno]
                     idxs |= {first + i for i in cuad.locate_span(row["text"], ps)}
             if not idxs:  # unknown or wrong page: search the whole document
-                for first, ps in page_passages.values():
+                for first, ps in by_page.values():
                     found = cuad.locate_span(row["text"], ps)
                     if found:
                         idxs = {first + i for i in found}
@@ -361,7 +366,7 @@ def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = No
         "features": {**FEATURES, "vocabulary_size": len(vocab), "head_vocabulary_size": len(hvocab),
                      "description": "TF-IDF word 1-2-grams of the passage"
                                     + (" + TF-IDF of its section heading's words" if hvec is not None else "")},
-        "passages": {"max_chars": MAX_CHARS, "min_chars": MIN_CHARS, "lead_chars": LEAD_CHARS},
+        "passages": {"max_chars": MAX_CHARS, "min_chars": MIN_CHARS, "lead_chars": LEAD_CHARS, "split": PASSAGES},
         "categories": list(CATEGORIES),
         "folds": folds,
         **tuned,
@@ -379,9 +384,12 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="use only the first N train contracts (tests, debugging)")
     ap.add_argument("--dump", default="", help="save the OOF logits and fold models here (e.g. .bench/oof.npz)")
     ap.add_argument("--tune-only", action="store_true", help="re-tune from --dump instead of fitting again")
+    ap.add_argument("--passages", default=PASSAGES, choices=["page", "split"],
+                    help="page: page_passages as served (furniture removed); split: split_passages per raw page")
     ap.add_argument("--c-value", type=float, default=C_VALUE, help="LR inverse regularisation (experiments)")
     args = ap.parse_args()
     globals()["C_VALUE"] = args.c_value
+    globals()["PASSAGES"] = args.passages
     manifest = cuad.load_manifest()
     train_set = sorted((e for e in manifest if not cuad.is_holdout(e["filename"])), key=lambda e: e["filename"])
     if args.limit:

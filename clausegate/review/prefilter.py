@@ -16,6 +16,9 @@ passage is scored by the trained offline scorer (``clausegate.review.offline.mod
   extractor would report (contract-level "is it present" decisions are unchanged by
   filtering); so is the passage before or after it when a sentence runs across the two
   (``evidence.continues``: a clause cut by a page break is shown whole);
+* a kept passage whose sentence, lead-in or list item goes on in the next passage keeps it too (up to
+  ``CONTINUATION_PASSAGES`` in a row), and one whose first sentence began in the passage before keeps that one:
+  the evidence step reads only kept passages, and shows a list item with the rest of its sentence;
 * metadata rule: when a metadata category (Document Name, Parties, Agreement/Effective/
   Expiration Date) is requested, the first ``metadata_first_passages`` passages (3) of the
   first page with text are always kept, because CUAD's names and dates sit in the preamble.
@@ -32,13 +35,14 @@ from __future__ import annotations
 import numpy as np
 
 from clausegate.review.categories import METADATA_CATEGORIES, canonical
-from clausegate.review.evidence import continues
+from clausegate.review.evidence import continues, goes_on
 from clausegate.review.offline.model import load_model, score_passages
 from clausegate.review.passages import count_tokens, page_passages
 from clausegate.review.schemas import FilteredDocument, ParsedDocument, Passage
 from clausegate.review.sections import SectionTracker, from_label, heading_words
 
 RECALL_TARGETS = ("balanced", "high", "max")
+CONTINUATION_PASSAGES = 2  # passages kept after a kept one whose sentence goes on into them
 
 
 def _requested(categories: list[str]) -> list[str]:
@@ -95,6 +99,8 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
             if best + 1 < len(texts) and continues(texts[best], pages[best], texts[best + 1], pages[best + 1]):
                 keep[best + 1] = True
 
+    _keep_sentence_whole(keep, texts, pages)
+
     if any(c in METADATA_CATEGORIES for c in cats):
         n_first = int(model.metadata.get("metadata_first_passages", 3))
         first_idx = [i for i, p in enumerate(pages) if p == first_text_page][:n_first]
@@ -115,6 +121,25 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
         tokens_total=sum(tokens),
         tokens_kept=tokens_kept,
     )
+
+
+def _goes_into(texts: list[str], pages: list[int], i: int) -> bool:
+    """``texts[i]``'s sentence, lead-in or list item goes on in ``texts[i + 1]`` (same page or the next)."""
+    return i + 1 < len(texts) and (continues(texts[i], pages[i], texts[i + 1], pages[i + 1])
+                                   or (goes_on(texts[i]) and 0 <= pages[i + 1] - pages[i] <= 1))
+
+
+def _keep_sentence_whole(keep: np.ndarray, texts: list[str], pages: list[int]) -> None:
+    """A kept passage whose sentence (or lead-in, or list item) goes on in the next passage keeps that one too,
+    up to ``CONTINUATION_PASSAGES`` in a row, and one whose first sentence started in the passage before keeps
+    it: the evidence step only sees kept passages, and a quote is shown whole (``evidence.evidence_for``)."""
+    for i in np.flatnonzero(keep).tolist():
+        if i > 0 and not keep[i - 1] and continues(texts[i - 1], pages[i - 1], texts[i], pages[i]):
+            keep[i - 1] = True
+        j = i
+        while j - i < CONTINUATION_PASSAGES and _goes_into(texts, pages, j):
+            j += 1
+            keep[j] = True
 
 
 __all__ = ["RECALL_TARGETS", "prefilter"]
