@@ -11,8 +11,8 @@ PDFium's and pypdf's text keep them on lines of their own.  A line is furniture 
 2. it is a page number: "Page 3", "Page 3 of 9", "3 of 9" or "- 3 -" anywhere; one or two bare numbers
    ("12", "5 6") or a lower-case roman numeral among the first or last ``EDGE_LINES`` non-blank lines of its
    page; a rule of dashes, underscores or stars ("- -----", a filing's page separator) anywhere; a bare
-   number (one or two, no dot, at most three digits) further inside the page too (a PDF page of a filing often holds several printed
-   pages: two printed page numbers meet there, "3" / "18"), unless ``FIGURE_RUN`` or more of them stand on
+   number (one or two, no dot, at most three digits) further inside the page too (a PDF page of a filing
+   often holds several printed pages: two printed page numbers meet there, "3" / "18"), unless ``FIGURE_RUN`` or more of them stand on
    consecutive lines (a table's column of figures); never a bare number the line before refers to ("Section",
    "No.", "Exhibit");
 3. it repeats across pages: among the first or last ``EDGE_LINES`` lines of at least 3 pages
