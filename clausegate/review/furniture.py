@@ -8,13 +8,12 @@ PDFium's and pypdf's text keep them on lines of their own.  A line is furniture 
 
 1. it is a filing stamp (``_STAMP_RE``: "Source: NAME, FORM, M/D/YYYY", a page number before it allowed),
    anywhere on the page;
-2. it is a page number: "Page 3", "Page 3 of 9", "3 of 9" or "- 3 -" anywhere; one or two bare numbers
-   ("12", "5 6") or a lower-case roman numeral among the first or last ``EDGE_LINES`` non-blank lines of its
-   page; a rule of dashes, underscores or stars ("- -----", a filing's page separator) anywhere; a bare
-   number (one or two, no dot, at most three digits) further inside the page too (a PDF page of a filing
-   often holds several printed pages: two printed page numbers meet there, "3" / "18"), unless ``FIGURE_RUN`` or more of them stand on
-   consecutive lines (a table's column of figures); never a bare number the line before refers to ("Section",
-   "No.", "Exhibit");
+2. it is a page number: "Page 3", "Page 3 of 9", "3 of 9" or "- 3 -" anywhere; one or two bare numbers ("12", "5
+   6") or a lower-case roman numeral among the first or last ``EDGE_LINES`` non-blank lines of its page; a rule of
+   dashes, underscores or stars ("- -----", a filing's page separator) anywhere; a bare number (one or two, no dot,
+   at most three digits) further inside the page too (a PDF page of a filing often holds several printed pages: two
+   printed page numbers meet there, "3" / "18"), unless ``FIGURE_RUN`` or more of them stand on consecutive lines
+   (a table's column of figures); never a bare number the line before refers to ("Section", "No.", "Exhibit");
 3. it repeats across pages: among the first or last ``EDGE_LINES`` lines of at least 3 pages
    (2 for a two- or three-page document), compared lower-cased, spaces collapsed,
    digit runs masked and a leading or trailing page number dropped ("Acme Confidential - Page 4").
