@@ -28,7 +28,7 @@ from clausegate.review.passages import page_passages
 from clausegate.review.schemas import Clause, ParsedDocument
 from clausegate.review.sections import SectionTracker
 
-DEFAULT_THRESHOLD = 0.30
+DEFAULT_THRESHOLD = 0.10  # bench/custom_categories.py: chosen on CUAD TRAIN (mean contract F1 of 23 categories)
 KEYWORD_BONUS = 0.10
 POSSIBLE_SHARE = 0.75
 MIN_EXAMPLES, MAX_EXAMPLES = 3, 10
