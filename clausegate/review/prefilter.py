@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from clausegate.review.categories import METADATA_CATEGORIES, canonical
-from clausegate.review.evidence import continues, goes_on
+from clausegate.review.evidence import continues
 from clausegate.review.offline.model import load_model, score_passages
 from clausegate.review.passages import count_tokens, page_passages
 from clausegate.review.schemas import FilteredDocument, ParsedDocument, Passage
@@ -44,7 +44,7 @@ from clausegate.review.sections import SectionTracker, from_label, heading_words
 RECALL_TARGETS = ("balanced", "high", "max")
 # passages kept after a kept one whose list goes on; 1 measured quotes on a boundary 0.979 -> 0.981 and default
 # playbook tokens kept 49.5% -> 53.2% (over the 50% target), so it is off
-CONTINUATION_PASSAGES = 0
+CONTINUATION_PASSAGES = 1
 
 
 def _requested(categories: list[str]) -> list[str]:
@@ -101,7 +101,8 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
             if best + 1 < len(texts) and continues(texts[best], pages[best], texts[best + 1], pages[best + 1]):
                 keep[best + 1] = True
 
-    _keep_sentence_whole(keep, texts, pages)
+    found_like = (sub >= [model.extract_threshold(c) for c in cats]).any(axis=1)  # passages a finding may show
+    _keep_sentence_whole(keep & found_like, keep, texts, pages)
 
     if any(c in METADATA_CATEGORIES for c in cats):
         n_first = int(model.metadata.get("metadata_first_passages", 3))
@@ -129,14 +130,17 @@ def _goes_into(texts: list[str], pages: list[int], i: int) -> bool:
     """``texts[i]`` ends on a lead-in or a list item (``evidence.goes_on``) that goes on in ``texts[i + 1]`` (same
     page or the next); an unfinished sentence is not enough (tables and cover pages end without one: measured
     +4 % tokens kept)."""
-    return i + 1 < len(texts) and goes_on(texts[i]) and 0 <= pages[i + 1] - pages[i] <= 1
+    if i + 1 >= len(texts) or not 0 <= pages[i + 1] - pages[i] <= 1:
+        return False
+    return texts[i + 1][:1].islower() and continues(texts[i], pages[i], texts[i + 1], pages[i + 1])
 
 
-def _keep_sentence_whole(keep: np.ndarray, texts: list[str], pages: list[int]) -> None:
-    """A kept passage whose sentence (or lead-in, or list item) goes on in the next passage keeps that one too,
-    up to ``CONTINUATION_PASSAGES`` in a row, and one whose first sentence started in the passage before keeps
-    it: the evidence step only sees kept passages, and a quote is shown whole (``evidence.evidence_for``)."""
-    for i in np.flatnonzero(keep).tolist():
+def _keep_sentence_whole(shown: np.ndarray, keep: np.ndarray, texts: list[str], pages: list[int]) -> None:
+    """A kept passage that a finding may show (``shown``: at an extraction threshold) whose sentence goes on in
+    lower case in the next passage keeps that one too (up to ``CONTINUATION_PASSAGES`` in a row), and one whose
+    first sentence started in the passage before keeps it: the evidence step only sees kept passages, and a quote
+    is shown whole (``evidence.evidence_for``)."""
+    for i in np.flatnonzero(shown).tolist():
         if i > 0 and not keep[i - 1] and continues(texts[i - 1], pages[i - 1], texts[i], pages[i]):
             keep[i - 1] = True
         j = i

@@ -66,3 +66,19 @@ def test_a_line_that_stops_on_a_preposition_goes_on_into_the_next_one():
             "104 West 29th Street, New York, NY 10001 (\"VNUE\"), which has developed a platform for recording and "
             "distributing live music performances to the public through its own applications and web sites.")
     assert any("with offices at 104 West 29th Street" in p for p in split_passages(page, min_chars=20))
+
+
+def test_the_prefilter_keeps_the_rest_of_a_shown_sentence_cut_by_the_passage_limit():
+    import numpy as np
+
+    from clausegate.review.prefilter import _keep_sentence_whole
+
+    texts = ["12.3 In no event shall the Licensor be liable to the Licensee, its affiliates or any third party for",
+             "any indirect, incidental or consequential damages, even if advised of the possibility of such damages.",
+             "12.4 This Agreement is governed by the laws of the State of New York."]
+    keep = np.array([True, False, False])
+    _keep_sentence_whole(keep.copy(), keep, texts, [4, 4, 4])
+    assert keep.tolist() == [True, True, False]  # its sentence's end, not the next clause
+    quiet = np.array([True, False, False])
+    _keep_sentence_whole(np.zeros(3, dtype=bool), quiet, texts, [4, 4, 4])
+    assert quiet.tolist() == [True, False, False]  # a passage no finding shows keeps nothing more
