@@ -34,6 +34,7 @@ from clausegate.review.offline.model import OfflineModel, passage_logits
 from clausegate.review.passages import _sentences, continues_number
 from clausegate.review.schemas import Passage
 from clausegate.review.sections import Heading, from_label, heading_of, heading_words
+from clausegate.review.toc import is_toc
 
 KEEP_MARGIN = 1.5  # a neighbouring sentence is kept when its logit is within this of the best one
 MAX_EVIDENCE_CHARS = 1500
@@ -89,8 +90,14 @@ def _ends_sentence(text: str) -> bool:
 
 
 def continues(prev_text: str, prev_page: int, text: str, page: int) -> bool:
-    """``text`` goes on with ``prev_text``'s unfinished sentence (same page or the next one)."""
-    return (0 <= page - prev_page <= 1 and not _ends_sentence(prev_text)
+    """``text`` goes on with ``prev_text``'s unfinished sentence (same page or the next one): ``prev_text`` ends
+    mid-sentence, or ends a list item or clause piece (";", ",", ":") and ``text`` goes on in lower case
+    ("provided, however, …"); never into a table of contents."""
+    if not 0 <= page - prev_page <= 1 or is_toc(text):
+        return False
+    if text[:1].islower() and prev_text.rstrip()[-1:] in ";,:":
+        return True
+    return (not _ends_sentence(prev_text)
             and heading_of(text) is None and (text[:1] not in "•·▪(" or continues_number(prev_text, text)))
 
 

@@ -8,11 +8,12 @@ PDFium's and pypdf's text keep them on lines of their own.  A line is furniture 
 
 1. it is a filing stamp (``_STAMP_RE``: "Source: NAME, FORM, M/D/YYYY", a page number before it allowed),
    anywhere on the page;
-2. it is a page number: "Page 3", "Page 3 of 9", "3 of 9" or "- 3 -" anywhere; one or two bare numbers
-   ("12", "5 6"), a lower-case roman numeral or a rule of dashes ("- -----", a filing's page separator)
-   among the first or last ``EDGE_LINES`` non-blank lines of its page; a bare number (one or two, no dot,
-   at most three digits) further inside the page too (a PDF page of a filing often holds several printed
-   pages); never a bare number the line before refers to ("Section", "No.", "Exhibit");
+2. it is a page number: "Page 3", "Page 3 of 9", "3 of 9" or "- 3 -" anywhere; one or two bare numbers ("12", "5
+   6") or a lower-case roman numeral among the first or last ``EDGE_LINES`` non-blank lines of its page; a rule of
+   dashes, underscores or stars ("- -----", a filing's page separator) anywhere; a bare number (one or two, no dot,
+   at most three digits) further inside the page too (a PDF page of a filing often holds several printed pages: two
+   printed page numbers meet there, "3" / "18"), unless ``FIGURE_RUN`` or more of them stand on consecutive lines
+   (a table's column of figures); never a bare number the line before refers to ("Section", "No.", "Exhibit");
 3. it repeats across pages: among the first or last ``EDGE_LINES`` lines of at least 3 pages
    (2 for a two- or three-page document), compared lower-cased, spaces collapsed,
    digit runs masked and a leading or trailing page number dropped ("Acme Confidential - Page 4").
@@ -34,6 +35,7 @@ from collections import Counter
 
 EDGE_LINES = 3  # lines at the top and at the bottom of a page where headers, footers and page numbers sit
 MIN_REPEAT_CHARS = 6
+FIGURE_RUN = 3  # so many bare numbers on consecutive lines inside a page: a table's column of figures, kept
 MAX_REPEAT_CHARS = 100
 
 _STAMP_RE = re.compile(
@@ -81,8 +83,10 @@ def _is_page_number(line: str, at_edge: bool, prev: str) -> bool:
     m = _BARE_NUMBERS_RE.match(line)
     if m is not None and prev.rstrip().rsplit(" ", 1)[-1].lower() in _REFERENCE_WORDS:
         return False  # a number the line before refers to: "Section" / "12"
+    if _RULE_RE.match(line):
+        return True  # a separator, no text: anywhere on the page
     if at_edge:
-        return m is not None or _ROMAN_RE.match(line) is not None or _RULE_RE.match(line) is not None
+        return m is not None or _ROMAN_RE.match(line) is not None
     return m is not None and all(len(g) <= 3 for g in m.groups() if g)  # inside the page: at most three digits
 
 
@@ -102,6 +106,7 @@ def furniture_lines(pages: list[str]) -> list[set[int]]:
     out: list[set[int]] = []
     for lines, edge, page_keys in zip(split, edges, keys, strict=True):
         drop = set()
+        inside: set[int] = set()  # bare numbers inside the page: printed page numbers, or a table's figures
         prev = ""
         for i, raw in enumerate(lines):
             line = raw.strip()
@@ -111,8 +116,25 @@ def furniture_lines(pages: list[str]) -> list[set[int]]:
             if (_STAMP_RE.match(line) or _is_page_number(line, i in edge, before)
                     or (n_pages >= 2 and i in page_keys and seen[page_keys[i]] >= need)):
                 drop.add(i)
+                if i not in edge and _BARE_NUMBERS_RE.match(line):
+                    inside.add(i)
+        drop -= _figure_columns(inside)  # a table's column of figures, not the page numbers of printed pages
         drop |= _number_runs(lines)
         out.append(drop)
+    return out
+
+
+def _figure_columns(inside: set[int]) -> set[int]:
+    """The line indices of ``inside`` that belong to a run of at least ``FIGURE_RUN`` consecutive lines."""
+    out: set[int] = set()
+    run: list[int] = []
+    for i in [*sorted(inside), -2]:
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if len(run) >= FIGURE_RUN:
+            out.update(run)
+        run = [i]
     return out
 
 

@@ -48,6 +48,9 @@ _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _ASCII_CLASSES = str.maketrans({chr(i): "a" if re.match(r"\w", chr(i)) else " " if re.match(r"\s", chr(i)) else "."
                                 for i in range(128)})
 
+# punctuation some filings' PDFs write with a look-alike code point: U+037E GREEK QUESTION MARK for ";"
+# (NFKC maps it so), U+2024 ONE DOT LEADER for "."; read as what they show, so sentences and list items end
+_LOOKALIKES = str.maketrans({"\u037e": ";", "\u2024": "."})
 _SPACES_RE = re.compile(r"[ \t\f\v\u00a0\u1680\u2000-\u200b\u202f\u205f\u3000\ufeff]+")
 _CLAUSE_START_RE = re.compile(
     r"""^(?:
@@ -76,6 +79,8 @@ _LAST_WORD_RE = re.compile(r"([\w.§-]+)\W*$")
 _TITLE_LINE_RE = re.compile(r"^[A-Z][A-Za-z'’&/,\- ]{2,58}[A-Za-z]$")
 _NUMBER_ONLY_RE = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*\.?|\(\w{1,4}\)|(?:section|article)\s+[\dIVXLC][\d.]*\.?)$",
                              re.IGNORECASE)  # a clause number on a line of its own: "12.", "(a)", "ARTICLE V"
+# a line ending on one of these stops inside a phrase: the next line goes on with it, whatever it starts with
+_OPEN_WORDS = frozenset("a an the of to at by for from in into on upon with under between than".split())
 _TITLE_SMALL = frozenset("a an and as at by for from in into of on or the to with without".split())
 _ASCII_LOWER_RE = re.compile(r"[a-z]")
 _DROP_ASCII_UPPER = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -125,11 +130,14 @@ def _last_word(text: str) -> str:
 
 def continues_number(prev: str, line: str) -> bool:
     """``line`` starts with a number that belongs to ``prev``'s sentence: "within thirty" + "(30) days",
-    "pursuant to Section" + "3.2 hereof", "Sections 2.9 (Samples)," + "ARTICLE 10 (Confidentiality)".  Such a
-    line opens no clause and no paragraph."""
+    "pursuant to Section" + "3.2 hereof", "Sections 2.9 (Samples)," + "ARTICLE 10 (Confidentiality)", or
+    anything after a line that stops on a preposition or an article ("with offices at" + "104 West …").  Such
+    a line opens no clause and no paragraph."""
     if not prev or prev.endswith(_SENT_END):
         return False
     last = _last_word(prev)
+    if last in _OPEN_WORDS:  # "… with offices at" + "104 West 29th Street", "… in connection with" + "(i) the …"
+        return True
     if _PAREN_NUMBER_RE.match(line):
         return last.rstrip(".") in NUMBER_WORDS or last in REFERENCE_WORDS
     if _REFERENCE_START_RE.match(line):  # "... survive: ARTICLE 9 (Remedies),\nARTICLE 10 (Confidentiality), ..."
@@ -163,6 +171,7 @@ def _paragraphs(page_text: str) -> list[str]:
 def _titled_paragraphs(page_text: str) -> list[tuple[str, str | None]]:
     """The page's paragraphs, each with the unnumbered Title Case heading line it starts with (or None)."""
     text = page_text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.translate(_LOOKALIKES)
     lines = [line.strip() for line in _SPACES_RE.sub(" ", text).split("\n")]  # no run of spaces holds a "\n"
     paragraphs: list[list[str]] = []
     titles: list[str | None] = []

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clausegate.errors import PlaybookError
 from clausegate.review.categories import CATEGORIES, canonical
+from clausegate.review.custom_categories import CustomCategory
 from clausegate.review.positions import Position
 
 BUILTIN_DIR = Path(__file__).parent / "playbooks"
@@ -139,6 +140,9 @@ class Playbook(_Strict):
     retention: RetentionSettings = RetentionSettings()
     positions: list[Position] = Field(default_factory=list, description="the team's standard per category "
                                       "(clausegate/review/positions.py)")
+    custom_categories: list[CustomCategory] = Field(
+        default_factory=list, description="clause types the team defines by a question and 3-10 example clauses "
+                                          "(clausegate.review.custom_categories); not CUAD names")
 
     @field_validator("categories", "high_risk", mode="before")
     @classmethod
@@ -165,6 +169,15 @@ class Playbook(_Strict):
         twice = sorted({n for n in named if named.count(n) > 1})
         if twice:
             raise ValueError(f"positions gives more than one position for {twice}")
+        return self
+
+    @model_validator(mode="after")
+    def _custom_names_are_new(self) -> Playbook:
+        names = [c.name.lower() for c in self.custom_categories]
+        clash = [c.name for c in self.custom_categories if c.name.lower() in {n.lower() for n in CATEGORIES}]
+        if clash or len(set(names)) != len(names):
+            raise ValueError(f"custom_categories must have new, distinct names (CUAD has {clash})" if clash
+                             else "custom_categories names repeat")
         return self
 
     @property

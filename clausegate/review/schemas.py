@@ -7,16 +7,20 @@ if both see the same class path.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from clausegate.review.categories import CATEGORIES, canonical
 from clausegate.review.text_identity import text_id as _text_id
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
+
+# a playbook-defined clause type's name (clausegate.review.custom_categories.CustomCategory.name)
+_CUSTOM_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9 /&'()-]{1,59}$")
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -153,6 +157,7 @@ class Dispute(_Model):
 
 
 class Clause(_Model):
+    custom: bool = Field(False, description="the category is one the playbook defines (custom_categories), not CUAD's")
     category: str
     text: str = Field(min_length=1)
     pages: list[int] = Field(min_length=1)
@@ -172,7 +177,11 @@ class Clause(_Model):
 
     @field_validator("category")
     @classmethod
-    def _known_category(cls, value: str) -> str:
+    def _known_category(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("custom"):  # a playbook's own clause type: its name was checked with its definition
+            if not _CUSTOM_NAME_RE.match(value):
+                raise ValueError(f"invalid custom clause category name {value!r}")
+            return value
         try:
             return canonical(value)
         except KeyError:

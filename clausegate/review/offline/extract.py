@@ -3,6 +3,9 @@
 ``extract_offline`` turns the pre-filtered passages into ``Clause`` objects.  For each
 requested category ``c``:
 
+A table of contents (``clausegate.review.toc``) lists every clause's heading but is none: its passages are
+never found, possible or shown.
+
 * **found**: when a passage's probability for ``c`` is at or above ``extract_threshold[c]``
   (artifact metadata, tuned on out-of-fold scores of CUAD's TRAIN split: contract-level F1, or
   for the recall-first high-risk categories the recall target; never below 0.05), the best
@@ -29,6 +32,7 @@ from clausegate.review.categories import canonical
 from clausegate.review.evidence import evidence_for, prepare
 from clausegate.review.offline.model import OfflineModel, load_model, score_passages
 from clausegate.review.schemas import Clause, FilteredDocument
+from clausegate.review.toc import toc_flags
 
 
 def _category_scores(filtered: FilteredDocument, cats: list[str]) -> list[dict[str, float]]:
@@ -62,9 +66,10 @@ def decide(filtered: FilteredDocument, categories: list[str], model: OfflineMode
     if not filtered.passages or not cats:
         return {}
     rows = _category_scores(filtered, cats)
+    toc = toc_flags([p.text for p in filtered.passages])
     out: dict[str, tuple[list[int], bool]] = {}
     for c in cats:
-        scores = [float(row[c]) for row in rows]
+        scores = [0.0 if toc[i] else float(row[c]) for i, row in enumerate(rows)]  # a table of contents is no clause
         best = max(range(len(scores)), key=scores.__getitem__)
         if scores[best] >= model.extract_threshold(c):
             shown = model.passage_threshold(c)

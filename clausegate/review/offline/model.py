@@ -91,15 +91,18 @@ class OfflineModel:
         """Lowest passage probability at which a category that did not reach its extraction
         threshold is listed as "possible" (a person checks it); 1.0 when not tuned.
 
-        "Possible" means *near* the threshold: never more than ``POSSIBLE_MARGIN_LOGIT`` log-odds
-        below it (the same margin the model cascade uses for "unsure"), whatever the tuned value,
-        so an ordinary cap clause does not raise a possible Uncapped Liability gate."""
+        The artifact's tuned value is served as it is (2.4): it is the operating point chosen on TRAIN
+        cross-validation for found-or-possible recall (``recall_first`` in the metadata).  Before 2.4 it was
+        held within ``POSSIBLE_MARGIN_LOGIT`` log-odds of the extraction threshold, which kept Liquidated
+        Damages and Most Favored Nation below the recall they were tuned for."""
         value = self.metadata.get("possible_threshold", {}).get(category)
         if value is None:
             return 1.0
         extract = self.extract_threshold(category)
-        near = 1.0 / (1.0 + np.exp(-(_logit(extract) - POSSIBLE_MARGIN_LOGIT)))
-        return min(extract, max(float(value), float(near)))
+        if self.metadata.get("recall_first", {}).get("possible_min_precision", 0.35) >= 0.35:  # 2.3 and before
+            near = 1.0 / (1.0 + np.exp(-(_logit(extract) - POSSIBLE_MARGIN_LOGIT)))
+            return min(extract, max(float(value), float(near)))
+        return min(extract, float(value))
 
     def calibrate(self, category: str, p: float) -> float:
         """The confidence shown for a finding whose passage probability is ``p`` (see module doc)."""
