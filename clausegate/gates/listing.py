@@ -78,6 +78,13 @@ def waiting_gates(*, now: datetime | None = None, limit: int = 200) -> list[Wait
     return sorted(gates, key=lambda g: g.sla_deadline)
 
 
+def gate_of_message(channel: str, ts: str) -> str | None:
+    """The run waiting at the gate whose Slack message is ``ts`` in ``channel`` (a thread reply names its parent
+    so), or None."""
+    found = next((g for g in waiting_gates() if g.slack and g.slack.channel == channel and g.slack.ts == ts), None)
+    return found.flow_run_id if found else None
+
+
 def format_delta(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
     sign = "-" if seconds < 0 else ""

@@ -20,7 +20,7 @@ from clausegate.gateway.slack_state import ReplayGuard
 from clausegate.inbox.errors import TooLarge
 from clausegate.inbox.service import Inbox
 
-SLACK_PATHS = frozenset({"/slack/interactions", "/slack/commands"})
+SLACK_PATHS = frozenset({"/slack/interactions", "/slack/commands", "/slack/events"})
 SUBMIT_PATH = "/inbox/tasks"
 GATEWAY_TOO_LARGE = "CG-GATEWAY-TOO-LARGE"  # a request body over its route's limit (inbox routes: CG-INBOX-TOO-LARGE)
 
