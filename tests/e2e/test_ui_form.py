@@ -118,7 +118,7 @@ def test_both_alternatives_can_be_entered_and_the_run_gets_them(ui, driver):
     tabs(driver, "extractor")[alternative(extractor, "object")].click()
     choices = wait_until(lambda: section(driver, "extractor").find_element("css selector", "select"), 10)
     assert [o.text for o in choices.find_elements("css selector", "option")] == ["offline", BLOCK]
-    from selenium.webdriver.support.ui import Select  # local import: selenium is a bench extra
+    from selenium.webdriver.support.ui import Select  # local import: the module skips before, without selenium
 
     Select(choices).select_by_visible_text(BLOCK)
     time.sleep(1)
