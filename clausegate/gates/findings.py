@@ -20,12 +20,14 @@ any *changes* → ``changes_requested``, else (all approved) ``complete``.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from prefect.input import RunInput
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from clausegate.gates.model import (
     DECISION_PAST,
+    DECISIONS,
     STATUS_BY_DECISION,
     Decision,
     DecisionInfo,
@@ -196,6 +198,16 @@ def describe_slots(fp: FindingProgress) -> str:
     return "; ".join(parts)
 
 
+# A finding's field: optional, but in the form one drop-down of the decisions (not a `str | None` union, which the
+# Prefect UI renders as two tabs with "None" picked). Its schema has no default: the UI leaves an unanswered
+# field out of the answer (with `"default": null` it sends null, which the drop-down's schema refuses).
+FindingDecision = Annotated[Decision | None, WithJsonSchema({"type": "string", "enum": list(DECISIONS)})]
+
+
+def _no_default(schema: dict) -> None:
+    schema.pop("default", None)
+
+
 class FindingsInput(RunInput):
     """Base of a per-finding gate's form (see :func:`findings_form`); unknown fields are ignored."""
 
@@ -220,7 +232,8 @@ def findings_form(record: GateRecord):
                     "so an answer here is not counted.")
         else:
             note = "approve, changes or escalate; leave empty to decide it later."
-        fields[f.id] = (Decision | None, Field(None, title=f"{f.id} · {f.category} (p. {pages})", description=note))
+        fields[f.id] = (FindingDecision, Field(None, title=f"{f.id} · {f.category} (p. {pages})", description=note,
+                                                   json_schema_extra=_no_default))
     return create_model("GateFindingsInput", __base__=FindingsInput, **fields)
 
 

@@ -3,26 +3,22 @@ without it): each alternative of ``playbook`` and ``extractor`` can be entered (
 flip the form back to the drop-down), the extractor drop-down offers the saved model blocks, and the run the form
 creates gets what was entered.
 
-The server is Prefect's own with its UI (SQLite in the test's folder, no API credential: the form is what is
-tested); the deployment carries the schema `prefect deploy` stores (``parameter_schema``) with the blocks `clausegate
-up` offers (``offer_model_blocks``).  The UI at the run page is Prefect's default there (V1)."""
+The server is Prefect's own with its UI (tests/support/prefect_ui.py: SQLite in the test's folder, no API
+credential: the form is what is tested); the deployment carries the schema `prefect deploy` stores
+(``parameter_schema``) with the blocks `clausegate up` offers (``offer_model_blocks``).  The UI at the run page is
+Prefect's default there (V1)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 
-import httpx
 import pytest
 from prefect.utilities.callables import parameter_schema
 
 from clausegate.pipeline import parameters
 from flows.contract_review import contract_review
 from tests.support.browser import headless_chromium, wait_until
-from tests.support.prefect_server import free_port
-from tests.support.processes import stop_process_group
+from tests.support.prefect_ui import api_call, prefect_ui_server
 
 pytestmark = pytest.mark.slow
 BLOCK = "anthropic-model/fake-claude"
@@ -38,22 +34,8 @@ def driver():
 @pytest.fixture(scope="module")
 def ui(driver, tmp_path_factory):
     """A Prefect server with its UI; yields its URL (API at URL/api)."""
-    home = tmp_path_factory.mktemp("ui-server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "CLAUSEGATE_"))}
-    env.update(PREFECT_HOME=str(home), PREFECT_UI_ENABLED="true", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_SERVER_API_HOST="127.0.0.1", PREFECT_SERVER_API_PORT=str(port),
-               PREFECT_UI_API_URL=f"{url}/api")
-    log = open(home / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                             str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        healthy = wait_until(lambda: proc.poll() is None and httpx.get(f"{url}/api/health", timeout=2).json(), 180)
-        assert healthy, (home / "server.log").read_text()[-3000:]
+    with prefect_ui_server(tmp_path_factory.mktemp("ui-server")) as url:
         yield url
-    finally:
-        stop_process_group(proc)
 
 
 def section(driver, name: str):
@@ -93,10 +75,10 @@ def type_into(driver, name: str, text: str) -> None:
 
 def test_both_alternatives_can_be_entered_and_the_run_gets_them(ui, driver):
     schema = parameters.offer_model_blocks(parameter_schema(contract_review).model_dump(), [BLOCK])
-    flow = httpx.post(f"{ui}/api/flows/", json={"name": "contract-review"}, timeout=30).json()
-    deployment = httpx.post(f"{ui}/api/deployments/", timeout=30, json={
+    flow = api_call("POST", f"{ui}/api/flows/", json={"name": "contract-review"})
+    deployment = api_call("POST", f"{ui}/api/deployments/", json={
         "name": "ui-form", "flow_id": flow["id"], "parameter_openapi_schema": schema,
-        "enforce_parameter_schema": True}).json()
+        "enforce_parameter_schema": True})
     driver.get(f"{ui}/deployments/deployment/{deployment['id']}/run")
     assert wait_until(lambda: tabs(driver, "extractor") and tabs(driver, "playbook"), 90), \
         driver.find_element("tag name", "body").text[:3000]
@@ -118,7 +100,7 @@ def test_both_alternatives_can_be_entered_and_the_run_gets_them(ui, driver):
     tabs(driver, "extractor")[alternative(extractor, "object")].click()
     choices = wait_until(lambda: section(driver, "extractor").find_element("css selector", "select"), 10)
     assert [o.text for o in choices.find_elements("css selector", "option")] == ["offline", BLOCK]
-    from selenium.webdriver.support.ui import Select  # local import: selenium is a bench extra
+    from selenium.webdriver.support.ui import Select  # local import: the module skips before, without selenium
 
     Select(choices).select_by_visible_text(BLOCK)
     time.sleep(1)
@@ -129,8 +111,8 @@ def test_both_alternatives_can_be_entered_and_the_run_gets_them(ui, driver):
     next(b for b in driver.find_elements("tag name", "button") if b.text.strip() == "Submit").click()
 
     def created():
-        runs = httpx.post(f"{ui}/api/flow_runs/filter", timeout=30, json={
-            "deployments": {"id": {"any_": [deployment["id"]]}}}).json()
+        runs = api_call("POST", f"{ui}/api/flow_runs/filter", json={
+            "deployments": {"id": {"any_": [deployment["id"]]}}})
         return runs[0] if runs else None
 
     run = wait_until(created, 60)

@@ -49,13 +49,18 @@ def wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) 
     raise RuntimeError(f"{url} not up after {timeout}s:\n{log.read_text()[-3000:]}")
 
 
-def wait_for_deployment(name: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
-    """Until the deployment ``flow/name`` exists on the session server; fails early when ``proc`` exits."""
+def wait_for_deployment(name: str, proc: subprocess.Popen, log: Path, timeout: float = 90,
+                        api_url: str | None = None) -> None:
+    """Until the deployment ``flow/name`` exists on the session server (or the one at ``api_url``, asked over
+    HTTP); fails early when ``proc`` exits."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with get_client(sync_client=True) as client:
-                client.read_deployment_by_name(name)
+            if api_url:
+                httpx.get(f"{api_url}/deployments/name/{name}", timeout=5).raise_for_status()
+            else:
+                with get_client(sync_client=True) as client:
+                    client.read_deployment_by_name(name)
             return
         except Exception as error:
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -64,14 +69,16 @@ def wait_for_deployment(name: str, proc: subprocess.Popen, log: Path, timeout: f
             time.sleep(0.3)
 
 
-def start_served(module_args: list[str], deployment: str, log: Path, env: dict[str, str]) -> subprocess.Popen:
+def start_served(module_args: list[str], deployment: str, log: Path, env: dict[str, str], *,
+                 api_url: str | None = None) -> subprocess.Popen:
     """``python -m <module_args>`` (a ``serve`` of ``deployment``) in its own session, once the deployment is
-    registered. Stop it with :func:`stop_process_group`."""
+    registered (on the server at ``api_url`` when given, else the session's). Stop it with
+    :func:`stop_process_group`."""
     env = {"PREFECT_RUNNER_POLL_FREQUENCY": "1", **env, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", *module_args], cwd=ROOT, env=env, stdout=open(log, "wb"),
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_for_deployment(deployment, proc, log)
+        wait_for_deployment(deployment, proc, log, api_url=api_url)
     except BaseException:
         stop_process_group(proc)
         raise

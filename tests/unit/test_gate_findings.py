@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from clausegate.demo.slack_server import _block_kit_problems
 from clausegate.gates import findings, receipts
-from clausegate.gates.model import DecisionInfo, Finding, GateRecord, base_key, round_key, text_sha256
+from clausegate.gates.model import DECISIONS, DecisionInfo, Finding, GateRecord, base_key, round_key, text_sha256
 from clausegate.gates.slack_findings import findings_message
 from clausegate.gates.store import GateExtras
 
@@ -96,6 +96,10 @@ def test_round_keys_and_the_per_finding_form():
     assert {"reviewer", "F1", "F2", "F3", "F4"} <= set(schema["properties"]) and schema["required"] == ["reviewer"]
     assert "must decide this in Slack" in schema["properties"]["F1"]["description"]
     assert form(reviewer="dana", F2="changes").F2 == "changes"
+    # one drop-down per finding in the Prefect UI: an enum, not a `str | None` union, and no null default (the UI
+    # would send it, and the schema refuses null); an unanswered finding is left out and reads as None
+    assert schema["properties"]["F1"]["enum"] == list(DECISIONS) and "anyOf" not in schema["properties"]["F1"]
+    assert "default" not in schema["properties"]["F1"] and form(reviewer="dana").F1 is None
 
 
 def test_twelve_findings_fit_slack_block_limits():
