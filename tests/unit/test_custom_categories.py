@@ -65,3 +65,25 @@ def test_a_definition_is_checked():
     with pytest.raises(ValidationError, match="examples"):
         CustomCategory(name="Force Majeure", question="Is a party excused by events beyond its control?",
                        examples=["A party is excused by events beyond its control."])
+
+
+def test_gates_and_high_risk_may_name_a_custom_category_the_playbook_defines():
+    base = BOOK.read_text(encoding="utf-8")
+    text = base.replace("high_risk:\n", "high_risk:\n  - Indemnification\n").replace(
+        "gates:\n", "gates:\n  - category: Indemnification\n    reason: the team's indemnities need legal.\n")
+    book = parse_playbook(text)
+    assert book.gated_categories == ["Indemnification", "Uncapped Liability"]
+    assert book.high_risk[0] == "Indemnification" and book.custom_names == ["Indemnification", "Confidentiality"]
+
+
+@pytest.mark.parametrize("field, entry", [("gates", "  - category: Force Majeure\n"),
+                                          ("high_risk", "  - Force Majeure\n")])
+def test_a_name_neither_cuad_nor_custom_is_still_refused(field, entry):
+    text = BOOK.read_text(encoding="utf-8").replace(f"{field}:\n", f"{field}:\n{entry}")
+    with pytest.raises(PlaybookError) as caught:
+        parse_playbook(text)
+    message = str(caught.value)
+    assert f"{field}: unknown clause category 'Force Majeure'" in message
+    assert "Indemnification" in message and "CUAD" in message  # what the names may be
+    with pytest.raises(PlaybookError, match="unknown clause category 'Indemnification'"):  # no custom definition
+        parse_playbook("name: x\ncategories: [Insurance]\ngates: [{category: Indemnification}]\n")
