@@ -87,3 +87,22 @@ def test_a_name_neither_cuad_nor_custom_is_still_refused(field, entry):
     assert "Indemnification" in message and "CUAD" in message  # what the names may be
     with pytest.raises(PlaybookError, match="unknown clause category 'Indemnification'"):  # no custom definition
         parse_playbook("name: x\ncategories: [Insurance]\ngates: [{category: Indemnification}]\n")
+
+
+def test_a_possible_custom_finding_of_a_gated_category_goes_to_the_gate_marked_possible_and_team_defined():
+    from clausegate.gates.model import findings_of
+    from clausegate.review import assemble
+
+    defined = load_playbook(str(BOOK)).custom_categories[0]
+    near = defined.model_copy(update={"threshold": 0.7, "keywords": []})  # the indemnity: between 75 % of it and it
+    filtered = assemble.prefilter_step(WITH_BOTH, ["Cap on Liability"])
+    extraction = assemble.extract_step(filtered, ["Cap on Liability"])
+    review = assemble.assemble_review(WITH_BOTH, filtered, extraction, playbook="team-clauses",
+                                      gated=["Indemnification"], protected=["Indemnification"],
+                                      custom=assemble.custom_step(WITH_BOTH, [near], ["Indemnification"]))
+    custom = [c for c in review.clauses if c.custom]
+    assert [(c.category, c.possible) for c in custom] == [("Indemnification", True)]
+    assert custom[0].confidence < 0.5  # below its threshold: under 0.5 (custom_categories.confidence)
+    assert review.gated_categories == ["Indemnification"] and "Indemnification" not in review.missing_categories
+    [finding] = findings_of(review, review.gated_categories)
+    assert finding.text.startswith("team-defined clause type: POSSIBLE (not certain; please check): § 7")
