@@ -111,7 +111,8 @@ def findings_table(review) -> Table:
             f"¶ {c.paragraph}" if c.paragraph else f"chars {c.span[0]}" if c.span else "?" for c in clauses)
         text = " ".join(best.text.split())
         gate = "[red]needs a person[/red]" if category in review.gated_categories else ""
-        table.add_row(category, where, f"{best.confidence:.2f}", gate,
+        name = f"{category} (team-defined)" if best.custom else category  # a playbook's custom_categories
+        table.add_row(name, where, f"{best.confidence:.2f}", gate,
                       text[:110] + ("…" if len(text) > 110 else ""))
     for check in review.positions:  # a required clause not found (playbook positions): a row with no quote
         if check.verdict == "missing":

@@ -310,6 +310,8 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
                 text = f"§ {clause.section}: {text}"
             if clause.possible:  # scored near the threshold without reaching it: the person checks it
                 text = f"POSSIBLE (not certain; please check): {text}"
+            if clause.custom:  # a clause type the playbook defines (by examples), not one of CUAD's
+                text = f"team-defined clause type: {text}"
             pages = list(clause.pages) if review.format == "pdf" else []
             check = verdicts.get(index)  # strict: the verdict only (its reason quotes the clause's figures)
             position = (check.verdict if strict else describe(check)) if check else None

@@ -104,6 +104,11 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                     filtered.pages_kept)
         extraction = tasks.extract_clauses(opaque(filtered), categories, version)
         extraction = extraction.model_copy(update={"contract_id": contract.contract_id})
+        custom = None
+        if book.custom_categories:  # the team's own clause types: similarity to the playbook's examples
+            custom = tasks.find_custom_clauses(opaque(document), tuple(book.custom_categories),
+                                               tuple(book.high_risk), version)  # keyed on the text
+            custom = custom.model_copy(update={"contract_id": contract.contract_id})
         cascade_summary = key_terms = None
         costs = {}
         if use != "offline":
@@ -125,7 +130,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                                                      *book.position_gated],
                                           cascade=cascade_summary,
                                           suggestions=generated.suggestions, notices=generated.notices,
-                                          cost_by_step=costs, positions=book.positions)
+                                          cost_by_step=costs, positions=book.positions, custom=custom)
         review = review.model_copy(update={"model_unconfirmed": unconfirmed, "text_id": document.text_id,
                                            "reused_from": reused_from, "key_terms": key_terms})
     except ClauseGateError as error:

@@ -53,6 +53,7 @@ from clausegate.pipeline.model_calls import (
 from clausegate.pipeline.timing import timed_step
 from clausegate.providers.retry import MODEL_RETRY_POLICY, retry_condition
 from clausegate.review import assemble, schemas
+from clausegate.review.custom_categories import CustomCategory
 from clausegate.review.document import formats, sandbox
 from clausegate.review.document.codes import PARSER_VERSION
 from clausegate.review.llm import extract as llm_extract
@@ -189,6 +190,15 @@ def extract_clauses(filtered: FilteredDocument, categories: tuple[str, ...], mod
     return assemble.extract_step(filtered, categories)
 
 
+@task(name="find-custom-clauses", cache_policy=TEXT_KEYED, **_COMMON)
+@timed_step("extract")  # the batch summary's "where the time went"
+def find_custom_clauses(document: ParsedDocument, categories: tuple[CustomCategory, ...], high_risk: tuple[str, ...],
+                        model_version: str) -> Extraction:
+    """The playbook's custom categories (their definitions are inputs: an edited example is a new key); keyed on
+    the text like the pre-filter, and on the offline model's version (its vocabulary and idf make the vectors)."""
+    return assemble.custom_step(document, categories, high_risk)
+
+
 @task(name="ask-extraction-model", **_MODEL_CALL)
 @timed_step("extract")  # the batch summary's "where the time went"
 def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens: int,
@@ -263,6 +273,7 @@ class ReviewTasks:
     parse_contract: Task
     prefilter_passages: Task
     extract_clauses: Task
+    find_custom_clauses: Task
     ask_extraction_model: Task
     ask_generation_model: Task
     publish_report: Task
@@ -301,6 +312,7 @@ def configure(book: Playbook) -> ReviewTasks:
         parse_contract=with_step_options(parse_contract, steps.parse, expiry),
         prefilter_passages=with_step_options(prefilter_passages, steps.prefilter, expiry),
         extract_clauses=with_step_options(extract_clauses, steps.extract, expiry),
+        find_custom_clauses=with_step_options(find_custom_clauses, steps.extract, expiry),
         ask_extraction_model=with_step_options(ask_extraction_model, steps.extract, expiry),
         ask_generation_model=with_step_options(ask_generation_model, steps.generate, expiry),
         publish_report=with_step_options(publish_report, steps.report, expiry),

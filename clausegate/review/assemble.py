@@ -13,6 +13,9 @@ A parsed document with document-integrity warnings (``CG-PDF-HIDDEN-TEXT``,
 The playbook's positions (``clausegate.review.positions``) are checked here too: each finding of a
 category with a position gets a verdict in ``Review.positions``, and a verdict the position gates on
 (``deviates``, ``missing``) puts the category in ``gated_categories``.
+
+The playbook's own clause types (``custom_categories``: ``custom_step``) join the review as findings with
+``custom`` set, after CUAD's; a gated or high-risk one is treated exactly as a CUAD category of that name.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from clausegate.errors import StepInputError
 from clausegate.review.categories import CATEGORIES
+from clausegate.review.custom_categories import CustomCategory, find_custom
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
 from clausegate.review.locate import place
 from clausegate.review.money import add_costs
@@ -79,6 +83,15 @@ def extract_step(filtered: Any, categories: Iterable[str]) -> Extraction:
     )
 
 
+def custom_step(document: Any, categories: Iterable[CustomCategory], high_risk: Iterable[str]) -> Extraction:
+    """The playbook's custom categories in the document (``find_custom``), as an extraction of their own."""
+    parsed = require(ParsedDocument, document, step="custom")
+    wanted = list(categories)
+    return Extraction(contract_id=parsed.contract_id, extractor="custom categories (similarity to the examples)",
+                      clauses=find_custom(parsed, wanted, frozenset(high_risk)),
+                      categories_checked=[c.name for c in wanted])
+
+
 def assemble_review(
     document: Any,
     filtered: Any,
@@ -93,16 +106,22 @@ def assemble_review(
     notices: Iterable[Notice] = (),
     cost_by_step: dict[str, Cost] | None = None,
     positions: Iterable[Position] = (),
+    custom: Any = None,
 ) -> Review:
+    """``custom``: the custom categories' extraction (``custom_step``), or None when the playbook defines none."""
     parsed = require(ParsedDocument, document, step="review")
     kept = require(FilteredDocument, filtered, step="review")
     found = require(Extraction, extraction, step="review")
+    own = require(Extraction, custom, step="review") if custom is not None else None
+    checked = [*found.categories_checked, *(own.categories_checked if own else [])]
+    order = {name: i for i, name in enumerate([*CATEGORIES, *checked])}  # CUAD's order, then the playbook's
     # min_confidence thins out ordinary findings; a gated or high-risk finding leaves only by a person's
     # decision, never by a threshold (which a model's low-confidence answer could otherwise push it under)
     keep, gated = set(protected), list(gated)
     clauses = sorted(
-        (c for c in found.clauses if c.confidence >= min_confidence or c.possible or c.category in keep),
-        key=lambda c: (CATEGORIES.index(c.category), c.pages[0], -c.confidence),
+        (c for c in [*found.clauses, *(own.clauses if own else [])]
+         if c.confidence >= min_confidence or c.possible or c.category in keep),
+        key=lambda c: (order.get(c.category, len(order)), c.pages[0], -c.confidence),
     )
     present = {c.category for c in clauses if not c.possible}
     # "possible" clauses (scored near the threshold): not findings, but never left among the missing
@@ -114,7 +133,7 @@ def assemble_review(
     positions = list(positions)
     checks = check_positions(clauses, positions)
     gated_found += [c for c in gating_categories(checks, positions) if c not in gated_found]
-    warnings = [*parsed.notices, *found.notices, *notices]
+    warnings = [*parsed.notices, *found.notices, *(own.notices if own else []), *notices]
     if integrity_warnings(warnings):
         # Hidden or garbled text: what was reviewed may not be what the contract says. Never a plain
         # `complete`: the human gate asks about it like a gated finding (listed first).
@@ -129,7 +148,7 @@ def assemble_review(
         status="complete",
         extractor=found.extractor,
         clauses=clauses,
-        missing_categories=[c for c in found.categories_checked if c not in present and c not in possible],
+        missing_categories=[c for c in checked if c not in present and c not in possible],
         gated_categories=gated_found,
         pages_total=len(parsed.pages),
         pages_kept=kept.pages_kept,

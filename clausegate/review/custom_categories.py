@@ -10,8 +10,11 @@ confidentiality, data protection, …).  They are found offline by similarity to
   ``bench/custom_categories.py``) is found; below it, one at or above ``POSSIBLE_SHARE`` of the threshold is a
   "possible" finding when the category is high-risk (a person checks it).
 
-The similarity is a score, not a calibrated probability: a clause's ``confidence`` is the similarity, capped at
-1.  Measured on CUAD against the supervised model (docs/quality.md, "Clause types a team defines").
+The similarity is a score, not a calibrated probability.  A clause's ``confidence`` (``confidence``) maps it
+piecewise-linearly so that the category's threshold reads 0.5, as a probability at a decision boundary would: from
+0 at similarity 0 to 0.5 at the threshold, then to 1 at similarity 1 (capped).  So a playbook's
+``min_confidence`` and the report's figures read alike for CUAD and custom findings.  Measured on CUAD against the
+supervised model (docs/quality.md, "Clause types a team defines").
 """
 
 from __future__ import annotations
@@ -84,6 +87,13 @@ def similarities(texts: list[str], category: CustomCategory, model: OfflineModel
     return out
 
 
+def confidence(score: float, threshold: float) -> float:
+    """``score`` (a similarity) as a confidence in [0, 1]: 0.5 at ``threshold`` (see the module doc)."""
+    if score < threshold:
+        return round(0.5 * max(score, 0.0) / threshold, 4)
+    return round(min(1.0, 0.5 + 0.5 * (score - threshold) / (1.0 - threshold)), 4) if threshold < 1 else 1.0
+
+
 def decide(scores: np.ndarray, category: CustomCategory, high_risk: bool) -> tuple[list[int], bool] | None:
     """(indices of the passages shown, possible?) for one category, or None when nothing is shown."""
     if not len(scores):
@@ -123,10 +133,10 @@ def find_custom(doc: ParsedDocument, categories: list[CustomCategory], high_risk
         for i in sorted(indices, key=lambda i: -scores[i])[:MAX_SHOWN]:
             text, cut = shorten(texts[i])
             out.append(Clause(custom=True, category=category.name, text=text, pages=[pages[i]], section=sections[i],
-                              confidence=round(min(1.0, float(scores[i])), 4), source="offline",
+                              confidence=confidence(float(scores[i]), category.threshold), source="offline",
                               possible=possible, cut=cut))
     return out
 
 
-__all__ = ["DEFAULT_THRESHOLD", "KEYWORD_BONUS", "MAX_SHOWN", "POSSIBLE_SHARE", "CustomCategory", "decide",
-           "find_custom", "similarities"]
+__all__ = ["DEFAULT_THRESHOLD", "KEYWORD_BONUS", "MAX_SHOWN", "POSSIBLE_SHARE", "CustomCategory", "confidence",
+           "decide", "find_custom", "similarities"]

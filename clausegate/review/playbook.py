@@ -23,6 +23,8 @@ from clausegate.review.positions import Position
 BUILTIN_DIR = Path(__file__).parent / "playbooks"
 
 CategoryName = Annotated[str, Field(description="one of CUAD's 41 category names")]
+GateableName = Annotated[str, Field(description="one of CUAD's 41 category names, or the name of one of the "
+                                                "playbook's custom_categories")]
 
 
 class _Strict(BaseModel):
@@ -35,6 +37,15 @@ def _canonical_category(value: str) -> str:
     except KeyError:
         raise ValueError(f"unknown clause category {_clipped(repr(value))} "
                          "(see clausegate.review.categories.CATEGORIES)") from None
+
+
+def _cuad_or_custom(value: str) -> str:
+    """A CUAD name made canonical; any other name is kept as written, for ``Playbook`` to check against its
+    ``custom_categories`` (a name that is neither is refused there, with the same clear error)."""
+    try:
+        return canonical(value)
+    except KeyError:
+        return value
 
 
 class StepPolicy(_Strict):
@@ -84,7 +95,7 @@ class Steps(_Strict):
 
 
 class Gate(_Strict):
-    category: CategoryName
+    category: GateableName
     sla_hours: float = Field(24, gt=0, description="escalate when nobody decided within this time")
     reason: str = ""
     roles: list[str] = Field(default_factory=list, description="roles that must each decide this category's "
@@ -102,7 +113,7 @@ class Gate(_Strict):
     @field_validator("category")
     @classmethod
     def _known(cls, value: str) -> str:
-        return _canonical_category(value)
+        return _cuad_or_custom(value)
 
 
 class Budgets(_Strict):
@@ -132,7 +143,7 @@ class Playbook(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     description: str = ""
     categories: list[CategoryName] = Field(min_length=1)
-    high_risk: list[CategoryName] = []
+    high_risk: list[GateableName] = []
     gates: list[Gate] = []
     steps: Steps = Steps()
     budgets: Budgets = Budgets()
@@ -151,15 +162,30 @@ class Playbook(_Strict):
             return list(CATEGORIES)
         return value
 
-    @field_validator("categories", "high_risk")
+    @field_validator("categories")
     @classmethod
     def _canonical(cls, values: list[str]) -> list[str]:
         names = [_canonical_category(v) for v in values]
         return list(dict.fromkeys(names))
 
+    @field_validator("high_risk")
+    @classmethod
+    def _canonical_or_custom(cls, values: list[str]) -> list[str]:
+        return list(dict.fromkeys(_cuad_or_custom(v) for v in values))
+
     @model_validator(mode="after")
     def _gates_and_risks_are_reviewed(self) -> Playbook:
-        wanted = set(self.categories)
+        """``high_risk`` and ``gates`` name reviewed CUAD categories or the playbook's custom ones; ``positions``
+        CUAD ones only.  A name that is neither CUAD's nor a custom category's is refused as unknown."""
+        custom = set(self.custom_names)
+        for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates])):
+            unknown = [n for n in names if n not in CATEGORIES and n not in custom]
+            if unknown:
+                raise ValueError(
+                    f"{field_name}: unknown clause category {_clipped(repr(unknown[0]))} (neither one of CUAD's "
+                    "names, see clausegate.review.categories.CATEGORIES, nor a name in custom_categories: "
+                    f"{_clipped(sorted(custom)) if custom else 'none defined'})")
+        wanted = set(self.categories) | custom
         for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates]),
                                   ("positions", [p.category for p in self.positions])):
             stray = [n for n in names if n not in wanted]
@@ -179,6 +205,11 @@ class Playbook(_Strict):
             raise ValueError(f"custom_categories must have new, distinct names (CUAD has {clash})" if clash
                              else "custom_categories names repeat")
         return self
+
+    @property
+    def custom_names(self) -> list[str]:
+        """The names of the playbook's own clause types (``custom_categories``), in order."""
+        return [c.name for c in self.custom_categories]
 
     @property
     def gated_categories(self) -> list[str]:

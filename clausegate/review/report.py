@@ -138,7 +138,7 @@ def render_markdown(review: Review) -> str:
         lines += [f"| Category | {column} | Confidence | Text |", "|---|---|---|---|"]
         for category, clauses in by_category.items():
             for clause in clauses:
-                mark = " **(disputed)**" if clause.dispute else ""
+                mark = (" *(team-defined)*" if clause.custom else "") + (" **(disputed)**" if clause.dispute else "")
                 lines.append(f"| {category}{mark} | {_where(clause)} | {clause.confidence:.2f} "
                              f"| {_md_cell(_cut(clause.text))} |")
     else:
@@ -147,7 +147,8 @@ def render_markdown(review: Review) -> str:
     if possible:
         lines += ["", f"## Possible clauses ({len(possible)}): scored near the threshold, check them", "",
                   f"| Category | {column} | Confidence | Text |", "|---|---|---|---|"]
-        lines += [f"| {c.category} | {_where(c)} | {c.confidence:.2f} | {_md_cell(_cut(c.text))} |" for c in possible]
+        lines += [f"| {c.category}{' *(team-defined)*' if c.custom else ''} | {_where(c)} | {c.confidence:.2f} "
+                  f"| {_md_cell(_cut(c.text))} |" for c in possible]
     if review.suggestions:
         lines += ["", "## Suggested redlines and questions for the counterparty", ""]
         for x in review.suggestions:

@@ -65,3 +65,44 @@ def test_a_definition_is_checked():
     with pytest.raises(ValidationError, match="examples"):
         CustomCategory(name="Force Majeure", question="Is a party excused by events beyond its control?",
                        examples=["A party is excused by events beyond its control."])
+
+
+def test_gates_and_high_risk_may_name_a_custom_category_the_playbook_defines():
+    base = BOOK.read_text(encoding="utf-8")
+    text = base.replace("high_risk:\n", "high_risk:\n  - Indemnification\n").replace(
+        "gates:\n", "gates:\n  - category: Indemnification\n    reason: the team's indemnities need legal.\n")
+    book = parse_playbook(text)
+    assert book.gated_categories == ["Indemnification", "Uncapped Liability"]
+    assert book.high_risk[0] == "Indemnification" and book.custom_names == ["Indemnification", "Confidentiality"]
+
+
+@pytest.mark.parametrize("field, entry", [("gates", "  - category: Force Majeure\n"),
+                                          ("high_risk", "  - Force Majeure\n")])
+def test_a_name_neither_cuad_nor_custom_is_still_refused(field, entry):
+    text = BOOK.read_text(encoding="utf-8").replace(f"{field}:\n", f"{field}:\n{entry}")
+    with pytest.raises(PlaybookError) as caught:
+        parse_playbook(text)
+    message = str(caught.value)
+    assert f"{field}: unknown clause category 'Force Majeure'" in message
+    assert "Indemnification" in message and "CUAD" in message  # what the names may be
+    with pytest.raises(PlaybookError, match="unknown clause category 'Indemnification'"):  # no custom definition
+        parse_playbook("name: x\ncategories: [Insurance]\ngates: [{category: Indemnification}]\n")
+
+
+def test_a_possible_custom_finding_of_a_gated_category_goes_to_the_gate_marked_possible_and_team_defined():
+    from clausegate.gates.model import findings_of
+    from clausegate.review import assemble
+
+    defined = load_playbook(str(BOOK)).custom_categories[0]
+    near = defined.model_copy(update={"threshold": 0.7, "keywords": []})  # the indemnity: between 75 % of it and it
+    filtered = assemble.prefilter_step(WITH_BOTH, ["Cap on Liability"])
+    extraction = assemble.extract_step(filtered, ["Cap on Liability"])
+    review = assemble.assemble_review(WITH_BOTH, filtered, extraction, playbook="team-clauses",
+                                      gated=["Indemnification"], protected=["Indemnification"],
+                                      custom=assemble.custom_step(WITH_BOTH, [near], ["Indemnification"]))
+    custom = [c for c in review.clauses if c.custom]
+    assert [(c.category, c.possible) for c in custom] == [("Indemnification", True)]
+    assert custom[0].confidence < 0.5  # below its threshold: under 0.5 (custom_categories.confidence)
+    assert review.gated_categories == ["Indemnification"] and "Indemnification" not in review.missing_categories
+    [finding] = findings_of(review, review.gated_categories)
+    assert finding.text.startswith("team-defined clause type: POSSIBLE (not certain; please check): § 7")
