@@ -40,7 +40,7 @@ from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_m
 from clausegate.review import assemble
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
-from clausegate.review.relocate import relocate
+from clausegate.review.relocate import NotFound, relocate
 from clausegate.review.schemas import Cost, FilteredDocument, Notice, Review, ReviewOrigin, StepFailure
 from clausegate.security.at_rest import SEALED_JSON
 
@@ -120,17 +120,19 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
             origin = filtered.origin
             if origin is None or origin.text_id in (None, document.text_id):
                 break  # computed on this layout: its locations are this document's
-            moved = relocate(document, filtered, extraction.clauses, suggestions,
-                             [*extraction.notices, *notices], key_terms)
-            if moved is not None:  # every passage and finding found again in this document
-                extraction = extraction.model_copy(update={"clauses": moved.clauses,
-                                                           "notices": moved.notices[:len(extraction.notices)]})
-                filtered, suggestions, key_terms = moved.filtered, moved.suggestions, moved.key_terms
-                notices = moved.notices[len(extraction.notices):]
-                break
-            logger.info("same words as %s in another layout, but a reused passage or finding has no single place "
-                        "in this file: computing this file's own", origin.filename)
-            model_gate, unconfirmed, degraded = [], [], False
+            try:  # every reused passage and finding found again in this document, or this file's own computed
+                moved = relocate(document, filtered, extraction.clauses, suggestions,
+                                 [*extraction.notices, *notices], key_terms)
+            except NotFound as missing:
+                logger.info("same words as %s in another layout, but this reused text has no single place in this "
+                            "file: %r; computing this file's own", origin.filename, str(missing))
+                model_gate, unconfirmed, degraded = [], [], False
+                continue
+            extraction = extraction.model_copy(update={"clauses": moved.clauses,
+                                                       "notices": moved.notices[:len(extraction.notices)]})
+            filtered, suggestions, key_terms = moved.filtered, moved.suggestions, moved.key_terms
+            notices = moved.notices[len(extraction.notices):]
+            break
         if reused_from is not None:
             logger.info("same text as %s (reviewed %s): its pre-filter, extraction and model answers are reused",
                         reused_from.filename, reused_from.reviewed_at.isoformat(timespec="seconds"))

@@ -7,7 +7,7 @@ assembled every location in them is found again in this document: each passage's
 is searched in this document's read text (furniture removed, as the pre-filter reads it), and its pages are
 the pages (or, in a .docx or text, the parts) it lies on here; the .docx ¶ and span then follow from them
 (``clausegate.review.locate``).  A text that is not found, or found in more than one place where the reused
-result cannot tell which, makes :func:`relocate` return None: the review then computes its own, because a
+result cannot tell which, makes :func:`relocate` raise :class:`NotFound`: the review then computes its own, because a
 reused result must never show a location of another file.
 """
 
@@ -80,7 +80,6 @@ class Relocated:
     suggestions: list[Suggestion]
     notices: list[Notice]
     key_terms: KeyTerms | None
-    pages: dict[int, int]  # a reused first page -> this document's, where the findings agree on one
 
 
 def _passages(layout: Layout, passages: list[Passage]) -> list[tuple[int, int]]:
@@ -122,53 +121,57 @@ def _clause(clause: Clause, find) -> Clause:
     return clause.model_copy(update=update)
 
 
-def _notice(notice: Notice, pages: dict[int, int]) -> Notice:
-    """A model step's notice with its page (and the pages its message cites) in this document."""
-    cited = [int(n) for n in _PAGE_REF.findall(notice.message)] + ([notice.page] if notice.page else [])
-    if any(n not in pages for n in cited):
-        raise NotFound(notice.message[:_HEAD])
-    message = _PAGE_REF.sub(lambda m: f"p. {pages[int(m.group(1))]}", notice.message)
-    return notice.model_copy(update={"message": message, "page": pages[notice.page] if notice.page else None})
+def _new_page(page: int, firsts: dict[tuple[str, int], set[int]], categories: list[str]) -> int:
+    """This document's first page for a reused first ``page`` of findings in ``categories`` (all: any), when
+    those findings all begin on one page here."""
+    new = {n for (category, old), moved in firsts.items() if old == page and category in categories for n in moved}
+    if len(new) != 1:
+        raise NotFound(f"p. {page}")
+    return next(iter(new))
+
+
+def _notice(notice: Notice, firsts: dict[tuple[str, int], set[int]]) -> Notice:
+    """A model step's notice with its page (and the pages its message cites) in this document: the findings of
+    the categories it names, else of any category, that began on that page."""
+    named = [category for category, _ in firsts if category in notice.message] or [c for c, _ in firsts]
+
+    def new(page: int) -> int:
+        return _new_page(page, firsts, named)
+
+    message = _PAGE_REF.sub(lambda m: f"p. {new(int(m.group(1)))}", notice.message)
+    return notice.model_copy(update={"message": message, "page": new(notice.page) if notice.page else None})
 
 
 def relocate(document: ParsedDocument, filtered: FilteredDocument, clauses: list[Clause],
              suggestions: list[Suggestion], notices: list[Notice], key_terms: KeyTerms | None = None
-             ) -> Relocated | None:
+             ) -> Relocated:
     """The reused ``filtered`` result, the findings, suggestions and model notices built on it, with this
-    ``document``'s locations; None when one of them has no single place here (the module doc)."""
+    ``document``'s locations; :class:`NotFound` (naming the text) when one of them has no single place here."""
     layout = Layout(document)
-    try:
-        spans = _passages(layout, filtered.passages)
-        passages = [p.model_copy(update={"page": layout.pages(lo, hi - lo)[0]})
-                    for p, (lo, hi) in zip(filtered.passages, spans, strict=True)]
+    spans = _passages(layout, filtered.passages)
+    passages = [p.model_copy(update={"page": layout.pages(lo, hi - lo)[0]})
+                for p, (lo, hi) in zip(filtered.passages, spans, strict=True)]
 
-        def find(text: str, page: int | None) -> list[int]:
-            return _place(layout, text, page, filtered.passages, spans)
+    def find(text: str, page: int | None) -> list[int]:
+        return _place(layout, text, page, filtered.passages, spans)
 
-        moved = [_clause(c, find) for c in clauses]
-        firsts: dict[int, set[int]] = {}
-        for old, new in zip(clauses, moved, strict=True):
-            firsts.setdefault(old.pages[0], set()).add(new.pages[0])
-            if old.dispute is not None and old.dispute.model_pages and new.dispute is not None:
-                firsts.setdefault(old.dispute.model_pages[0], set()).add(new.dispute.model_pages[0])
-        pages = {old: next(iter(new)) for old, new in firsts.items() if len(new) == 1}
-        placed = []
-        for suggestion in suggestions:
-            if suggestion.pages and suggestion.pages[0] not in pages:
-                raise NotFound(suggestion.category)
-            placed.append(suggestion.model_copy(update={"pages": [pages[n] for n in suggestion.pages[:1]]}))
-        told = [_notice(n, pages) for n in notices]
-        terms = None
-        if key_terms is not None:
-            found = {(old.category, tuple(old.pages)): new.pages for old, new in zip(clauses, moved, strict=True)}
-            if any(t.pages and (t.category, tuple(t.pages)) not in found for t in key_terms.terms):
-                raise NotFound("a key term")
-            terms = key_terms.model_copy(update={"terms": [
-                t.model_copy(update={"pages": found[(t.category, tuple(t.pages))] if t.pages else []})
-                for t in key_terms.terms]})
-    except NotFound:
-        return None
+    moved = [_clause(c, find) for c in clauses]
+    firsts: dict[tuple[str, int], set[int]] = {}  # (category, reused first page) -> first pages here
+    for old, new in zip(clauses, moved, strict=True):
+        firsts.setdefault((old.category, old.pages[0]), set()).add(new.pages[0])
+        if old.dispute is not None and old.dispute.model_pages and new.dispute is not None:
+            firsts.setdefault((old.category, old.dispute.model_pages[0]), set()).add(new.dispute.model_pages[0])
+    placed = [s.model_copy(update={"pages": [_new_page(n, firsts, [s.category]) for n in s.pages[:1]]})
+              for s in suggestions]
+    told = [_notice(n, firsts) for n in notices]
+    terms = None
+    if key_terms is not None:
+        found = {(old.category, tuple(old.pages)): new.pages for old, new in zip(clauses, moved, strict=True)}
+        if any(t.pages and (t.category, tuple(t.pages)) not in found for t in key_terms.terms):
+            raise NotFound("a key term")
+        terms = key_terms.model_copy(update={"terms": [
+            t.model_copy(update={"pages": found[(t.category, tuple(t.pages))] if t.pages else []})
+            for t in key_terms.terms]})
     kept = sorted({p.page for p in passages})
     return Relocated(filtered=filtered.model_copy(update={"passages": passages, "pages_kept": kept}),
-                     clauses=moved, suggestions=placed, notices=told, key_terms=terms,
-                     pages=pages)
+                     clauses=moved, suggestions=placed, notices=told, key_terms=terms)

@@ -8,8 +8,8 @@ sha256 of the pages as the pre-filter reads them, normalised:
 * Unicode NFKC (ligatures, full-width forms and non-breaking spaces become their plain forms);
 * every run of whitespace (line breaks included) becomes one space, trimmed at both ends;
 * page breaks are KEPT: each page enters with its number.  A page number is a citation (every finding
-  and passage names its page), so two files paginated differently never share results that would cite
-  the other file's pages;
+  and passage names its page), so a result computed on another pagination is re-located before it is
+  shown (below);
 * a page the pre-filter skips (``needs_ocr``, or blank) enters as empty text.
 
 ``content_id`` is the same text without its layout: the read pages with their page furniture removed as the
