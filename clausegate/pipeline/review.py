@@ -40,7 +40,7 @@ from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_m
 from clausegate.review import assemble
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
-from clausegate.review.relocate import NotFound, relocate
+from clausegate.review.relocate import NotFound, Relocated, relocate
 from clausegate.review.schemas import Cost, FilteredDocument, Notice, Review, ReviewOrigin, StepFailure
 from clausegate.security.at_rest import SEALED_JSON
 
@@ -97,6 +97,9 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
             logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
             filtered = tasks.prefilter_passages(opaque(document), categories, version, identity)  # keyed on the text
             filtered, reused_from = own_text(filtered, contract.contract_id)
+            elsewhere = filtered.origin is not None and filtered.origin.text_id not in (None, document.text_id)
+            if elsewhere and placed(document, filtered, []) is None:  # its passages first, before any model step
+                continue
             stage = "extract"
             checkpoint("extract")
             logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages),
@@ -117,15 +120,11 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
             costs["generate"] = generated.cost
             degraded = degraded or generated.degraded
             suggestions, notices = generated.suggestions, generated.notices
-            origin = filtered.origin
-            if origin is None or origin.text_id in (None, document.text_id):
+            if not elsewhere:
                 break  # computed on this layout: its locations are this document's
-            try:  # every reused passage and finding found again in this document, or this file's own computed
-                moved = relocate(document, filtered, extraction.clauses, suggestions,
-                                 [*extraction.notices, *notices], key_terms)
-            except NotFound as missing:
-                logger.info("same words as %s in another layout, but this reused text has no single place in this "
-                            "file: %r; computing this file's own", origin.filename, str(missing))
+            moved = placed(document, filtered, extraction.clauses, suggestions, [*extraction.notices, *notices],
+                           key_terms)
+            if moved is None:
                 model_gate, unconfirmed, degraded = [], [], False
                 continue
             extraction = extraction.model_copy(update={"clauses": moved.clauses,
@@ -188,6 +187,18 @@ def own_text(filtered: FilteredDocument, contract_id: str) -> tuple[FilteredDocu
     origin = filtered.origin
     reused = origin if origin is not None and origin.contract_id != contract_id else None
     return filtered.model_copy(update={"contract_id": contract_id}), reused
+
+
+def placed(document, filtered: FilteredDocument, clauses: list, suggestions: list = (), notices: list = (),
+           key_terms=None) -> Relocated | None:
+    """The reused results re-located in ``document`` (another layout of the same words), or None (logged) when a
+    reused text has no single place in it: the review then computes this file's own (``identity="text"``)."""
+    try:
+        return relocate(document, filtered, list(clauses), list(suggestions), list(notices), key_terms)
+    except NotFound as missing:
+        get_run_logger().info("same words as %s in another layout, but this reused text has no single place in this "
+                              "file: %r; computing this file's own", filtered.origin.filename, str(missing))
+        return None
 
 
 def deferred_gate(review: Review) -> tuple[list, str, list[Notice]]:
