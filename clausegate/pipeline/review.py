@@ -40,6 +40,7 @@ from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_m
 from clausegate.review import assemble
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
+from clausegate.review.relocate import NotFound, Relocated, relocate
 from clausegate.review.schemas import Cost, FilteredDocument, Notice, Review, ReviewOrigin, StepFailure
 from clausegate.security.at_rest import SEALED_JSON
 
@@ -90,38 +91,55 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         p = book.steps.parse
         checkpoint("parse")
         document = tasks.parse_contract(contract, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
-        stage = "prefilter"
-        checkpoint("prefilter")
-        logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
-        filtered = tasks.prefilter_passages(opaque(document), categories, version)  # keyed on the text
-        filtered, reused_from = own_text(filtered, contract.contract_id)
+        for identity in ("content", "text"):  # the text's words first; its own layout when a reuse cannot be placed
+            stage = "prefilter"
+            checkpoint("prefilter")
+            logger.info("2/5 pre-filter: %d pages, %d categories", len(document.pages), len(categories))
+            filtered = tasks.prefilter_passages(opaque(document), categories, version, identity)  # keyed on the text
+            filtered, reused_from = own_text(filtered, contract.contract_id)
+            elsewhere = filtered.origin is not None and filtered.origin.text_id not in (None, document.text_id)
+            if elsewhere and placed(document, filtered, []) is None:  # its passages first, before any model step
+                continue
+            stage = "extract"
+            checkpoint("extract")
+            logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages),
+                        filtered.pages_kept)
+            extraction = tasks.extract_clauses(opaque(filtered), categories, version)
+            extraction = extraction.model_copy(update={"contract_id": contract.contract_id})
+            cascade_summary = key_terms = None
+            costs = {}
+            if use != "offline":
+                outcome = cascade(document, filtered, extraction, book, use, tasks.ask_extraction_model)
+                extraction, cascade_summary, costs["extract"] = outcome.extraction, outcome.summary, outcome.cost
+                model_gate, unconfirmed, degraded = outcome.gate, outcome.unconfirmed, outcome.degraded
+                key_terms = outcome.key_terms
+            stage = "generate"
+            checkpoint("generate")
+            logger.info("4/5 suggestions for gated / high-risk clauses")
+            generated = generate(extraction.clauses, book, costs.get("extract", Cost()), tasks.ask_generation_model)
+            costs["generate"] = generated.cost
+            degraded = degraded or generated.degraded
+            suggestions, notices = generated.suggestions, generated.notices
+            if not elsewhere:
+                break  # computed on this layout: its locations are this document's
+            moved = placed(document, filtered, extraction.clauses, suggestions, [*extraction.notices, *notices],
+                           key_terms)
+            if moved is None:
+                model_gate, unconfirmed, degraded = [], [], False
+                continue
+            extraction = extraction.model_copy(update={"clauses": moved.clauses,
+                                                       "notices": moved.notices[:len(extraction.notices)]})
+            filtered, suggestions, key_terms = moved.filtered, moved.suggestions, moved.key_terms
+            notices = moved.notices[len(extraction.notices):]
+            break
         if reused_from is not None:
             logger.info("same text as %s (reviewed %s): its pre-filter, extraction and model answers are reused",
                         reused_from.filename, reused_from.reviewed_at.isoformat(timespec="seconds"))
-        stage = "extract"
-        checkpoint("extract")
-        logger.info("3/5 extracting (%s) from %d passages on pages %s", use, len(filtered.passages),
-                    filtered.pages_kept)
-        extraction = tasks.extract_clauses(opaque(filtered), categories, version)
-        extraction = extraction.model_copy(update={"contract_id": contract.contract_id})
         custom = None
         if book.custom_categories:  # the team's own clause types: similarity to the playbook's examples
             custom = tasks.find_custom_clauses(opaque(document), tuple(book.custom_categories),
-                                               tuple(book.high_risk), version)  # keyed on the text
+                                               tuple(book.high_risk), version)  # keyed on this document's text
             custom = custom.model_copy(update={"contract_id": contract.contract_id})
-        cascade_summary = key_terms = None
-        costs = {}
-        if use != "offline":
-            outcome = cascade(document, filtered, extraction, book, use, tasks.ask_extraction_model)
-            extraction, cascade_summary, costs["extract"] = outcome.extraction, outcome.summary, outcome.cost
-            model_gate, unconfirmed, degraded = outcome.gate, outcome.unconfirmed, outcome.degraded
-            key_terms = outcome.key_terms
-        stage = "generate"
-        checkpoint("generate")
-        logger.info("4/5 suggestions for gated / high-risk clauses")
-        generated = generate(extraction.clauses, book, costs.get("extract", Cost()), tasks.ask_generation_model)
-        costs["generate"] = generated.cost
-        degraded = degraded or generated.degraded
         stage = "review"
         review = assemble.assemble_review(document, filtered, extraction, playbook=book.name,
                                           gated=[*book.gated_categories, *model_gate],
@@ -129,7 +147,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                                           protected=[*book.gated_categories, *book.high_risk,
                                                      *book.position_gated],
                                           cascade=cascade_summary,
-                                          suggestions=generated.suggestions, notices=generated.notices,
+                                          suggestions=suggestions, notices=notices,
                                           cost_by_step=costs, positions=book.positions, custom=custom)
         review = review.model_copy(update={"model_unconfirmed": unconfirmed, "text_id": document.text_id,
                                            "reused_from": reused_from, "key_terms": key_terms})
@@ -174,6 +192,18 @@ def own_text(filtered: FilteredDocument, contract_id: str) -> tuple[FilteredDocu
     origin = filtered.origin
     reused = origin if origin is not None and origin.contract_id != contract_id else None
     return filtered.model_copy(update={"contract_id": contract_id}), reused
+
+
+def placed(document, filtered: FilteredDocument, clauses: list, suggestions: list = (), notices: list = (),
+           key_terms=None) -> Relocated | None:
+    """The reused results re-located in ``document`` (another layout of the same words), or None (logged) when a
+    reused text has no single place in it: the review then computes this file's own (``identity="text"``)."""
+    try:
+        return relocate(document, filtered, list(clauses), list(suggestions), list(notices), key_terms)
+    except NotFound as missing:
+        get_run_logger().info("same words as %s in another layout, but this reused text has no single place in this "
+                              "file: %r; computing this file's own", filtered.origin.filename, str(missing))
+        return None
 
 
 def deferred_gate(review: Review) -> tuple[list, str, list[Notice]]:

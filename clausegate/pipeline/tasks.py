@@ -8,11 +8,15 @@ The flow body (``clausegate.pipeline.review``) calls them by name on the :class:
 Cache keys come from the task's inputs + source code, never from the run id, so a rerun, a
 resumed run and a retried run all reuse finished work.  The parse is keyed on the file (its sha256,
 ``contract_id``, never its path: an edited file gets a new key); everything after it on the text
-(``TEXT_KEYED``: the document enters as its ``text_id``, the pre-filter's result without the file's id),
-so a re-saved PDF or another file with the same text reuses the pre-filter, the extraction and, through
-their prompts (which carry no file hash or name), the model answers.  The pre-filter's result records
-the review that computed it (``FilteredDocument.origin``), so a review that takes it from the cache
-can say which one it reused (``Review.reused_from``).
+(``TEXT_KEYED``: the document enters as its ``content_id``, the words without their layout, the
+pre-filter's result without the file's id), so a re-saved PDF, the .docx of the same text or another
+file with it reuses the pre-filter, the extraction and, through their prompts (which carry no file
+hash or name), the model answers.  The pre-filter's result records the review that computed it
+(``FilteredDocument.origin``), so a review that takes it from the cache can say which one it reused
+(``Review.reused_from``); when that review's layout was another (a PDF's pages, a .docx's parts), the
+flow re-locates every reused passage and finding in this file before it is reported
+(``clausegate.review.relocate``) or, when one cannot be placed, computes this file's own
+(``identity="text"``).
 Model-dependent steps take the offline model's version as an input, so retraining invalidates
 their cache.  A model call's key is the rendered prompt + the provider's configuration (block
 name, models, URLs, never the key) + the task's source; budget inputs are left out, so a rerun
@@ -114,8 +118,9 @@ CONTENT_KEYED = (INPUTS - "source") + TASK_SOURCE + RESULT_SCHEMA + ContractCont
 
 
 class TextContent(CachePolicy):
-    """Cache key from the contract's text, not its file: a ``document`` input enters as its ``text_id``, a
-    ``filtered`` one as its passages and counts (its ``contract_id`` and ``origin`` left out)."""
+    """Cache key from the contract's text, not its file: a ``document`` input enters as its ``content_id`` (the
+    words, without layout) when the task's ``identity`` input is ``"content"``, else as its ``text_id`` (the words
+    and their pages); a ``filtered`` one as its passages and counts (its ``contract_id`` and ``origin`` left out)."""
 
     def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
         parts = []
@@ -124,7 +129,8 @@ class TextContent(CachePolicy):
             if isinstance(value, BaseAnnotation):  # opaque(...) as passed by the flow body
                 value = value.unwrap()
             if isinstance(value, ParsedDocument):
-                parts.append(f"{name}:{value.text_id}")
+                by_content = inputs.get("identity") == "content"
+                parts.append(f"{name}:" + (f"content:{value.content_id}" if by_content else value.text_id))
             elif isinstance(value, FilteredDocument):
                 dumped = value.model_dump(mode="json", exclude={"contract_id", "origin"})
                 parts.append(f"{name}:" + hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest())
@@ -176,11 +182,14 @@ def parse_contract(source: ContractSource, max_chars: int, memory_mb: int, ocr: 
 
 @task(name="prefilter", cache_policy=TEXT_KEYED, **_COMMON)
 @timed_step("prefilter")  # the batch summary's "where the time went"
-def prefilter_passages(document: ParsedDocument, categories: tuple[str, ...], model_version: str) -> FilteredDocument:
-    """Keyed on the text (``TEXT_KEYED``); the result names the review that computed it (``origin``)."""
+def prefilter_passages(document: ParsedDocument, categories: tuple[str, ...], model_version: str,
+                       identity: str = "text") -> FilteredDocument:
+    """Keyed on the text (``TEXT_KEYED``; ``identity`` "content": on the words alone, so a PDF and the .docx of the
+    same text share it); the result names the review that computed it and the layout its locations are in
+    (``origin``: a review of another layout re-locates them, ``clausegate.review.relocate``)."""
     filtered = assemble.prefilter_step(document, categories)
     origin = ReviewOrigin(contract_id=filtered.contract_id, filename=document.filename,
-                          reviewed_at=datetime.now(UTC), flow_run_id=str(flow_run.id or ""))
+                          reviewed_at=datetime.now(UTC), flow_run_id=str(flow_run.id or ""), text_id=document.text_id)
     return filtered.model_copy(update={"origin": origin})
 
 

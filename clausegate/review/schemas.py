@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from clausegate.review.categories import CATEGORIES, canonical
+from clausegate.review.text_identity import content_id as _content_id
 from clausegate.review.text_identity import text_id as _text_id
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -109,6 +110,12 @@ class ParsedDocument(_Model):
         downstream of parsing, where ``contract_id`` (the file's bytes) keys only the parse."""
         return _text_id(self.pages)
 
+    @property
+    def content_id(self) -> str:
+        """sha256 of the normalised text without its layout (no page breaks, no page furniture): the key a PDF
+        and the .docx of the same words share (``clausegate.review.text_identity``)."""
+        return _content_id(self.pages)
+
 
 class ReviewOrigin(_Model):
     """The review that first computed a text-keyed result (the pre-filter's), carried inside that cached
@@ -118,6 +125,8 @@ class ReviewOrigin(_Model):
     filename: str
     reviewed_at: datetime
     flow_run_id: str = Field("", description="the flow run that computed it ('' outside a run)")
+    text_id: str | None = Field(None, description="the text_id (layout) its locations are in: another one's are "
+                                                  "re-located in the reusing document (clausegate.review.relocate)")
 
 
 class Passage(_Model):

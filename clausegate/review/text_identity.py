@@ -8,9 +8,16 @@ sha256 of the pages as the pre-filter reads them, normalised:
 * Unicode NFKC (ligatures, full-width forms and non-breaking spaces become their plain forms);
 * every run of whitespace (line breaks included) becomes one space, trimmed at both ends;
 * page breaks are KEPT: each page enters with its number.  A page number is a citation (every finding
-  and passage names its page), so two files paginated differently never share results that would cite
-  the other file's pages;
+  and passage names its page), so a result computed on another pagination is re-located before it is
+  shown (below);
 * a page the pre-filter skips (``needs_ocr``, or blank) enters as empty text.
+
+``content_id`` is the same text without its layout: the read pages with their page furniture removed as the
+pre-filter removes it (``clausegate.review.furniture``: printed page numbers, running headers), joined and
+normalised, page breaks NOT kept.  A PDF and the .docx of the same words (or two paginations of one text)
+share it; a later review reuses the pre-filter, extraction and model answers of the earlier one only after
+re-locating every reused passage and finding in its own document (``clausegate.review.relocate``), and
+computes its own when one cannot be found there.
 
 What is reused is computation, never a decision or an identity: the review, its gate, receipt and report
 name THIS file (its own ``contract_id`` and name), its parse notices (hidden text, OCR) are its own, and a
@@ -26,6 +33,9 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Protocol
 
+from clausegate.review.furniture import strip_furniture
+
+CONTENT_ID_VERSION = 1  # the same for content_id
 TEXT_ID_VERSION = 1  # bump when the normalisation changes: every text-keyed cache entry is then new
 _WHITESPACE = re.compile(r"\s+")
 
@@ -49,3 +59,15 @@ def text_id(pages: Iterable[_PageLike]) -> str:
         digest.update(b"\x00" + json.dumps([page.number, normalise(page.text) if read else ""],
                                            ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
+
+
+def read_texts(pages: Iterable[_PageLike]) -> list[tuple[int, str]]:
+    """(number, text) of the pages the pre-filter reads (not ``needs_ocr``, not blank), furniture removed."""
+    read = [page for page in pages if not page.needs_ocr and page.text and page.text.strip()]
+    return list(zip([page.number for page in read], strip_furniture([page.text for page in read]), strict=True))
+
+
+def content_id(pages: Iterable[_PageLike]) -> str:
+    """sha256 of the read text without page breaks or page furniture (module doc)."""
+    words = normalise(" ".join(text for _, text in read_texts(pages)))
+    return hashlib.sha256(f"clausegate-content-v{CONTENT_ID_VERSION}\x00{words}".encode()).hexdigest()

@@ -1,7 +1,8 @@
 """Issue 23 item 5: the same text is reviewed once.  A re-saved copy of a PDF (pypdf writer round trip: new
 bytes, same text) reuses the pre-filter, the extraction and the model answers of the first review (0 new
 requests to the fake model), and its report names the review it reused, while naming its own file and
-asking for its own decision at the gate."""
+asking for its own decision at the gate.  The PDF and the .docx of one text share it too, each finding re-located
+in the second file (its own pages, or ¶ and span)."""
 
 from __future__ import annotations
 
@@ -101,8 +102,7 @@ def _docx_reader_available() -> bool:
 @pytest.mark.skipif(not _docx_reader_available(), reason="DOCX parsing is not available on this branch "
                     "(clausegate.review.document.formats, tests/support/docx_factory.py; issue 23 item 1)")
 def test_a_resaved_docx_asks_the_model_nothing(tmp_path, anthropic):
-    """The same for Word: a .docx written again (new bytes, the same paragraphs) reuses the first review.  A PDF
-    and a .docx of one contract do not share: a PDF's pages and a .docx's parts differ, and findings cite them."""
+    """The same for Word: a .docx written again (new bytes, the same paragraphs) reuses the first review."""
     docx_factory = importlib.import_module("tests.support.docx_factory")
 
     body = [docx_factory.para(docx_factory.run(line)) for page in _pages() for line in page.split("\n")]
@@ -117,3 +117,61 @@ def test_a_resaved_docx_asks_the_model_nothing(tmp_path, anthropic):
     assert two.filename == "draft-resaved.docx" and two.contract_id == _sha(second)
     assert two.reused_from is not None and two.reused_from.filename == "draft.docx"
     assert two.decisions == []
+
+
+def _pdf_and_docx(tmp_path) -> tuple[Path, Path, list[str]]:
+    """A PDF and the .docx of the same text (one page a string; one paragraph a line), and the pages."""
+    docx_factory = importlib.import_module("tests.support.docx_factory")
+    pages = _pages()
+    pdf = make_text_pdf(tmp_path / "msa.pdf", pages)
+    body = [docx_factory.para(docx_factory.run(line)) for page in pages for line in page.split("\n")]
+    return pdf, Path(docx_factory.make_docx(tmp_path / "msa.docx", body)), pages
+
+
+def _words(text: str) -> str:
+    return " ".join(text.removesuffix(" […]").split())
+
+
+def _cites_own_places(review, pages: list[str]) -> None:
+    """Every finding of ``review`` is where it says in its own file: a PDF's on its pages; a .docx's starts in
+    its ¶ (one paragraph a line of ``pages``) and its span covers it."""
+    lines = [line for page in pages for line in page.split("\n")]
+    assert review.clauses
+    for clause in review.clauses:
+        quote = _words(clause.text)
+        if review.format == "pdf":
+            assert clause.paragraph is None and clause.span is None, clause
+            assert quote in _words(" ".join(pages[n - 1] for n in clause.pages)), clause
+        else:
+            assert clause.paragraph is not None and clause.span is not None, clause
+            assert quote[:40] in _words(" ".join(lines[clause.paragraph - 1:])), clause
+            assert _words(lines[clause.paragraph - 1])[:20] in quote or quote[:20] in lines[clause.paragraph - 1]
+
+
+@pytest.mark.skipif(not _docx_reader_available(), reason="DOCX parsing is not available on this branch")
+@pytest.mark.parametrize("order", ["pdf-first", "docx-first"])
+def test_the_docx_of_a_reviewed_pdf_asks_the_model_nothing_and_cites_its_own_places(tmp_path, anthropic, order):
+    """The same words in another format (a PDF's pages, a .docx's parts): the second review reuses the first's
+    pre-filter, extraction and model answers (0 new requests) and re-locates every finding in its own file."""
+    pdf, docx, pages = _pdf_and_docx(tmp_path)
+    first, second = (pdf, docx) if order == "pdf-first" else (docx, pdf)
+
+    one, two, calls_first = _review_both(tmp_path, first, second, anthropic)
+    assert anthropic.calls == calls_first, f"{second.name} made {anthropic.calls - calls_first} new model calls"
+    assert two.cost.calls == 0 and two.cost.reused_calls == one.cost.calls > 0
+    assert two.text_id != one.text_id  # another layout of the same words
+    assert two.reused_from is not None and two.reused_from.filename == first.name
+    assert two.reused_from.contract_id == _sha(first)
+    assert two.filename == second.name and two.contract_id == _sha(second)
+    assert two.format == ("docx" if second == docx else "pdf") and one.reused_from is None
+    # the same findings, model answers included, each at this file's own place
+    assert sorted((c.category, c.source, c.text) for c in two.clauses) == sorted(
+        (c.category, c.source, c.text) for c in one.clauses)
+    assert any(c.source == "model" for c in two.clauses)
+    _cites_own_places(one, pages)
+    _cites_own_places(two, pages)
+    assert [s.category for s in two.suggestions] == [s.category for s in one.suggestions]
+    markdown = next((tmp_path / "reports").glob(f"*{_sha(second)[:12]}*.md")).read_text()
+    assert f"**Reused from:** {first.name}" in markdown
+    # reused computation, never decisions
+    assert two.gated_categories and two.status == "pending_decision" and two.decisions == []
