@@ -164,6 +164,15 @@ def task_history(run_id: str) -> dict[str, list[str]]:
 
 ALWAYS_RUNS = {"fingerprint"}  # NO_CACHE by design: re-hashes the file on every attempt
 CONTENT_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
+# Each test's contract has a text of its own (a reference line on page 1), so its parse and pre-filter run; the
+# line is in no kept passage, so the extraction of the same passages is reused from an earlier test's review
+# (the same passages are extracted once: issue 23 item 5) when one ran before in this session.
+REUSABLE = {"extract-clauses"}
+
+
+def executed_once(name: str, counts: Counter) -> bool:
+    """Executed once (a reusable step: at most once, the rest from the cache)."""
+    return counts["Completed"] == 1 or (name in REUSABLE and counts["Completed"] == 0)
 
 
 def assert_nothing_finished_ran_twice(run_id: str) -> dict[str, Counter]:
@@ -171,8 +180,9 @@ def assert_nothing_finished_ran_twice(run_id: str) -> dict[str, Counter]:
     for name, counts in history.items():
         if name not in ALWAYS_RUNS:
             assert counts["Completed"] <= 1, f"{name} completed {counts['Completed']} times: {history}"
-    for name in CONTENT_STEPS:  # first attempt: executed; after the resume: from cache
-        assert history[name]["Completed"] == 1 and history[name]["Cached"] == 1, (name, history)
+    for name in CONTENT_STEPS:  # first attempt: executed (or reused, see below); after the resume: from cache
+        counts = history[name]
+        assert executed_once(name, counts) and counts["Completed"] + counts["Cached"] == 2, (name, history)
     assert history["notify-slack"]["Completed"] + history["notify-slack"]["Failed"] >= 1
     assert history["write-report"]["Completed"] == 1
     return history
@@ -415,7 +425,7 @@ def test_a_retried_run_asks_again_with_a_new_gate_key(stack, runs):
     assert (decision["reviewer"], decision["via"]) == (f"rita ({UNVERIFIED_MARK})", "ui")
     history = {name: Counter(states) for name, states in task_history(review.id).items()}
     for name in CONTENT_STEPS:  # executed once over four process starts (run, resume, retry, resume)
-        assert history[name]["Completed"] == 1, (name, history)
+        assert executed_once(name, history[name]), (name, history)
     assert history["notify-slack"]["Completed"] == 2  # one message per gate
     assert history["stamp-slack-decision"]["Completed"] == 1
     mine = [m for m in stack.fake.messages.values() if review.id in json.dumps(m["blocks"])]
