@@ -91,6 +91,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         p = book.steps.parse
         checkpoint("parse")
         document = tasks.parse_contract(contract, p.max_chars, p.memory_mb, p.ocr, p.timeout_seconds)
+        # keyed on the bytes: the same bytes under another name come back with the first name; this file's own
+        document = document.model_copy(update={"filename": contract.filename})
         for identity in ("content", "text"):  # the text's words first; its own layout when a reuse cannot be placed
             stage = "prefilter"
             checkpoint("prefilter")

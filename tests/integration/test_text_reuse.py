@@ -175,3 +175,25 @@ def test_the_docx_of_a_reviewed_pdf_asks_the_model_nothing_and_cites_its_own_pla
     assert f"**Reused from:** {first.name}" in markdown
     # reused computation, never decisions
     assert two.gated_categories and two.status == "pending_decision" and two.decisions == []
+
+
+def test_the_same_bytes_under_another_name_are_reported_under_this_name(tmp_path, monkeypatch):
+    """The parse is keyed on the file's bytes: a copy under another name reuses it, and its review and report
+    still name the copy (before: the cached parse's first name, e.g. ``msa-<hash>-….json`` for ``copy.pdf``)."""
+    import asyncio
+    import shutil
+
+    from flows.contract_review import contract_review
+
+    monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block")
+    first = make_text_pdf(tmp_path / "msa.pdf", _pages())
+    copy = Path(shutil.copy(first, tmp_path / "copy.pdf"))
+    assert _sha(first) == _sha(copy)
+    reviews = []
+    for pdf in (first, copy):
+        state = asyncio.run(contract_review(str(pdf), playbook="default", out_dir=str(tmp_path / pdf.stem),
+                                            return_state=True))
+        assert state.is_completed(), state.message
+        reviews.append(state.result())
+    assert [r.filename for r in reviews] == ["msa.pdf", "copy.pdf"]
+    assert [p.name.split("-")[0] for p in (tmp_path / "copy").glob("*.json")] == ["copy"]
