@@ -182,6 +182,7 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                         related=EventRelatedFilter(id=[f"prefect.flow-run.{run.id}"]))
     stopped = f"its hung process was stopped by its worker '{worker}'"
     sent = False
+    asked = datetime.now(UTC)
     try:
         async with get_events_subscriber(filter=watch) as events:  # subscribed before asking: nothing is missed
             client.set_flow_run_state(run.id, cancelling, force=True)
@@ -193,24 +194,36 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                 except TimeoutError:
                     event = None
                 # (the live stream does not apply the related-resource filter: check the run id here)
-                if (event is not None and event.occurred >= started and _concerns(event, run.id)) \
-                        or _executed_since(client, run.id, started):
-                    await _cancellation_settled(client, run.id, deadline, poll)
-                    return True, stopped
+                ended = event.occurred if event is not None and event.occurred >= started \
+                    and _concerns(event, run.id) else _executed_at(client, run.id, started)
+                if ended is not None:
+                    return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
                 if not _worker_online(client, run.work_pool_name, worker):
                     return True, f"its worker '{worker}' went offline"
     except Exception:  # no event stream (e.g. a proxy without websockets): poll the stored events
         if not sent:
+            asked = datetime.now(UTC)
             client.set_flow_run_state(run.id, cancelling, force=True)
         while (left := deadline - time.monotonic()) > 0:
             await asyncio.sleep(min(poll, left))
-            if _executed_since(client, run.id, started):
-                await _cancellation_settled(client, run.id, deadline, poll)
-                return True, stopped
+            if (ended := _executed_at(client, run.id, started)) is not None:
+                return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
             if not _worker_online(client, run.work_pool_name, worker):
                 return True, f"its worker '{worker}' went offline"
     return False, (f"its worker '{worker}' did not stop the hung process within {timeout:g} s "
                    f"({STOP_SECONDS_ENV})")
+
+
+async def _settled(client, run_id, ended: datetime, asked: datetime, deadline: float, poll: float,
+                   stopped: str) -> str:
+    """How the attempt ended, once a requeue is safe. A process that ended before the Cancelling was set (killed;
+    its event was stored only after the first look) has no worker cancelling it: Prefect's runner ignores a
+    Cancelling run it holds no process for, so no Cancelled will come and there is nothing to wait for. One
+    stopped by its worker is waited on (:func:`_cancellation_settled`)."""
+    if ended < asked:
+        return "its process had already ended"
+    await _cancellation_settled(client, run_id, deadline, poll)
+    return stopped
 
 
 async def _cancellation_settled(client, run_id, deadline: float, poll: float) -> None:
@@ -229,12 +242,16 @@ def stop_seconds() -> float:
     return settings().requeue_stop_seconds
 
 
-def _executed_since(client, run_id, since: datetime) -> bool:
-    """Did a worker report this run's process ended (``prefect.worker.executed-flow-run``) after ``since``?"""
+def _executed_at(client, run_id, since: datetime) -> datetime | None:
+    """When a worker reported this run's process ended (``prefect.worker.executed-flow-run``) after ``since``."""
     page = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
                                           event=EventNameFilter(name=[EXECUTED]),
                                           related=EventRelatedFilter(id=[f"prefect.flow-run.{run_id}"])), limit=1)
-    return bool(page.events)
+    return page.events[0].occurred if page.events else None
+
+
+def _executed_since(client, run_id, since: datetime) -> bool:
+    return _executed_at(client, run_id, since) is not None
 
 
 def _concerns(event, run_id) -> bool:

@@ -302,13 +302,13 @@ def _fencing_pool(client) -> str:
     return "fencing-pool"
 
 
-def _post_executed(client, run_id) -> None:
+def _post_executed(client, run_id, occurred=None) -> None:
     """What a worker emits once a flow-run process it started has ended."""
     from datetime import datetime
 
     from prefect.events import Event
 
-    event = Event(occurred=datetime.now(UTC), event="prefect.worker.executed-flow-run",
+    event = Event(occurred=occurred or datetime.now(UTC), event="prefect.worker.executed-flow-run",
                   resource={"prefect.resource.id": "prefect.worker.process.fencing-worker"},
                   related=[{"prefect.resource.id": f"prefect.flow-run.{run_id}", "prefect.resource.role": "flow-run"}])
     client.request("POST", "/events", json=[event.model_dump(mode="json")]).raise_for_status()
@@ -359,6 +359,45 @@ def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tm
         assert client.read_flow_run(run.id).state_type.value == "SCHEDULED"
         for rid in (run.id, other.id):
             client.set_flow_run_state(rid, Cancelled(message="test cleanup"), force=True)
+
+
+def test_a_process_that_ended_before_the_cancelling_is_requeued_without_waiting_for_a_cancelled():
+    """Killed, not hung: the worker reported the process ended, but its event was stored only after the handler
+    first looked, so the handler set Cancelling. No worker holds that process, so no Cancelled will come (Prefect's
+    runner ignores a Cancelling run it has no process for): requeue at once instead of waiting out the stop
+    timeout (CI: the run sat Cancelling for the whole 120 s)."""
+    import threading
+    import time
+    from datetime import timedelta
+
+    from prefect.states import Cancelled, Crashed, Running
+
+    with _client() as client:
+        pool = _fencing_pool(client)
+        client.send_worker_heartbeat(pool, "fencing-worker", heartbeat_interval_seconds=30)
+        deployment_id = client.create_deployment(flow_id=client.create_flow_from_name("contract-review"),
+                                                 name="fencing-killed", work_pool_name=pool)
+        run = client.create_flow_run_from_deployment(deployment_id, tags=["fencing-test"])
+        client.set_flow_run_state(run.id, Running(), force=True)
+        client.update_flow_run_labels(run.id, {"prefect.worker.name": "fencing-worker"})
+        client.set_flow_run_state(run.id, Crashed(message="CG-RUN-CRASHED: process killed"), force=True)
+        started = next(s.timestamp for s in client.read_flow_run_states(run.id) if s.is_running())
+
+    result = {}
+    handler = threading.Thread(target=lambda: result.update(handled=_handle(run.id)), daemon=True)
+    handler.start()
+    with _client() as client:
+        deadline = time.monotonic() + 30
+        while client.read_flow_run(run.id).state_type.value != "CANCELLING":
+            assert time.monotonic() < deadline, "the run was not set Cancelling"
+            time.sleep(0.2)
+        _post_executed(client, run.id, occurred=started + timedelta(milliseconds=50))  # ended before the ask
+        handler.join(90)
+        assert not handler.is_alive()
+        handled = result["handled"]
+        assert handled.outcome == "requeued" and "its process had already ended" in handled.reason, handled
+        assert client.read_flow_run(run.id).state_type.value == "SCHEDULED"
+        client.set_flow_run_state(run.id, Cancelled(message="test cleanup"), force=True)
 
 
 def _handle(run_id):
