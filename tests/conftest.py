@@ -172,21 +172,42 @@ def pytest_collection_modifyitems(session, config, items):
     config._clausegate_counts = {name: sum(_folder(i) == name for i in items) for name in _FOLDERS}
 
 
+# The end-to-end modules that drive browsers, the CLI and `clausegate up` (no worker timings, hung processes or SLA
+# clocks): a second e2e unit, handed out last, so it runs on whichever worker finishes the other modules first.
+E2E_APPS = ("test_ui_form", "test_resume_form", "test_gateway_docs", "test_stack", "test_cli_servers", "test_api_auth",
+            "test_inbox_e2e", "test_retention")
+E2E_TIMED, E2E_APPS_UNIT = "tests/e2e (workers, hung processes, SLAs)", "tests/e2e (browser, CLI, stack)"
+
+
+def work_unit(nodeid: str) -> str | None:
+    """The xdist work unit of an end-to-end test (None: not end-to-end, its module is its unit)."""
+    if not nodeid.startswith("tests/e2e/"):
+        return None
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return E2E_APPS_UNIT if module in E2E_APPS else E2E_TIMED
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent when xdist is not installed
 def pytest_xdist_make_scheduler(config, log):
-    """Under xdist (``-n``, the default in pyproject.toml with ``--dist loadscope``) the work units are: every
-    end-to-end test in one unit, so real-process tests with timings never run beside each other, and each other
-    module as one unit, so its fixtures start once. xdist hands out the largest unit (e2e) first; the other
-    workers take the modules, and the e2e worker helps with what is left when it is done."""
+    """Under xdist (``-n``, the default in pyproject.toml with ``--dist loadscope``) the work units are: the
+    end-to-end tests with worker timings in one unit, handed out first, so they never run beside each other; the
+    browser/CLI/stack end-to-end tests in a second unit, handed out last (beside the first, once the other
+    modules are done); and each other module as one unit, so its fixtures start once."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 (only under xdist)
 
-    class OneE2EUnit(LoadScopeScheduling):
+    class E2EUnits(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "tests/e2e" if nodeid.startswith("tests/e2e/") else super()._split_scope(nodeid)
+            return work_unit(nodeid) or super()._split_scope(nodeid)
 
-    return OneE2EUnit(config, log)
+        def _assign_work_unit(self, node) -> None:
+            rank = {E2E_TIMED: 0, E2E_APPS_UNIT: 2}
+            first = min(self.workqueue, key=lambda scope: rank.get(scope, 1))  # stable: the largest of its rank
+            self.workqueue.move_to_end(first, last=False)
+            super()._assign_work_unit(node)
+
+    return E2EUnits(config, log)
 
 
 def pytest_runtest_logstart(nodeid, location):

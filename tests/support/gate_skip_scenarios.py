@@ -75,6 +75,14 @@ def _history(run_id) -> list[tuple[str, int | None]]:
     return [(s.name, s.type.value) for s in states]
 
 
+def _input_keys(run_id) -> list[tuple[str, int]]:
+    """The run's stored inputs (key, value length), oldest first: what a gate that cannot be read left behind."""
+    with _client() as client:
+        found = client.filter_flow_run_input(flow_run_id=uuid.UUID(str(run_id)), key_prefix="", limit=100,
+                                             exclude_keys=set())
+    return [(item.key, len(item.value)) for item in found]
+
+
 def _gated_slow_pdf(folder: Path, label: str) -> Path:
     """The gated contract (uncapped liability, liquidated damages) plus two pages that take ~10 s to parse."""
     from pypdf import PdfWriter
@@ -179,7 +187,7 @@ def _answer_and_finish(run_id, watch: InboxWatch) -> dict:
     from clausegate.gates.resolve import resolve_gate
 
     outcome = resolve_gate(run_id, "approve", reviewer="rita", via="cli", comment="checked after the hang")
-    assert outcome.kind == "resumed", outcome
+    assert outcome.kind == "resumed", (outcome, _input_keys(run_id))
     view = _watch_until(watch, run_id, lambda v: v.state in ("Completed", "Failed", "Crashed", "Cancelled"), 120,
                         "the answered run to finish")
     assert view.status == "done" and view.state == "Completed", watch.seen
