@@ -30,11 +30,11 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterStartTime
 from prefect.client.schemas.sorting import FlowRunSort
 from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventOrder
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from clausegate.gates import store
 from clausegate.gates.listing import format_delta
-from clausegate.gates.model import RECORD_PREFIX, GateRecord, now_utc
+from clausegate.gates.model import GateRecord, now_utc
 from clausegate.ops import audit
 
 ACK_EVENTS = ("gate.acknowledged",)
@@ -173,18 +173,6 @@ def samples_of(record: GateRecord, decision, *, acknowledged_at: datetime | None
     return [GateSample(category=c, role=_role(record, decision, c), **common) for c in record.categories]
 
 
-def _records(client, flow_run_id) -> list[GateRecord]:
-    found = client.filter_flow_run_input(flow_run_id=flow_run_id, key_prefix=f"{RECORD_PREFIX}gate-", limit=50,
-                                         exclude_keys=set())
-    records = []
-    for item in found:
-        try:
-            records.append(GateRecord.model_validate(item.decoded_value))
-        except (ValidationError, ValueError):
-            continue
-    return records
-
-
 def _audit_marks(events) -> tuple[dict[tuple[str, str | None], datetime], dict[tuple[str, str | None], int]]:
     """Earliest acknowledgement and number of reminders per (run, gate) from ``clausegate.audit.gate.*`` events."""
     acks: dict[tuple[str, str | None], datetime] = {}
@@ -235,7 +223,7 @@ def collect(*, since: datetime, limit: int = 2000) -> list[GateSample]:
     with get_client(sync_client=True) as client:
         acks, reminders = _audit_marks(gate_events(client, since - LOOKBACK))
         for run in _runs(client, since - LOOKBACK, limit):
-            for record in _records(client, run.id):
+            for record in store.all_records(client, run.id):
                 if record.opened_at < since:
                     continue
                 decision = store.read_decision(client, run.id, record.key)

@@ -188,12 +188,18 @@ def current_record(client, flow_run: FlowRun) -> GateRecord | None:
     key = gate_key_of(flow_run)
     if key is not None:
         return read_record(client, flow_run.id, key)
-    found = client.filter_flow_run_input(flow_run_id=flow_run.id, key_prefix=f"{RECORD_PREFIX}gate-", limit=50,
-                                         exclude_keys=set())
+    records = all_records(client, flow_run.id)
+    return max(records, key=lambda r: r.opened_at) if records else None
+
+
+def all_records(client, flow_run_id: UUID | str) -> list[GateRecord]:
+    """Every gate the run opened (one per attempt that reached a gate), oldest first; unreadable ones left out."""
+    found = client.filter_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key_prefix=f"{RECORD_PREFIX}gate-",
+                                         limit=50, exclude_keys=set())
     records = []
     for item in found:
         try:
             records.append(GateRecord.model_validate(item.decoded_value))
         except (ValidationError, ValueError):
             continue
-    return max(records, key=lambda r: r.opened_at) if records else None
+    return records
