@@ -177,7 +177,10 @@ def test_failed_task_is_listed_with_its_code_and_retried_without_repaying(setup,
     for run in runs:
         history[run.name.rsplit("-", 1)[0]].append(run.state_name)
     for step in ("parse-pdf", "prefilter", "extract-clauses"):  # paid once, reused on the retry
-        assert sorted(history[step]) == ["Cached", "Completed"], (step, dict(history))
+        # (the contract's first line is its own, so parse and pre-filter run; the extraction of the same kept
+        # passages may come from an earlier review in the session: the same passages are extracted once)
+        expected = [["Cached", "Completed"]] + ([["Cached", "Cached"]] if step == "extract-clauses" else [])
+        assert sorted(history[step]) in expected, (step, dict(history))
 
 
 def test_a_task_at_a_human_gate_shows_its_links_and_the_decision_is_audited(setup, gateway, tmp_path):

@@ -170,6 +170,13 @@ def _task_runs(run_id) -> list:
         return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
 
 
+def gated_pages_of_its_own() -> list[str]:
+    """The gated contract with a reference line of its own, so its parse and pre-filter run in this test. The line
+    is in no kept passage: the extraction of the same passages may come from an earlier review in the session (the
+    same passages are extracted once, issue 23 item 5)."""
+    return [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} (retention).", *GATED_PAGES[1:]]
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("drained_prefect_workers")
 def test_retention_flow_keeps_what_a_suspended_review_needs_and_deletes_the_expired(served, prefect_server, tmp_path):
@@ -185,8 +192,8 @@ def test_retention_flow_keeps_what_a_suspended_review_needs_and_deletes_the_expi
 
     settings = InboxSettings(data_dir=tmp_path / "inbox")
     reports = tmp_path / "reports"
-    gated = store(make_text_pdf(tmp_path / "src" / "gated.pdf", GATED_PAGES).read_bytes(), "gated.pdf", "upload",
-                  settings)
+    pdf = make_text_pdf(tmp_path / "src" / "gated.pdf", gated_pages_of_its_own())
+    gated = store(pdf.read_bytes(), "gated.pdf", "upload", settings)
     run = run_deployment(f"contract-review/{DEPLOYMENT}", timeout=0,
                          parameters={"source": str(gated.path), "playbook": "payment-liability",
                                      "out_dir": str(reports)})
@@ -239,7 +246,8 @@ def test_retention_flow_keeps_what_a_suspended_review_needs_and_deletes_the_expi
     states: dict[str, list[str]] = {}
     for t in _task_runs(run.id):
         states.setdefault(t.name.rsplit("-", 1)[0], []).append(t.state.name if t.state else "?")
-    for step in ("parse-pdf", "prefilter", "extract-clauses"):
-        assert states[step].count("Completed") == 1 and "Cached" in states[step], states
+    for step in ("parse-pdf", "prefilter", "extract-clauses"):  # once (gated_pages_of_its_own), then from the cache
+        executed = states[step].count("Completed")
+        assert (executed == 1 or step == "extract-clauses" and executed == 0) and "Cached" in states[step], states
     report = json.loads(next(reports.glob("gated-*.json")).read_text())
     assert report["decisions"] and report["decisions"][0]["decision"] == "approve"
