@@ -14,8 +14,8 @@ refuses the whole message (``CG-INBOX-EML-MALFORMED``), and so does a header who
   (deeper: ``CG-INBOX-EML-TOO-DEEP``, for that part);
 * an attachment over the upload cap is refused (``CG-INBOX-TOO-LARGE``), judged by its encoded size before it
   is decoded; attachments past ``max_attachments`` are refused (``CG-INBOX-EML-TOO-MANY-ATTACHMENTS``); each
-  refusal is for its part alone and the other documents go through.  More than ``MAX_PARTS`` MIME parts
-  refuse the message.
+  refusal is for its part alone and the other documents go through.  More than ``MAX_PARTS`` MIME parts, or
+  multiparts nested too deeply for the parser (it recurses once per level), refuse the message.
 
 ``From:`` and ``Subject:`` are kept as metadata (the subject becomes the tasks' topic); the sender of the
 tasks is always the API key's.
@@ -115,6 +115,15 @@ def _parse(data: bytes, where: str) -> EmailMessage:
 
 def parse_message(data: bytes, settings: InboxSettings) -> ParsedMessage:
     """The message's documents, refusals and skipped parts (see the module docstring)."""
+    try:
+        return _parse_message(data, settings)
+    except RecursionError:  # the stdlib parser and walk() recurse once per nested multipart: ~1,000 levels
+        raise MalformedMessage("the e-mail nests its MIME parts too deeply to be read",
+                               hint="send the contract documents in a simpler message, or upload them one by one"
+                               ) from None
+
+
+def _parse_message(data: bytes, settings: InboxSettings) -> ParsedMessage:
     message = _parse(data, "the e-mail")
     parts = sum(1 for _ in message.walk())
     if parts > MAX_PARTS:

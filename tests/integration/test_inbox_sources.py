@@ -208,6 +208,19 @@ def test_malformed_or_empty_messages_are_refused_with_codes(env, tmp_path):
     assert pasted.status_code == 201 and [t["part"] for t in pasted.json()["tasks"]] == ["body"], pasted.text
 
 
+def test_a_message_nested_too_deep_for_the_parser_is_refused_with_a_code(env):
+    """Multiparts inside multiparts, 1,200 levels: the standard library's parser recurses once per level."""
+    levels = 1200
+    opening = "".join(f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n' for i in range(levels))
+    closing = "".join(f"--b{i}--\r\n" for i in reversed(range(levels)))
+    data = (f"From: bob@counterparty.example\r\nSubject: deep\r\nMIME-Version: 1.0\r\n{opening}"
+            f"Content-Type: text/plain\r\n\r\n{CLAUSE}\r\n{closing}").encode()
+    response = upload(env, data, "deep.eml", "message/rfc822")
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert detail["code"] == "CG-INBOX-EML-MALFORMED" and "too deeply" in detail["message"] and detail["hint"], detail
+
+
 def test_the_openapi_describes_every_source(env):
     spec = env["client"].get("/openapi.json").json()
     post = spec["paths"]["/inbox/tasks"]["post"]
