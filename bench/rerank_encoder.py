@@ -251,11 +251,12 @@ def nested_metrics(L, Y, doc_ids, doc_fold, truth) -> dict:
     return {"pred": pred, "poss": poss | pred, "shown": shown}
 
 
-def blend(L, cats, rows_c, rows_i, rows_doc, R, w_of_doc) -> np.ndarray:
+def blend(L, cats, rows_c, rows_i, rows_doc, R, w_doc) -> np.ndarray:
     """(1 - w) * first + w * reranker on the candidates; the other passages of a re-ranked category get, as their
     re-ranker score, ``NON_CANDIDATE_GAP`` below their contract's lowest candidate's (so they stay below them)."""
     out = L.copy()
     for c in cats:
+        w_of_doc = w_doc[c] if isinstance(w_doc, dict) else w_doc  # one weight per contract, or per category too
         m = rows_c == c
         i, d, r = rows_i[m], rows_doc[m], R[m]
         rmin = np.full(len(w_of_doc), np.inf)
@@ -330,7 +331,19 @@ def evaluate(args) -> None:
         R[s["rows"]] = s["R"]
         times[f] = (float(s["t_train"]), float(s["t_pred"]), int(s["n_train"]))
     log(f"folds with re-ranker scores: {folds}; (train s, predict s, train pairs): {times}")
-    assert not np.isnan(R).any(), "every fold needs re-ranker scores (run train for all folds)"
+    if len(folds) < len(np.unique(doc_fold)):  # a subset of folds: only their contracts, thresholds nested over them
+        keep_doc = np.isin(doc_fold, folds)
+        keep_pas = keep_doc[doc_ids]
+        new_doc, new_pas = np.cumsum(keep_doc) - 1, np.cumsum(keep_pas) - 1
+        keep_row = keep_doc[rows_doc]
+        rows_c, R = rows_c[keep_row], R[keep_row]
+        rows_i, rows_doc = new_pas[rows_i[keep_row]], new_doc[rows_doc[keep_row]]
+        cand = [r for r, k in zip(cand, keep_row, strict=True) if k]
+        L, Y, doc_ids = L[keep_pas], Y[keep_pas], new_doc[doc_ids[keep_pas]]
+        truth, doc_fold = truth[keep_doc], doc_fold[keep_doc]
+        DOC_IDS = doc_ids
+        log(f"evaluating the {keep_doc.sum()} contracts of folds {folds} only")
+    assert not np.isnan(R).any(), "a fold's re-ranker scores are missing"
     rank = np.zeros(len(cand), dtype=int)  # rows of one (category, contract) are in first-stage order
     for j in range(1, len(cand)):
         same = rows_c[j] == rows_c[j - 1] and rows_doc[j] == rows_doc[j - 1]
@@ -339,11 +352,17 @@ def evaluate(args) -> None:
     rows_c, rows_i, rows_doc, R = rows_c[keep], rows_i[keep], rows_doc[keep], R[keep]
     rows = (rows_c, rows_i, rows_doc)
     w_of_doc = np.zeros(len(doc_fold))
+    w_cat = {c: np.zeros(len(doc_fold)) for c in cats}
     for f in np.unique(doc_fold):
-        w = choose_w(L, list(cats), rows, R, doc_fold, truth, doc_fold != f)
-        w_of_doc[doc_fold == f] = w
-        log(f"fold {f}: blend weight {w} (chosen on the other folds)")
-    Lb = blend(L, list(cats), *rows, R, w_of_doc)
+        if args.per_category:
+            for c in cats:
+                w_cat[c][doc_fold == f] = choose_w(L, [c], rows, R, doc_fold, truth, doc_fold != f)
+            log(f"fold {f}: blend weights {[float(w_cat[c][doc_fold == f][0]) for c in cats]} (other folds)")
+        else:
+            w = choose_w(L, list(cats), rows, R, doc_fold, truth, doc_fold != f)
+            w_of_doc[doc_fold == f] = w
+            log(f"fold {f}: blend weight {w} (chosen on the other folds)")
+    Lb = blend(L, list(cats), *rows, R, w_cat if args.per_category else w_of_doc)
     base = nested_metrics(L, Y, doc_ids, doc_fold, truth)
     new = nested_metrics(Lb, Y, doc_ids, doc_fold, truth)
     clause = [c for c, n in enumerate(CATEGORIES) if n not in METADATA_CATEGORIES]
@@ -358,9 +377,9 @@ def evaluate(args) -> None:
     names = ["contract micro-F1", "contract macro-F1", "passage F1 (shown rule)"] + \
             [f"found-or-possible recall {n} (n={truth[:, CATEGORIES.index(n)].sum()})" for n in RECALL_FIRST]
     k_used = args.serve_k or json.loads((OUT / "candidates.json").read_text())["k"]
-    print(f"TRAIN {len(doc_fold)} contracts, 4 contract folds, nested thresholds; re-ranked: "
+    print(f"TRAIN {len(doc_fold)} contracts, contract folds {folds}, nested thresholds; re-ranked: "
           f"{[CATEGORIES[c] for c in cats]}, k = {k_used}; blend weight per fold "
-          f"{[float(w_of_doc[doc_fold == f][0]) for f in np.unique(doc_fold)]}")
+          f"{'per category (logged)' if args.per_category else [float(w_of_doc[doc_fold == f][0]) for f in folds]}")
     print(f"{'figure':<62}{'baseline':>10}{'re-ranked':>10}{'diff [95% paired bootstrap]':>32}")
     for j, n in enumerate(names):
         print(f"{n:<62}{sb[j]:>10.4f}{sn[j]:>10.4f}{sn[j] - sb[j]:>+12.4f} [{lo[j]:+.4f}, {hi[j]:+.4f}]")
@@ -472,6 +491,7 @@ def main() -> None:
                    help="candidates of contracts without the category per candidate of those with it (0: all)")
     a = sub.add_parser("evaluate")
     a.add_argument("--boot", type=int, default=2000)
+    a.add_argument("--per-category", action="store_true", help="a blend weight per category (else one shared)")
     a.add_argument("--serve-k", type=int, default=0, help="re-rank only each category's best N candidates (0: all)")
     a = sub.add_parser("cost")
     a.add_argument("--n", type=int, default=20)
