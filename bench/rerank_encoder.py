@@ -383,7 +383,15 @@ def evaluate(args) -> None:
     print(f"{'figure':<62}{'baseline':>10}{'re-ranked':>10}{'diff [95% paired bootstrap]':>32}")
     for j, n in enumerate(names):
         print(f"{n:<62}{sb[j]:>10.4f}{sn[j]:>10.4f}{sn[j] - sb[j]:>+12.4f} [{lo[j]:+.4f}, {hi[j]:+.4f}]")
+    from sklearn.metrics import average_precision_score
+
     from tools import offline_tuning as tune
+    y_rows = Y[rows_i, rows_c]
+    for c in cats:
+        m = rows_c == c
+        ap_first, ap_rr = (average_precision_score(y_rows[m], v) for v in (L[rows_i[m], c], R[m]))
+        print(f"  {CATEGORIES[c]:<30} candidates' average precision (passage label), first stage "
+              f"{ap_first:.3f}, re-ranker {ap_rr:.3f}")
     for c in cats:
         b, n = tune.prf(base["pred"][:, c], truth[:, c]), tune.prf(new["pred"][:, c], truth[:, c])
         qb, qn = tune.prf(base["poss"][:, c], truth[:, c])[0], tune.prf(new["poss"][:, c], truth[:, c])[0]
