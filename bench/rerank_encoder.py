@@ -331,6 +331,16 @@ def evaluate(args) -> None:
         R[s["rows"]] = s["R"]
         times[f] = (float(s["t_train"]), float(s["t_pred"]), int(s["n_train"]))
     log(f"folds with re-ranker scores: {folds}; (train s, predict s, train pairs): {times}")
+    if len(folds) == 1:  # one fold: no nested thresholds possible, only the candidates' ranking
+        from sklearn.metrics import average_precision_score
+        m0 = doc_fold[rows_doc] == folds[0]
+        for c in cats:
+            m = m0 & (rows_c == c)
+            y_m = Y[rows_i[m], c]
+            ap_first, ap_rr = (average_precision_score(y_m, v) for v in (L[rows_i[m], c], R[m]))
+            print(f"fold {folds[0]} {CATEGORIES[c]:<26} candidates' average precision: first stage "
+                  f"{ap_first:.3f}, re-ranker {ap_rr:.3f}")
+        return
     if len(folds) < len(np.unique(doc_fold)):  # a subset of folds: only their contracts, thresholds nested over them
         keep_doc = np.isin(doc_fold, folds)
         keep_pas = keep_doc[doc_ids]
@@ -507,7 +517,9 @@ def main() -> None:
     a.add_argument("--max-len", type=int, default=128)
     a.add_argument("--categories", default=",".join(HIGH_RISK))
     a.add_argument("--onnx", action="store_true")
+    ap.add_argument("--out", default=str(OUT), help="working folder (candidates, scores); default .bench/rerank")
     args = ap.parse_args()
+    globals()["OUT"] = Path(args.out)
     {"candidates": candidates, "train": train, "evaluate": evaluate, "cost": cost}[args.cmd](args)
 
 
