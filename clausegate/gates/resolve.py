@@ -246,7 +246,10 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                                                   f"a decision.{hint}", state=state_name, record=record)
 
         if record is None:
-            return _outcome("not_a_gate", rid, f"run {rid} is {state_name}, but not at a ClauseGate gate.",
+            key = store.pause_key_of(flow_run)
+            why = (f" It waits at {key}, but that gate's record is missing or cannot be read (the log says which)."
+                   if key and key.startswith("gate-") else "")
+            return _outcome("not_a_gate", rid, f"run {rid} is {state_name}, but not at a ClauseGate gate.{why}",
                             state=state_name)
         refusal = _slack_refusal(client, flow_run, record, answer, slack_user_id, where) if via == "slack" else None
         if refusal is None and record.allowed_reviewers and slack_user_id is not None \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import TypeVar
 from uuid import UUID
 
@@ -30,6 +31,7 @@ from clausegate.gates.model import (
 )
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger(__name__)
 MAX_ROUNDS = 200  # answer rounds of one gate (each answer is one); far above any gate's findings x roles
 
 
@@ -41,8 +43,12 @@ def _conflict(exc: Exception) -> bool:
 def write_once(client, flow_run_id: UUID | str, key: str, value: BaseModel | dict) -> bool:
     """Store ``value`` under ``key`` unless the key exists (first write wins). True if written."""
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    try:  # NaN / Infinity would be stored but never read back (Prefect decodes inputs as strict JSON): refuse here
+        text = json.dumps(data, allow_nan=False)
+    except ValueError as exc:
+        raise ValueError(f"{key}: not stored, it holds a non-finite number ({exc})") from None
     try:
-        client.create_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key=key, value=json.dumps(data))
+        client.create_flow_run_input(flow_run_id=UUID(str(flow_run_id)), key=key, value=text)
     except httpx.HTTPStatusError as exc:
         if _conflict(exc):
             return False
@@ -57,7 +63,9 @@ def read_model(client, flow_run_id: UUID | str, key: str, model: type[M]) -> M |
         if item.key == key:
             try:
                 return model.model_validate(item.decoded_value)
-            except (ValidationError, ValueError):
+            except (ValidationError, ValueError) as exc:  # said, not swallowed: a gate that cannot be read
+                log.warning("run %s: the stored %s under %s cannot be read (%s, %d characters): %s", flow_run_id,
+                            model.__name__, key, type(exc).__name__, len(item.value or ""), str(exc)[:300])
                 return None
     return None
 

@@ -185,3 +185,35 @@ def test_a_suspend_timeout_that_runs_out_during_the_answer_is_reported_as_timed_
     outcome = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli")
     assert outcome.kind == "timed_out", outcome.message
     assert state_of(gate.flow_run_id) == ("FAILED", "Failed")
+
+
+def test_a_gate_whose_record_cannot_be_read_is_refused_and_says_so(settings, caplog):
+    """A run waiting at a gate whose stored record does not decode (here: a NaN, which JSON parsers refuse): the
+    answer is refused (no record, no reviewers to check), the outcome names the gate, and the log says why."""
+    from prefect.client.orchestration import get_client
+
+    from clausegate.gates.model import record_key
+
+    gate = open_synthetic_gate(settings)
+    with get_client(sync_client=True) as client:
+        run_id = uuid.UUID(gate.flow_run_id)
+        client.delete_flow_run_input(flow_run_id=run_id, key=record_key(gate.key))
+        client.create_flow_run_input(flow_run_id=run_id, key=record_key(gate.key),
+                                     value='{"key": "' + gate.key + '", "cost_eur": NaN}')
+    with caplog.at_level("WARNING", logger="clausegate.gates.store"):
+        outcome = resolve_gate(gate.flow_run_id, "approve", reviewer="rita", via="cli")
+    assert outcome.kind == "not_a_gate" and gate.key in outcome.message and "cannot be read" in outcome.message
+    assert state_of(gate.flow_run_id) == ("PAUSED", "Suspended")  # nothing was resumed
+    assert any(gate.key in r.getMessage() and "cannot be read" in r.getMessage() for r in caplog.records)
+
+
+def test_a_record_that_could_not_be_read_back_is_not_stored():
+    from prefect.client.orchestration import get_client
+
+    from clausegate.gates import store
+
+    gate = open_synthetic_gate(post=False)
+    with get_client(sync_client=True) as client:
+        with pytest.raises(ValueError, match="non-finite"):
+            store.write_once(client, gate.flow_run_id, "clausegate-test-nan", {"cost_eur": float("nan")})
+        assert store.read_model(client, gate.flow_run_id, "clausegate-test-nan", type(gate)) is None
