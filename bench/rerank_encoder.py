@@ -207,34 +207,11 @@ def nested_metrics(L, Y, doc_ids, doc_fold, truth) -> dict:
     (found, found-or-possible) and the passages shown."""
     from clausegate.review.categories import CATEGORIES
     from tools import offline_tuning as tune
-    from tools.train_offline_model import (
-        EXTRACT_FLOOR,
-        MIN_PRECISION,
-        POSSIBLE_FLOOR,
-        POSSIBLE_PRECISION,
-        POSSIBLE_RECALL,
-        RECALL_FIRST,
-        RECALL_TARGET,
-    )
+    from tools.train_offline_model import RECALL_FIRST, pick_extract, pick_possible
     P = tune.sigmoid(L)
     n_docs, k = truth.shape
     M = np.zeros((n_docs, k))
     np.maximum.at(M, doc_ids, P)
-
-    def pick_extract(c):
-        def pick(s, t):
-            th = tune.best_f1_threshold(s, t, EXTRACT_FLOOR)[0]
-            if CATEGORIES[c] in RECALL_FIRST:
-                r = tune.recall_threshold(s, t, RECALL_TARGET, MIN_PRECISION, EXTRACT_FLOOR)
-                th = min(th, r) if r is not None else th
-            return th
-        return pick
-
-    def pick_possible(c):
-        def pick(s, t):
-            r = tune.recall_threshold(s, t, POSSIBLE_RECALL, POSSIBLE_PRECISION, POSSIBLE_FLOOR)
-            return min(pick_extract(c)(s, t), r if r is not None else 1.0)
-        return pick
 
     pred, poss = np.zeros_like(truth), np.zeros_like(truth)
     for c, name in enumerate(CATEGORIES):

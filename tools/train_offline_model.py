@@ -169,6 +169,26 @@ def fold_of_docs(entries: list[dict], folds: int) -> np.ndarray:
     return np.array([int(hashlib.sha256(e["filename"].encode()).hexdigest()[8:16], 16) % folds for e in entries])
 
 
+def pick_extract(c: int):
+    """The extraction-threshold rule of category ``c`` on contract max-scores: best F1, lowered for the high-risk
+    categories to the recall target (``pick(scores, truth) -> threshold``)."""
+    def pick(s, t):
+        th = tune.best_f1_threshold(s, t, EXTRACT_FLOOR)[0]
+        if CATEGORIES[c] in RECALL_FIRST:
+            r = tune.recall_threshold(s, t, RECALL_TARGET, MIN_PRECISION, EXTRACT_FLOOR)
+            th = min(th, r) if r is not None else th
+        return th
+    return pick
+
+
+def pick_possible(c: int):
+    """The "possible" threshold rule of a high-risk category ``c``: found-or-possible recall first."""
+    def pick(s, t):
+        r = tune.recall_threshold(s, t, POSSIBLE_RECALL, POSSIBLE_PRECISION, POSSIBLE_FLOOR)
+        return min(pick_extract(c)(s, t), r if r is not None else 1.0)
+    return pick
+
+
 def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
     """Everything tuned on the OOF logits ``L`` (see module doc); returns metadata entries."""
     n_docs, k = int(doc_ids.max()) + 1, len(CATEGORIES)
@@ -183,21 +203,6 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
     P = tune.sigmoid(L)
     M = np.zeros((n_docs, k))
     np.maximum.at(M, doc_ids, P)
-
-    def pick_extract(c):
-        def pick(s, t):
-            th = tune.best_f1_threshold(s, t, EXTRACT_FLOOR)[0]
-            if CATEGORIES[c] in RECALL_FIRST:
-                r = tune.recall_threshold(s, t, RECALL_TARGET, MIN_PRECISION, EXTRACT_FLOOR)
-                th = min(th, r) if r is not None else th
-            return th
-        return pick
-
-    def pick_possible(c):
-        def pick(s, t):
-            r = tune.recall_threshold(s, t, POSSIBLE_RECALL, POSSIBLE_PRECISION, POSSIBLE_FLOOR)
-            return min(pick_extract(c)(s, t), r if r is not None else 1.0)
-        return pick
 
     extract, possible, cv_pred, cv_poss = {}, {}, np.zeros_like(truth), np.zeros_like(truth)
     for c, name in enumerate(CATEGORIES):

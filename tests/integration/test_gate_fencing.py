@@ -314,35 +314,56 @@ def _post_executed(client, run_id, occurred=None) -> None:
     client.request("POST", "/events", json=[event.model_dump(mode="json")]).raise_for_status()
 
 
+def _crashed_on_a_live_worker(client, deployment: str, why: str):
+    """A contract-review run that was Running on the online worker ``fencing-worker`` and is now Crashed."""
+    from prefect.states import Crashed, Running
+
+    pool = _fencing_pool(client)
+    client.send_worker_heartbeat(pool, "fencing-worker", heartbeat_interval_seconds=30)
+    deployment_id = client.create_deployment(flow_id=client.create_flow_from_name("contract-review"),
+                                             name=deployment, work_pool_name=pool)
+    run = client.create_flow_run_from_deployment(deployment_id, tags=["fencing-test"])
+    client.set_flow_run_state(run.id, Running(), force=True)
+    client.update_flow_run_labels(run.id, {"prefect.worker.name": "fencing-worker"})
+    client.set_flow_run_state(run.id, Crashed(message=f"CG-RUN-CRASHED: {why}"), force=True)
+    return run, deployment_id
+
+
+def _handle_in_background(run_id):
+    """``dead_letters.handle`` of the run in a thread: (the thread, a dict that gets ``handled``)."""
+    import threading
+
+    result: dict = {}
+    handler = threading.Thread(target=lambda: result.update(handled=_handle(run_id)), daemon=True)
+    handler.start()
+    return handler, result
+
+
+def _wait_until_cancelling(client, run_id, timeout: float = 30) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while client.read_flow_run(run_id).state_type.value != "CANCELLING":
+        assert time.monotonic() < deadline, "the run was not set Cancelling"
+        time.sleep(0.2)
+
+
 def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tmp_path):
     """The worker is online and has not reported the process ended: Cancelling, then wait for *this* run's
     executed event (another run's does not count), then requeue."""
-    import threading
     import time
 
-    from prefect.states import Cancelled, Crashed, Running
+    from prefect.states import Cancelled
 
     from clausegate.ops import dead_letters
 
     with _client() as client:
-        pool = _fencing_pool(client)
-        client.send_worker_heartbeat(pool, "fencing-worker", heartbeat_interval_seconds=30)
-        deployment_id = client.create_deployment(flow_id=client.create_flow_from_name("contract-review"),
-                                                 name="fencing-live-worker", work_pool_name=pool)
-        run = client.create_flow_run_from_deployment(deployment_id, tags=["fencing-test"])
+        run, deployment_id = _crashed_on_a_live_worker(client, "fencing-live-worker", "no heartbeat")
         other = client.create_flow_run_from_deployment(deployment_id, tags=["fencing-test"])
-        client.set_flow_run_state(run.id, Running(), force=True)
-        client.update_flow_run_labels(run.id, {"prefect.worker.name": "fencing-worker"})
-        client.set_flow_run_state(run.id, Crashed(message="CG-RUN-CRASHED: no heartbeat"), force=True)
 
-    result = {}
-    handler = threading.Thread(target=lambda: result.update(handled=_handle(run.id)), daemon=True)
-    handler.start()
+    handler, result = _handle_in_background(run.id)
     with _client() as client:
-        deadline = time.monotonic() + 30
-        while client.read_flow_run(run.id).state_type.value != "CANCELLING":
-            assert time.monotonic() < deadline, "the run was not set Cancelling"
-            time.sleep(0.2)
+        _wait_until_cancelling(client, run.id)
         assert dead_letters.REQUEUING in client.read_flow_run(run.id).state.message
         _post_executed(client, other.id)  # another run's process ended: not ours
         time.sleep(3)
@@ -366,31 +387,17 @@ def test_a_process_that_ended_before_the_cancelling_is_requeued_without_waiting_
     first looked, so the handler set Cancelling. No worker holds that process, so no Cancelled will come (Prefect's
     runner ignores a Cancelling run it has no process for): requeue at once instead of waiting out the stop
     timeout (CI: the run sat Cancelling for the whole 120 s)."""
-    import threading
-    import time
     from datetime import timedelta
 
-    from prefect.states import Cancelled, Crashed, Running
+    from prefect.states import Cancelled
 
     with _client() as client:
-        pool = _fencing_pool(client)
-        client.send_worker_heartbeat(pool, "fencing-worker", heartbeat_interval_seconds=30)
-        deployment_id = client.create_deployment(flow_id=client.create_flow_from_name("contract-review"),
-                                                 name="fencing-killed", work_pool_name=pool)
-        run = client.create_flow_run_from_deployment(deployment_id, tags=["fencing-test"])
-        client.set_flow_run_state(run.id, Running(), force=True)
-        client.update_flow_run_labels(run.id, {"prefect.worker.name": "fencing-worker"})
-        client.set_flow_run_state(run.id, Crashed(message="CG-RUN-CRASHED: process killed"), force=True)
+        run, _ = _crashed_on_a_live_worker(client, "fencing-killed", "process killed")
         started = next(s.timestamp for s in client.read_flow_run_states(run.id) if s.is_running())
 
-    result = {}
-    handler = threading.Thread(target=lambda: result.update(handled=_handle(run.id)), daemon=True)
-    handler.start()
+    handler, result = _handle_in_background(run.id)
     with _client() as client:
-        deadline = time.monotonic() + 30
-        while client.read_flow_run(run.id).state_type.value != "CANCELLING":
-            assert time.monotonic() < deadline, "the run was not set Cancelling"
-            time.sleep(0.2)
+        _wait_until_cancelling(client, run.id)
         _post_executed(client, run.id, occurred=started + timedelta(milliseconds=50))  # ended before the ask
         handler.join(90)
         assert not handler.is_alive()
