@@ -73,6 +73,14 @@ def recall_threshold(scores: np.ndarray, truth: np.ndarray, recall: float, min_p
     return float(max(floor, (s[i] + nxt) / 2))
 
 
+def contract_truth(spans, n_docs: int, k: int) -> np.ndarray:
+    """Contracts x categories: the contract has a CUAD span of the category (``spans``: (contract, category, _))."""
+    truth = np.zeros((n_docs, k), dtype=bool)
+    for d, c, _ in spans:
+        truth[d, c] = True
+    return truth
+
+
 def cv_threshold(doc_scores, truth, doc_fold, pick) -> np.ndarray:
     """Nested estimate: for each fold, ``pick(scores, truth)`` on the other folds, applied to
     it.  Returns the predicted presence of every contract."""
@@ -91,24 +99,55 @@ def cv_threshold(doc_scores, truth, doc_fold, pick) -> np.ndarray:
 PASSAGE_GRID = [0.0, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
 
 
-def shown_passages(P, doc_ids, thr, pthr) -> np.ndarray:
+def shown_passages(P, doc_ids, thr, pthr, found=None) -> np.ndarray:
     """Passages x categories: shown as findings under serving's rule (``thr``: extraction thresholds,
-    ``pthr``: passage thresholds, both per category)."""
+    ``pthr``: passage thresholds, both per category; ``found``: passages x categories, the passage's contract
+    has the category found, when that is not decided on ``P``'s maxima: the contract prior)."""
     n_docs = int(doc_ids.max()) + 1
     best = np.zeros((n_docs, P.shape[1]))
     np.maximum.at(best, doc_ids, P)
-    found = best[doc_ids] >= thr
+    if found is None:
+        found = best[doc_ids] >= thr
     return found & ((P >= np.maximum(thr, pthr)) | (P >= best[doc_ids]))
 
 
-def choose_passage_threshold(p, truth, doc_ids, thr: float, grid=PASSAGE_GRID) -> float:
+def choose_passage_threshold(p, truth, doc_ids, thr: float, found=None, grid=PASSAGE_GRID) -> float:
     """For one category: the grid value maximising passage-level F1 of ``shown_passages``."""
     best_g, best_f = 0.0, -1.0
+    found = None if found is None else found[:, None]
     for g in grid:
-        f1 = prf(shown_passages(p[:, None], doc_ids, np.array([thr]), np.array([g]))[:, 0], truth)[2]
+        f1 = prf(shown_passages(p[:, None], doc_ids, np.array([thr]), np.array([g]), found)[:, 0], truth)[2]
         if f1 > best_f + 1e-9:
             best_g, best_f = g, f1
     return float(best_g)
+
+
+def nested_cv(L_raw, D, fold_weights, Y, truth, doc_ids, doc_fold, pick_extract, pick_possible, recall_first):
+    """Per fold ``f``, everything chosen on the other folds and applied to ``f``: the contract prior's weights
+    (``fold_weights[f]``, chosen without ``f``; all zero without a prior, ``D`` None), the extraction, possible and
+    passage thresholds. Returns contract presence, "possible" (recall-first categories, on the passage scores
+    alone) and the passages shown (by the passage scores alone), as serving decides them."""
+    n_docs, k = truth.shape
+    fold = doc_fold[doc_ids]
+    raw_max = np.zeros((n_docs, k))
+    np.maximum.at(raw_max, doc_ids, sigmoid(L_raw))
+    pred, poss, shown = np.zeros_like(truth), np.zeros_like(truth), np.zeros_like(Y)
+    for f in np.unique(doc_fold):
+        tr_doc, tr = doc_fold != f, fold != f
+        L = L_raw if D is None else L_raw + (fold_weights[f] * D)[doc_ids]
+        P = sigmoid(L)
+        M = np.zeros((n_docs, k))
+        np.maximum.at(M, doc_ids, P)
+        thr = np.array([pick_extract(c)(M[tr_doc, c], truth[tr_doc, c]) for c in range(k)])
+        pred[~tr_doc] = M[~tr_doc] >= thr
+        for c in recall_first:
+            poss[~tr_doc, c] = raw_max[~tr_doc, c] >= pick_possible(c)(raw_max[tr_doc, c], truth[tr_doc, c])
+        found = M[doc_ids] >= thr
+        S = sigmoid(L_raw)
+        g = np.array([choose_passage_threshold(S[tr, c], Y[tr, c], doc_ids[tr], thr[c], found[tr, c])
+                      for c in range(k)])
+        shown[~tr] = shown_passages(S[~tr], doc_ids[~tr], thr, g, found[~tr])
+    return pred, poss, shown
 
 
 # ---- keyword priors (rare categories): logit boosts chosen by cross-validated contract F1; the boost
@@ -248,16 +287,17 @@ def ece(conf: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
 # ---- the pre-filter's keep grid
 
 def keep_grid(P, doc_ids, page_nos, thr, spans, tokens, categories, lambda_grid, recall_levels, first_passages,
-              log) -> dict:
+              log, found=None) -> dict:
     """The pre-filter's per-category keep thresholds along a grid of trade-offs lambda (``recall_levels``:
-    level name -> OOF span recall; ``first_passages``: the metadata rule's passages of the first page)."""
+    level name -> OOF span recall; ``first_passages``: the metadata rule's passages of the first page; ``found``:
+    passages x categories, the contract has the category found, when not decided on ``P``: the contract prior)."""
     n_docs, k = int(doc_ids.max()) + 1, P.shape[1]
     tok = np.array(tokens)
     span_cat = np.array([s[1] for s in spans])
     span_idx = [np.array(s[2], dtype=int) for s in spans]
     best = np.full((n_docs, k), -1.0)
     np.maximum.at(best, doc_ids, P)
-    top1 = (P == best[doc_ids]) & (P >= thr)
+    top1 = (P == best[doc_ids]) & ((P >= thr) if found is None else found)
     keep_first = np.zeros(len(doc_ids), dtype=bool)
     for dd in range(n_docs):
         ix = np.where(doc_ids == dd)[0]

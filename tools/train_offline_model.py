@@ -17,6 +17,8 @@ Out-of-fold (OOF) logits over a contract-level K-fold of TRAIN tune (``tools/off
 
 * keyword priors for rare categories (a logit boost for passages matching words of CUAD's
   category question), chosen by nested cross-validated contract F1;
+* the contract prior (2.5, ``tools/contract_prior.py``): a per-contract offset from the whole contract's words,
+  added to the passage scores when deciding whether a category is found (not which passages are shown);
 * ``extract_threshold[c]``: the threshold maximising contract-level F1 on OOF max scores; for
   the recall-first categories (the default playbook's high-risk ones) the highest threshold
   whose OOF contract recall reaches ``RECALL_FIRST`` at precision >= ``MIN_PRECISION``;
@@ -63,11 +65,12 @@ from clausegate.review.offline.model import (
     make_vectorizer,
 )
 from clausegate.review.passages import LEAD_CHARS, MAX_CHARS, MIN_CHARS, count_tokens, page_passages, split_passages
+from tools import contract_prior as prior
 from tools import cuad
 from tools import offline_tuning as tune
 from tools.keyword_priors import KEYWORD_PRIORS
 
-MODEL_VERSION = "cuad-tfidf-lr-2.4"
+MODEL_VERSION = "cuad-tfidf-lr-2.5"
 FEATURES = {
     "ngram_range": [1, 2],
     "min_df": 3,
@@ -102,6 +105,7 @@ LAMBDA_GRID = [round(2 ** (k / 4), 4) for k in range(0, 41)]  # 1 .. 1024
 NARROW = ["Revenue/Profit Sharing", "Minimum Commitment", "Price Restrictions",
           "Cap on Liability", "Uncapped Liability", "Liquidated Damages"]
 METADATA_FIRST_PASSAGES = 3
+CONTRACT_PRIOR = True  # tools/contract_prior.py (2.5); --no-contract-prior measures 2.4's scorer
 
 
 def log(msg: str) -> None:
@@ -189,56 +193,65 @@ def pick_possible(c: int):
     return pick
 
 
-def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
-    """Everything tuned on the OOF logits ``L`` (see module doc); returns metadata entries."""
+def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans, D=None) -> dict:
+    """Everything tuned on the OOF logits ``L`` (see module doc); ``D``: the contract prior's OOF logits
+    (contracts x categories, ``tools/contract_prior.py``) or None; returns metadata entries."""
     n_docs, k = int(doc_ids.max()) + 1, len(CATEGORIES)
-    truth = np.zeros((n_docs, k), dtype=bool)
-    for d, c, _ in spans:
-        truth[d, c] = True
+    truth = tune.contract_truth(spans, n_docs, len(CATEGORIES))
+    clause = [c for c, name in enumerate(CATEGORIES) if name not in METADATA_CATEGORIES]
     kw = tune.keyword_hits(texts, KEYWORD_PRIORS)
     boosts = tune.choose_boosts(L, kw, doc_ids, doc_fold, truth, KEYWORD_PRIORS, list(CATEGORIES), BOOST_GRID,
                                 EXTRACT_FLOOR, log)
     for j, name in enumerate(KEYWORD_PRIORS):
         add_keyword_boost(L[:, CATEGORIES.index(name)], kw[:, j], boosts[name])
-    P = tune.sigmoid(L)
-    M = np.zeros((n_docs, k))
+    weights, fold_weights, prior_nested = np.zeros(k), None, None
+    L_raw = L.copy()
+    if D is not None:  # the contract prior: a per-contract offset added to every passage logit (found, shown)
+        max_logit = np.full((n_docs, k), -40.0)
+        np.maximum.at(max_logit, doc_ids, L)
+        allowed = np.array([name not in METADATA_CATEGORIES for name in CATEGORIES])  # metadata: as before
+        prior_nested = prior.nested_figures(max_logit, D, truth, doc_fold, pick_extract, clause, allowed)
+        weights = prior.choose_weights(max_logit, D, truth, doc_fold, np.ones(n_docs, dtype=bool), pick_extract,
+                                       allowed)
+        fold_weights = np.array(prior_nested["fold_weights"])
+        L = L + (weights * D)[doc_ids]
+        log(f"contract prior: {int((weights > 0).sum())} categories; fully nested contract micro / macro "
+            f"{prior_nested['without']} -> {prior_nested['with']}")
+    P, P_raw = tune.sigmoid(L), tune.sigmoid(L_raw)
+    M, M_raw = np.zeros((n_docs, k)), np.zeros((n_docs, k))
     np.maximum.at(M, doc_ids, P)
+    np.maximum.at(M_raw, doc_ids, P_raw)
 
-    extract, possible, cv_pred, cv_poss = {}, {}, np.zeros_like(truth), np.zeros_like(truth)
-    for c, name in enumerate(CATEGORIES):
-        extract[name] = round(pick_extract(c)(M[:, c], truth[:, c]), 6)
-        cv_pred[:, c] = tune.cv_threshold(M[:, c], truth[:, c], doc_fold, pick_extract(c))
-        if name in RECALL_FIRST:
-            possible[name] = round(pick_possible(c)(M[:, c], truth[:, c]), 6)
-            cv_poss[:, c] = tune.cv_threshold(M[:, c], truth[:, c], doc_fold, pick_possible(c))
+    # found: on the scores with the contract prior; possible (recall-first categories): on the passage scores
+    # alone, so the prior never lowers found-or-possible recall
+    extract = {name: round(pick_extract(c)(M[:, c], truth[:, c]), 6) for c, name in enumerate(CATEGORIES)}
+    possible = {name: round(pick_possible(c)(M_raw[:, c], truth[:, c]), 6)
+                for c, name in enumerate(CATEGORIES) if name in RECALL_FIRST}
     thr = np.array([extract[c] for c in CATEGORIES])
-
-    # passages shown for a found category: its best one, plus those >= max(extract, passage threshold);
-    # the passage threshold maximises OOF passage-level F1 (nested figure: chosen on 3 folds, applied to the 4th)
-    passage = {name: round(tune.choose_passage_threshold(P[:, c], Y[:, c], doc_ids, thr[c]), 4)
+    # passages shown for a found category: its best one, plus those whose passage score (without the prior) is
+    # >= max(extract, passage threshold); the passage threshold maximises OOF passage-level F1
+    found = M[doc_ids] >= thr
+    passage = {name: round(tune.choose_passage_threshold(P_raw[:, c], Y[:, c], doc_ids, thr[c], found[:, c]), 4)
                for c, name in enumerate(CATEGORIES)}
     pthr = np.array([passage[c] for c in CATEGORIES])
-    fold = doc_fold[doc_ids]
-    shown_cv = np.zeros_like(Y)
-    for f in np.unique(doc_fold):
-        g = np.array([tune.choose_passage_threshold(P[fold != f, c], Y[fold != f, c], doc_ids[fold != f], thr[c])
-                      for c in range(k)])
-        shown_cv[fold == f] = tune.shown_passages(P[fold == f], doc_ids[fold == f], thr, g)
+    cv_pred, cv_poss, shown_cv = tune.nested_cv(
+        L_raw, D, fold_weights, Y, truth, doc_ids, doc_fold, pick_extract, pick_possible,
+        [CATEGORIES.index(n) for n in RECALL_FIRST])
 
     # calibration of the confidence shown for a finding (a shown passage): fitted on OOF
     # findings; its error is estimated by fitting on 3 folds and measuring on the 4th
-    shown = tune.shown_passages(P, doc_ids, thr, pthr)
+    shown = tune.shown_passages(P_raw, doc_ids, thr, pthr, found)
     rows, cols = np.nonzero(shown)
     x = L[rows, cols] - tune.logit(thr[cols])
     y = Y[rows, cols].astype(float)
     a, b, offsets, cal_platt, cal_cv = tune.calibrate_findings(x, y, cols, doc_fold[doc_ids[rows]], list(CATEGORIES))
-    clause = [c for c, name in enumerate(CATEGORIES) if name not in METADATA_CATEGORIES]
     pas_p, pas_r, pas_f = tune.prf((P >= thr)[:, clause], Y[:, clause])  # thresholds in-sample here
     micro = tune.prf(cv_pred[:, clause], truth[:, clause])
     per_cat = {name: round(tune.prf(cv_pred[:, c], truth[:, c])[2], 4) for c, name in enumerate(CATEGORIES)}
     rf_index = {name: CATEGORIES.index(name) for name in RECALL_FIRST}
     cv = {
-        "method": "nested: thresholds tuned on 3 contract folds of TRAIN's OOF scores, applied to the 4th",
+        "method": "nested: the contract prior's weights and the thresholds tuned on 3 contract folds of TRAIN's OOF "
+                  "scores, applied to the 4th",
         "contract_micro_f1": round(micro[2], 4),
         "contract_macro_f1": round(float(np.mean([per_cat[CATEGORIES[c]] for c in clause])), 4),
         "contract_f1": per_cat,
@@ -254,6 +267,7 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
         "findings_ece_raw": round(tune.ece(P[rows, cols], y), 4),
         "findings_ece_platt_only": round(tune.ece(cal_platt, y), 4),
         "findings_ece_calibrated": round(tune.ece(cal_cv, y), 4),
+        "contract_prior_nested": prior_nested,
     }
     log(f"CV (TRAIN): contract micro-F1 {cv['contract_micro_f1']} macro-F1 {cv['contract_macro_f1']}; passage "
         f"micro-F1 {cv['passage_micro_f1_in_sample_thresholds']} -> {cv['passage_micro_f1_shown_rule']} (shown rule); "
@@ -261,6 +275,11 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
     log(f"CV recall-first: {cv['recall_first']}")
     return {
         "keyword_priors": {n: {"pattern": KEYWORD_PRIORS[n], "logit_boost": bb} for n, bb in boosts.items() if bb},
+        "contract_prior": {"weights": {name: float(weights[c]) for c, name in enumerate(CATEGORIES) if weights[c]},
+                           "c_value": prior.C_VALUE, "min_positive_contracts": prior.MIN_POSITIVES,
+                           "min_passages": prior.MIN_PASSAGES, "logit_floor": prior.LOGIT_FLOOR,
+                           "description": "per category, weight x (the contract model's logit on the TF-IDF of the "
+                                          "contract's passages joined) is added to every passage logit"},
         "extract_threshold": extract,
         "extract_threshold_floor": EXTRACT_FLOOR,
         "passage_threshold": passage,
@@ -271,14 +290,14 @@ def tune_all(L, Y, texts, doc_ids, page_nos, doc_fold, spans) -> dict:
                                   "per-category offset category_b (shrunk by n / (n + 50))",
                         "a": round(a, 6), "b": round(b, 6), "category_b": offsets},
         "cv": cv,
-        **tune.keep_grid(P, doc_ids, page_nos, thr, spans, [count_tokens(t) for t in texts], list(CATEGORIES),
-                         LAMBDA_GRID, RECALL_LEVELS, METADATA_FIRST_PASSAGES, log),
+        **tune.keep_grid(P_raw, doc_ids, page_nos, thr, spans, [count_tokens(t) for t in texts], list(CATEGORIES),
+                         LAMBDA_GRID, RECALL_LEVELS, METADATA_FIRST_PASSAGES, log, found),
     }
 
 
 def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = None, reuse: bool = False) -> dict:
-    """Fit, tune and write the artifact.  ``dump``: save the OOF logits and fold models there;
-    ``reuse``: take them from ``dump`` instead of fitting again (re-tuning only, same corpus)."""
+    """Fit, tune and write the artifact (``dump``: save the OOF logits and fold models there; ``reuse``: take
+    them from ``dump`` instead of fitting again: re-tuning only, same corpus; the contract prior is refitted)."""
     t0 = time.time()
     texts, heads, doc_ids, page_nos, Y, spans = build_corpus(entries, cuad.load_annotations())
     vec = make_vectorizer(FEATURES)
@@ -307,7 +326,10 @@ def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = No
         dump.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(dump, L=L, Y=Y, doc_ids=doc_ids, page_nos=page_nos, doc_fold=doc_fold,
                             coefs=np.array(coefs), intercepts=np.array(intercepts))
-    tuned = tune_all(L.copy(), Y, texts, doc_ids, page_nos, doc_fold, spans)
+    D, prior_coefs, prior_intercepts = prior.fit(vec, texts, doc_ids, spans, doc_fold, len(CATEGORIES))
+    log(f"contract prior fitted; {time.time() - t0:.0f}s")
+    tuned = tune_all(L.copy(), Y, texts, doc_ids, page_nos, doc_fold, spans, D if CONTRACT_PRIOR else None)
+    used = np.array([name in tuned["contract_prior"]["weights"] for name in CATEGORIES])
     out.mkdir(parents=True, exist_ok=True)
     vocab = vec.get_feature_names_out()
     hvocab = hvec.get_feature_names_out() if hvec is not None else []
@@ -318,6 +340,8 @@ def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = No
         vocabulary=np.array(vocab, dtype=str), idf=vec.idf_.astype(np.float32), **heading_arrays,
         coef=np.mean(coefs, axis=0).astype(np.float16), intercept=np.mean(intercepts, axis=0).astype(np.float32),
         categories=np.array(CATEGORIES, dtype=str),
+        prior_coef=(np.mean(prior_coefs, axis=0) * used[:, None]).astype(np.float16),
+        prior_intercept=(np.mean(prior_intercepts, axis=0) * used).astype(np.float32),
     )
     meta = {
         "version": MODEL_VERSION,
@@ -331,7 +355,9 @@ def train(entries: list[dict], out: Path, folds: int = 4, dump: Path | None = No
         "sklearn_version": sklearn.__version__,
         "numpy_version": np.__version__,
         "model": f"one-vs-rest LogisticRegression(C={C_VALUE}, class_weight={{0: 1, 1: {POS_WEIGHT}}}, liblinear dual, "
-                 f"random_state=0) per category, average of the {folds} fold models",
+                 f"random_state=0) per category, average of the {folds} fold models; plus the contract prior "
+                 f"(LogisticRegression(C={prior.C_VALUE}, class_weight='balanced') per category on the contract's "
+                 f"text, average of the {folds} fold models)",
         "features": {**FEATURES, "vocabulary_size": len(vocab), "head_vocabulary_size": len(hvocab),
                      "description": "TF-IDF word 1-2-grams of the passage"
                                     + (" + TF-IDF of its section heading's words" if hvec is not None else "")},
@@ -356,7 +382,9 @@ def main() -> None:
     ap.add_argument("--passages", default=PASSAGES, choices=["page", "split"],
                     help="page: page_passages as served (furniture removed); split: split_passages per raw page")
     ap.add_argument("--c-value", type=float, default=C_VALUE, help="LR inverse regularisation (experiments)")
+    ap.add_argument("--no-contract-prior", action="store_true", help="2.4's scorer: no contract prior (baseline)")
     args = ap.parse_args()
+    globals()["CONTRACT_PRIOR"] = not args.no_contract_prior
     globals()["C_VALUE"] = args.c_value
     globals()["PASSAGES"] = args.passages
     manifest = cuad.load_manifest()

@@ -11,10 +11,10 @@ passage is scored by the trained offline scorer (``clausegate.review.offline.mod
   which ~96.7% / 98% / 99% of all labelled spans (41 categories) fall in a kept passage; a
   playbook of n categories uses lambda * sqrt(41 / max(n, 6)), because with fewer categories
   each span may cost more tokens (clamped at 6, the smallest playbook it was validated on);
-* each requested category's best-scoring passage is kept when it reaches the extractor's
-  threshold (or its "possible" threshold), so the pre-filter never hides a clause the offline
-  extractor would report (contract-level "is it present" decisions are unchanged by
-  filtering); so is the passage before or after it when a sentence runs across the two
+* each requested category's best-scoring passage is kept when the extractor would report it (its score with
+  the contract prior at the extraction threshold, or its score at the "possible" threshold), so the pre-filter
+  never hides a clause the offline extractor would report (contract-level "is it present" decisions are
+  unchanged by filtering); so is the passage before or after it when a sentence runs across the two
   (``evidence.continues``: a clause cut by a page break is shown whole);
 * a kept passage whose first sentence began in the passage before keeps that one (and, up to
   ``CONTINUATION_PASSAGES`` in a row, 0 by default, one whose lead-in or list item goes on keeps the next): the
@@ -28,6 +28,8 @@ Pages flagged ``needs_ocr`` or with blank text are skipped.  ``tokens_total`` co
 so ``0 <= tokens_kept <= tokens_total``.  ``Passage.categories`` holds the passage's score for
 every requested category, ``Passage.score`` the maximum of them, and ``Passage.section`` the
 numbered section the passage starts in (``clausegate.review.sections``, read in document order).
+``FilteredDocument.category_offsets`` holds the contract prior's offsets (``offline.model.contract_offsets``,
+computed from all passages, kept or not), which the extractor adds when it decides whether a category is found.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 
 from clausegate.review.categories import METADATA_CATEGORIES, canonical
 from clausegate.review.evidence import continues
-from clausegate.review.offline.model import load_model, score_passages
+from clausegate.review.offline.model import contract_offsets, load_model, score_passages, with_offset
 from clausegate.review.passages import count_tokens, page_passages
 from clausegate.review.schemas import FilteredDocument, ParsedDocument, Passage
 from clausegate.review.sections import SectionTracker, from_label, heading_words
@@ -86,6 +88,7 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
 
     heads = [" ".join(heading_words(h.title)) if (h := from_label(x)) else "" for x in sections]
     scores = score_passages(texts, model, headings=heads)
+    offsets = contract_offsets(texts, model)
     cols = [index[c] for c in cats]
     sub = scores[:, cols]
     keep_at = [thresholds[c] for c in cats]
@@ -94,7 +97,8 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
     # possible), and so do the passages next to it (a clause cut by a page break is completed)
     for j, c in enumerate(cats):
         best = int(np.argmax(sub[:, j]))
-        if sub[best, j] >= min(model.extract_threshold(c), model.possible_threshold(c)):
+        found = with_offset(float(sub[best, j]), offsets.get(c, 0.0)) >= model.extract_threshold(c)
+        if found or sub[best, j] >= model.possible_threshold(c):
             keep[best] = True
             if best > 0 and continues(texts[best - 1], pages[best - 1], texts[best], pages[best]):
                 keep[best - 1] = True
@@ -123,6 +127,7 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
         pages_kept=sorted({p.page for p in kept}),
         tokens_total=sum(tokens),
         tokens_kept=tokens_kept,
+        category_offsets={c: offsets[c] for c in cats if c in offsets},
     )
 
 

@@ -149,6 +149,9 @@ class FilteredDocument(_Model):
     tokens_total: int = Field(ge=0)
     tokens_kept: int = Field(ge=0)
     origin: ReviewOrigin | None = Field(None, description="the review that computed this pre-filter result")
+    category_offsets: dict[str, float] = Field(
+        default_factory=dict, description="the offline model's contract prior: per category, the log-odds the whole "
+                                          "contract's words add when deciding whether the category is found")
 
 
 class Dispute(_Model):

@@ -6,23 +6,24 @@ requested category ``c``:
 A table of contents (``clausegate.review.toc``) lists every clause's heading but is none: its passages are
 never found, possible or shown.
 
-* **found**: when a passage's probability for ``c`` is at or above ``extract_threshold[c]``
-  (artifact metadata, tuned on out-of-fold scores of CUAD's TRAIN split: contract-level F1, or
-  for the recall-first high-risk categories the recall target; never below 0.05), the best
-  passage, and every other passage at or above ``passage_threshold[c]`` (tuned on TRAIN for
-  passage-level F1, never below the extraction threshold), becomes a clause with ``source="offline"``;
-* **possible**: when no passage reaches it but the best one reaches ``possible_threshold[c]``
-  (tuned for the recall-first categories only), that passage becomes a clause with
+* **found**: when the best passage's probability for ``c``, with the contract prior's offset
+  (``FilteredDocument.category_offsets``: what the whole contract's words say, model 2.5) added, is at or above
+  ``extract_threshold[c]`` (artifact metadata, tuned on out-of-fold scores of CUAD's TRAIN split: contract-level
+  F1, or for the recall-first high-risk categories the recall target; never below 0.05), the best
+  passage, and every other passage whose own probability is at or above ``passage_threshold[c]`` (tuned on TRAIN
+  for passage-level F1, never below the extraction threshold), becomes a clause with ``source="offline"``;
+* **possible**: when the category is not found but the best passage's own probability reaches
+  ``possible_threshold[c]`` (tuned for the recall-first categories only), that passage becomes a clause with
   ``possible=True``: not a finding, but listed for a person (the review does not count the
   category as missing, and a gated category's gate asks about it).
 
 The clause's text is the evidence (``clausegate.review.evidence``): the sentence(s) of the passage
 that carry the clause, completed across a page break, with ``section`` (the numbered heading
 it sits under) and ``pages``.  ``confidence`` is the calibrated probability that the shown
-text is the clause (``OfflineModel.calibrate``).
+text is the clause (``OfflineModel.calibrate`` of the probability with the offset).
 
-``category_confidence`` gives, per requested category, the maximum raw passage probability
-(0.0 when nothing was kept): the cascade compares it with ``extract_thresholds`` to send the
+``category_confidence`` gives, per requested category, the maximum passage probability with the contract
+prior's offset (0.0 when nothing was kept): the cascade compares it with ``extract_thresholds`` to send the
 categories it is unsure of to a model provider.
 """
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from clausegate.review.categories import canonical
 from clausegate.review.evidence import evidence_for, prepare
-from clausegate.review.offline.model import OfflineModel, load_model, score_passages
+from clausegate.review.offline.model import OfflineModel, load_model, score_passages, with_offset
 from clausegate.review.schemas import Clause, FilteredDocument
 from clausegate.review.toc import toc_flags
 
@@ -71,7 +72,7 @@ def decide(filtered: FilteredDocument, categories: list[str], model: OfflineMode
     for c in cats:
         scores = [0.0 if toc[i] else float(row[c]) for i, row in enumerate(rows)]  # a table of contents is no clause
         best = max(range(len(scores)), key=scores.__getitem__)
-        if scores[best] >= model.extract_threshold(c):
+        if with_offset(scores[best], filtered.category_offsets.get(c, 0.0)) >= model.extract_threshold(c):
             shown = model.passage_threshold(c)
             out[c] = ([i for i, p in enumerate(scores) if p >= shown or i == best], False)
             continue
@@ -100,8 +101,9 @@ def extract_offline(filtered: FilteredDocument, categories: list[str]) -> list[C
             if any(ev.text in s or s in ev.text for s in shown):
                 continue  # the same sentences, reached from the passage next to it
             shown.append(ev.text)
+            p = with_offset(rows[i][c], filtered.category_offsets.get(c, 0.0))
             clauses.append(Clause(category=c, text=ev.text, pages=ev.pages, section=ev.section,
-                                  confidence=round(model.calibrate(c, rows[i][c]), 4), source="offline",
+                                  confidence=round(model.calibrate(c, p), 4), source="offline",
                                   possible=possible, cut=ev.cut))
     clauses.sort(key=lambda cl: (cats.index(cl.category), cl.pages[0]))
     return clauses
@@ -113,7 +115,7 @@ def category_confidence(filtered: FilteredDocument, categories: list[str]) -> di
     if not filtered.passages:
         return {c: 0.0 for c in cats}
     rows = _category_scores(filtered, cats)
-    return {c: float(max(row[c] for row in rows)) for c in cats}
+    return {c: with_offset(max(row[c] for row in rows), filtered.category_offsets.get(c, 0.0)) for c in cats}
 
 
 def extract_thresholds(categories: list[str]) -> dict[str, float]:

@@ -68,6 +68,10 @@ class OfflineModel:
     head_weight: float = 0.0
     # keyword priors: (category column, compiled pattern, logit boost) - see ``score_passages``
     priors: tuple = field(default=(), repr=False)
+    # the contract prior (2.5): features x categories, per category intercept and weight (0: unused)
+    prior_coef: np.ndarray | None = field(default=None, repr=False)
+    prior_intercept: np.ndarray | None = field(default=None, repr=False)
+    prior_weight: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def category_index(self) -> dict[str, int]:
@@ -212,6 +216,8 @@ def _load(model_dir: str) -> OfflineModel:
         head_idf = npz["head_idf"] if "head_idf" in npz.files else None
         coef = npz["coef"].astype(np.float32)
         intercept = npz["intercept"].astype(np.float32)
+        prior_coef = npz["prior_coef"].astype(np.float32) if "prior_coef" in npz.files else None
+        prior_intercept = npz["prior_intercept"].astype(np.float32) if "prior_intercept" in npz.files else None
         categories = tuple(str(c) for c in npz["categories"])
     n_features = len(vocabulary) + (len(head_vocabulary) if head_vocabulary is not None else 0)
     if coef.shape != (len(categories), n_features):
@@ -222,6 +228,10 @@ def _load(model_dir: str) -> OfflineModel:
         for c, p in meta.get("keyword_priors", {}).items()
         if c in index and float(p.get("logit_boost", 0.0))
     )
+    weights = meta.get("contract_prior", {}).get("weights", {})
+    prior_weight = np.array([float(weights.get(c, 0.0)) for c in categories], dtype=np.float32)
+    if prior_coef is not None and prior_coef.shape != (len(categories), len(vocabulary)):
+        raise ValueError(f"corrupt offline model artifact in {base}: prior_coef shape {prior_coef.shape}")
     return OfflineModel(
         version=str(meta["version"]),
         categories=categories,
@@ -232,6 +242,9 @@ def _load(model_dir: str) -> OfflineModel:
         head_vectorizer=head_transform(head_vocabulary, head_idf) if head_vocabulary is not None else None,
         head_weight=float(meta["features"].get("head_weight", 0.0)),
         priors=priors,
+        prior_coef=np.ascontiguousarray(prior_coef.T) if prior_coef is not None and prior_weight.any() else None,
+        prior_intercept=prior_intercept,
+        prior_weight=prior_weight,
     )
 
 
@@ -255,6 +268,29 @@ def passage_logits(texts: list[str], model: OfflineModel | None = None,
     for col, pattern, boost in model.priors:  # keyword priors of rare categories
         add_keyword_boost(logits[:, col], keyword_hits(lowered, pattern, lowered=True, joined=joined), boost)
     return logits.astype(np.float32)
+
+
+def contract_offsets(texts: list[str], model: OfflineModel | None = None) -> dict[str, float]:
+    """The contract prior (2.5): per category, the logit offset that the whole contract's words add to every
+    passage's score when deciding whether the category is found (``texts``: all the contract's passages, in
+    reading order; categories without a prior are left out). None for a contract of fewer than ``min_passages``
+    passages, and the contract logit is floored at ``logit_floor`` (both in the artifact's ``contract_prior``).
+    Training: ``tools/contract_prior.py``."""
+    model = model or load_model()
+    spec = model.metadata.get("contract_prior", {})
+    if model.prior_coef is None or len(texts) < int(spec.get("min_passages", 1)):
+        return {}
+    z = model.vectorizer.logits(["\n".join(texts)], model.prior_coef)[0] + model.prior_intercept
+    z = np.maximum(z, float(spec.get("logit_floor", -np.inf)))
+    return {c: round(float(w * z[i]), 6) for i, (c, w) in enumerate(zip(model.categories, model.prior_weight,
+                                                                         strict=True)) if w}
+
+
+def with_offset(p: float, offset: float) -> float:
+    """A passage probability with the contract prior's ``offset`` (log-odds) added."""
+    if not offset:
+        return float(p)
+    return float(1.0 / (1.0 + np.exp(-np.clip(_logit(p) + offset, -40, 40))))
 
 
 def keyword_pattern(pattern: str) -> re.Pattern[str]:
@@ -288,5 +324,5 @@ def score_passages(texts: list[str], model: OfflineModel | None = None,
     return (1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))).astype(np.float32)
 
 
-__all__ = ["MODEL_DIR", "OfflineModel", "add_keyword_boost", "heading_texts", "keyword_hits", "keyword_pattern",
-           "load_model", "passage_logits", "score_passages"]
+__all__ = ["MODEL_DIR", "OfflineModel", "add_keyword_boost", "contract_offsets", "heading_texts", "keyword_hits",
+           "keyword_pattern", "load_model", "passage_logits", "score_passages", "with_offset"]
