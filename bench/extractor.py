@@ -59,7 +59,9 @@ from tools import cuad
 
 HIGH_RISK = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", "Minimum Commitment",
              "Revenue/Profit Sharing", "Most Favored Nation"]  # the default playbook's high_risk list
-TARGETS = {"micro": 0.86, "macro": 0.74, "passage": 0.72, "hr_recall": 0.95, "hr_precision": 0.6, "min_f1": 0.5}
+# issue 22's targets (held out): contract micro >= 0.84, macro >= 0.74, passage >= 0.68 (issue 13's were 0.86 / 0.74 /
+# 0.72); high-risk recall / precision and no category under F1 0.5 are issue 13's
+TARGETS = {"micro": 0.84, "macro": 0.74, "passage": 0.68, "hr_recall": 0.95, "hr_precision": 0.6, "min_f1": 0.5}
 DOCS = REPO / "docs" / "quality"
 
 
@@ -240,11 +242,11 @@ def issue_table(res: dict, prev: dict | None) -> list[tuple]:
         return "; ".join(f"{c} {f:.2f}" for c, f in bad) or "none"
 
     rows = [
-        ("contract-level micro-F1", fmt(prev, "contract_micro"), fmt(res, "contract_micro"), ">= 0.86",
+        ("contract-level micro-F1", fmt(prev, "contract_micro"), fmt(res, "contract_micro"), f">= {TARGETS['micro']}",
          res["contract_micro"][2] >= TARGETS["micro"]),
         ("contract-level macro-F1", f"{prev['contract_macro_f1']:.3f}" if prev else "-",
-         f"{res['contract_macro_f1']:.3f}", ">= 0.74", res["contract_macro_f1"] >= TARGETS["macro"]),
-        ("passage-level micro-F1", fmt(prev, "passage_micro"), fmt(res, "passage_micro"), ">= 0.72",
+         f"{res['contract_macro_f1']:.3f}", f">= {TARGETS['macro']}", res["contract_macro_f1"] >= TARGETS["macro"]),
+        ("passage-level micro-F1", fmt(prev, "passage_micro"), fmt(res, "passage_micro"), f">= {TARGETS['passage']}",
          res["passage_micro"][2] >= TARGETS["passage"]),
     ]
     for c in HIGH_RISK:

@@ -38,7 +38,7 @@ import numpy as np
 
 from clausegate.review.categories import METADATA_CATEGORIES, canonical
 from clausegate.review.evidence import continues
-from clausegate.review.offline.model import contract_offsets, load_model, score_passages, with_offset
+from clausegate.review.offline.model import load_model, score_contract, with_offset
 from clausegate.review.passages import count_tokens, page_passages
 from clausegate.review.schemas import FilteredDocument, ParsedDocument, Passage
 from clausegate.review.sections import SectionTracker, from_label, heading_words
@@ -87,8 +87,7 @@ def prefilter(doc: ParsedDocument, categories: list[str], *, recall_target: str 
         )
 
     heads = [" ".join(heading_words(h.title)) if (h := from_label(x)) else "" for x in sections]
-    scores = score_passages(texts, model, headings=heads)
-    offsets = contract_offsets(texts, model)
+    scores, offsets = score_contract(texts, model, headings=heads)
     cols = [index[c] for c in cats]
     sub = scores[:, cols]
     keep_at = [thresholds[c] for c in cats]

@@ -95,3 +95,15 @@ def test_a_negative_offset_never_hides_a_possible_high_risk_clause():
     indices, possible = decide(_filtered(c, [clear, 0.001], SPEC["logit_floor"] * SPEC["weights"][c]), [c])[c]
     assert indices == [0]  # demoted to "possible" at worst, never dropped
     assert possible == (with_offset(clear, SPEC["logit_floor"] * SPEC["weights"][c]) < thr)
+
+
+def test_one_tokenisation_gives_the_scores_and_offsets_of_two():
+    """``score_contract`` (the pre-filter's call) tokenises once; the joined document's tokens are the passages'."""
+    from clausegate.review.offline.model import score_contract, score_passages
+
+    texts = _texts(LONG) + ["Ünïcode accents, $ and 10% stay; a last line without an end"]
+    scores, offsets = score_contract(texts, MODEL)
+    assert np.array_equal(scores, score_passages(texts, MODEL))
+    assert offsets == contract_offsets(texts, MODEL)
+    joined = MODEL.vectorizer.logits(["\n".join(texts)], MODEL.prior_coef)[0]
+    assert np.allclose(MODEL.vectorizer.joined_logits(texts, MODEL.prior_coef), joined, atol=1e-6)

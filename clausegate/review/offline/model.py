@@ -249,16 +249,16 @@ def _load(model_dir: str) -> OfflineModel:
 
 
 def passage_logits(texts: list[str], model: OfflineModel | None = None,
-                   headings: list[str] | None = None) -> np.ndarray:
+                   headings: list[str] | None = None, tokens: list[list[str]] | None = None) -> np.ndarray:
     """Logits (n_passages x n_categories).  ``texts`` are one document's passages in reading
     order (the heading each passage sits under is read from the passages before it), unless
-    ``headings`` gives the heading words of each passage."""
+    ``headings`` gives the heading words of each passage (``tokens``: the texts' tokens, when known)."""
     model = model or load_model()
     if not texts:
         return np.zeros((0, len(model.categories)), dtype=np.float32)
     texts = [t if isinstance(t, str) else "" for t in texts]
     n_words = len(model.vectorizer.vocabulary)
-    logits = model.vectorizer.logits(texts, model.coef[:n_words])
+    logits = model.vectorizer.logits(texts, model.coef[:n_words], tokens=tokens)
     if model.head_vectorizer is not None and model.head_weight:
         heads = headings if headings is not None else heading_texts(texts)
         logits += model.head_vectorizer.logits(heads, model.coef[n_words:], scale=model.head_weight)
@@ -270,7 +270,8 @@ def passage_logits(texts: list[str], model: OfflineModel | None = None,
     return logits.astype(np.float32)
 
 
-def contract_offsets(texts: list[str], model: OfflineModel | None = None) -> dict[str, float]:
+def contract_offsets(texts: list[str], model: OfflineModel | None = None,
+                     tokens: list[list[str]] | None = None) -> dict[str, float]:
     """The contract prior (2.5): per category, the logit offset that the whole contract's words add to every
     passage's score when deciding whether the category is found (``texts``: all the contract's passages, in
     reading order; categories without a prior are left out). None for a contract of fewer than ``min_passages``
@@ -280,10 +281,20 @@ def contract_offsets(texts: list[str], model: OfflineModel | None = None) -> dic
     spec = model.metadata.get("contract_prior", {})
     if model.prior_coef is None or len(texts) < int(spec.get("min_passages", 1)):
         return {}
-    z = model.vectorizer.logits(["\n".join(texts)], model.prior_coef)[0] + model.prior_intercept
+    z = model.vectorizer.joined_logits(texts, model.prior_coef, tokens) + model.prior_intercept
     z = np.maximum(z, float(spec.get("logit_floor", -np.inf)))
     return {c: round(float(w * z[i]), 6) for i, (c, w) in enumerate(zip(model.categories, model.prior_weight,
                                                                          strict=True)) if w}
+
+
+def score_contract(texts: list[str], model: OfflineModel | None = None,
+                   headings: list[str] | None = None) -> tuple[np.ndarray, dict[str, float]]:
+    """A contract's passages at once: ``score_passages`` and ``contract_offsets``, the text tokenised once."""
+    model = model or load_model()
+    tokens = [model.vectorizer.tokens(t if isinstance(t, str) else "") for t in texts]
+    logits = passage_logits(texts, model, headings, tokens=tokens)
+    probs = (1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))).astype(np.float32)
+    return probs, contract_offsets(texts, model, tokens=tokens)
 
 
 def with_offset(p: float, offset: float) -> float:
@@ -325,4 +336,4 @@ def score_passages(texts: list[str], model: OfflineModel | None = None,
 
 
 __all__ = ["MODEL_DIR", "OfflineModel", "add_keyword_boost", "contract_offsets", "heading_texts", "keyword_hits",
-           "keyword_pattern", "load_model", "passage_logits", "score_passages", "with_offset"]
+           "keyword_pattern", "load_model", "passage_logits", "score_contract", "score_passages", "with_offset"]

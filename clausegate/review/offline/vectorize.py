@@ -119,16 +119,26 @@ class TfidfTransform:
                 out[r] = weights @ coef[cols]
         return out * scale if scale != 1.0 else out
 
-    def logits(self, texts: Sequence[str], coef: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    def joined_logits(self, texts: Sequence[str], coef: np.ndarray,
+                      tokens: list[list[str]] | None = None) -> np.ndarray:
+        """``logits(["\\n".join(texts)], coef)[0]``: the texts as one document (a contract of its passages).  A
+        newline separates tokens, so that document's tokens are the texts' tokens in a row: ``tokens`` (from
+        :meth:`tokens`, e.g. kept from :meth:`logits`) saves tokenising the text a second time."""
+        tokens = tokens if tokens is not None else [self.tokens(t) for t in texts]
+        return self.logits(["\n".join(texts)], coef, tokens=[list(chain.from_iterable(tokens))])[0]
+
+    def logits(self, texts: Sequence[str], coef: np.ndarray, scale: float = 1.0,
+               tokens: list[list[str]] | None = None) -> np.ndarray:
         """``scale * transform(texts) @ coef`` (documents x coef columns); ``coef`` has one row per term.
 
         Same result as :meth:`logits_reference`, faster: every document's terms are counted at once in numpy
         (``_TermIds.rows``: the same columns, counts and order as :meth:`row`), the tf-idf weights are
         computed elementwise for all documents, and only the norm and the product with ``coef`` are taken
-        per document, with the same numpy calls as :meth:`row` (so the sums are added in the same order)."""
+        per document, with the same numpy calls as :meth:`row` (so the sums are added in the same order).
+        ``tokens``: the texts' :meth:`tokens`, when the caller has them already."""
         if self._ids is None:
             return self.logits_reference(texts, coef, scale)
-        tokens = [self.tokens(t) for t in texts]
+        tokens = tokens if tokens is not None else [self.tokens(t) for t in texts]
         if " " in "".join(chain.from_iterable(tokens)):
             return self.logits_reference(texts, coef, scale)  # a token with a space: terms are ambiguous
         cols, counts, starts = self._ids.rows(tokens, self.ngram_range)
