@@ -73,6 +73,13 @@ def goes_on(text: str) -> bool:
     return _GOES_ON_RE.search(text) is not None
 
 
+def _reads_on(sentence: str, following: str) -> bool:
+    """``following`` is the rest of ``sentence``: a lead-in or list item (``goes_on``), or a sentence longer than a
+    passage that the splitter cut without an end ("... carrier liability in the" + "traffic accident ...")."""
+    return goes_on(sentence) or (not sentence.rstrip().endswith((".", "!", "?", ":", ";"))
+                                 and following[:1].islower())
+
+
 def _only_heading(sentence: str) -> bool:
     """A numbered heading and nothing else ("11.4. Indemnification by LeadersOnline."), or a lettered one
     ("(c) Effect of Termination."): it opens a clause, it is never the clause."""
@@ -158,10 +165,10 @@ def evidence_for(passages: list[Passage], i: int, category: str, model: OfflineM
     while hi + 1 < len(sents) and heading_of(sents[hi + 1]) is None and z[hi + 1] >= floor:
         hi += 1
     # a lead-in ("... as follows:") or a list item ("...; and") is read with the rest of its sentence
-    while (hi + 1 < len(sents) and goes_on(sents[hi]) and not _only_heading(sents[hi + 1])
+    while (hi + 1 < len(sents) and _reads_on(sents[hi], sents[hi + 1]) and not _only_heading(sents[hi + 1])
            and len(" ".join(sents[lo:hi + 2])) <= MAX_EVIDENCE_CHARS):
         hi += 1
-    while (lo > 0 and goes_on(sents[lo - 1]) and not _only_heading(sents[lo - 1])
+    while (lo > 0 and _reads_on(sents[lo - 1], sents[lo]) and not _only_heading(sents[lo - 1])
            and len(" ".join(sents[lo - 1:hi + 1])) <= MAX_EVIDENCE_CHARS):
         lo -= 1
     if lo > 0 and _only_heading(sents[lo - 1]) and heading_of(sents[lo]) is None:

@@ -58,6 +58,20 @@ def test_sentences_keep_a_bare_number_with_its_heading():
     assert any(s.startswith("11.4. Indemnification") for s in out)
 
 
+def test_a_sentence_longer_than_the_splitter_cuts_is_quoted_whole():
+    """The splitter cuts a sentence of over ~900 characters into pieces without an end; the quote reads the pieces
+    of its sentence to the end, even one that alone scores low (CUAD: SENMIAO's insurance clause ended "... carrier
+    liability in the")."""
+    text = ("10.3 Insurance. If the vehicle is used for a purpose other than agreed, "
+            + "the insurance company shall pay the compensation amount to the Driver User under the insurance policy " * 8
+            + "for tort in the traffic accident or safety accident.")
+    pieces = sentences(text)
+    assert len(pieces) == 3 and pieces[-1] == "accident or safety accident."  # cut at the splitter's limit
+    ev = evidence_for([Passage(page=2, score=0.9, text=text)], 0, "Insurance", load_model())
+    assert ev.text.endswith("in the traffic accident or safety accident."), ev.text[-60:]
+    assert ev.text.startswith("10.3 Insurance. If the vehicle") and not ev.cut
+
+
 def test_evidence_drops_the_next_heading_and_completes_a_page_break():
     model = load_model()
     passages = [
