@@ -113,31 +113,36 @@ def gate_progress_lines(record) -> list[str]:
 @app.command()
 def resolve(
     run_id: Annotated[str, typer.Argument(help="the waiting flow run's id")],
-    decision: Annotated[str, typer.Argument(help="approve | changes | escalate | ack")],
+    decision: Annotated[str, typer.Argument(help="approve | changes | escalate | ack | extend")],
     comment: Annotated[str, typer.Option(help="why, or which changes")] = "",
     finding: Annotated[str | None, typer.Option(help="a per-finding gate's finding (F1, …); without it: every "
                                                      "open finding the CLI may decide (those without a role)")] = None,
     reviewer: Annotated[str | None, typer.Option(help="who decides (default: your login name; the login is "
                                                       "recorded with the decision either way)")] = None,
+    hours: Annotated[float | None, typer.Option(help="extend: by how many hours (at most the gate's own SLA; "
+                                                     "default: the SLA again)")] = None,
 ) -> None:
     """Answer a waiting gate (resumes the run); tells you if someone decided first.
 
     Recorded as ``via cli`` with your login (a signed receipt, docs/security.md §5); an answer
     that is not applied is written to the audit log (``clausegate inbox audit``: ``gate.refused``).
     The login is the operator account, not proof of a person: a finding whose playbook names a role
-    cannot be decided here (exit 5; answer it in Slack). ``ack`` records that you are on it."""
+    cannot be decided here (exit 5; answer it in Slack). ``ack`` records that you are on it; ``extend`` moves
+    the SLA once (a gate without roles; a role's gate is extended in Slack)."""
     from clausegate.config import load_slack_settings  # local import: Prefect; keeps CLI start-up lean
     from clausegate.gates import resolve_gate  # local import: Prefect; keeps CLI start-up lean
 
     server = require_server("resolve", "the gate is one of its flow runs")
-    if decision.strip().lower() == "ack":
+    action = decision.strip().lower()
+    if action in ("ack", "extend"):
         from clausegate.gates.actions import act  # local import: Prefect; keeps CLI start-up lean
 
-        done = act(run_id, "ack", user_id=None, reviewer=reviewer or getpass.getuser(), via="cli",
-                   settings=load_slack_settings())
-        console.print(("[green]acknowledged[/green]: " if done.ok else "[red]refused[/red]: ") + escape(done.message),
+        done = act(run_id, action, user_id=None, reviewer=reviewer or getpass.getuser(), via="cli",
+                   settings=load_slack_settings(), hours=hours)
+        label = "acknowledged" if action == "ack" else "extended"
+        console.print((f"[green]{label}[/green]: " if done.ok else "[red]refused[/red]: ") + escape(done.message),
                       highlight=False)
-        raise typer.Exit(0 if done.ok else 4)
+        raise typer.Exit(0 if done.ok else 5 if done.reason == "not_in_role" else 4)
     outcome = resolve_gate(run_id, decision, reviewer=reviewer or getpass.getuser(), via="cli", comment=comment,
                            settings=load_slack_settings(), finding=finding)
     colour = {"resumed": "green", "already_decided": "yellow"}.get(outcome.kind, "red")

@@ -10,8 +10,8 @@ Each is a write-once flow-run input on the waiting run (``clausegate-ack-…``, 
 message. Who: an acknowledgement by anyone who can answer the gate (Slack or the CLI; the path is
 recorded); a reassignment only from Slack, by a person of the finding's role (or its assignee), to
 another person of the same role; the SLA extension once per gate, from Slack by a person of one of
-the gate's roles (any allowed reviewer for a gate without roles), at most the gate's own SLA again
-(the CLI has no extend command).
+the gate's roles (any allowed reviewer for a gate without roles, or the CLI's operator:
+``clausegate resolve RUN extend --hours N``), at most the gate's own SLA again.
 """
 
 from __future__ import annotations

@@ -66,3 +66,24 @@ def test_the_cli_cannot_decide_a_role_s_finding_and_says_where_to_answer():
     assert outcome.kind == "forbidden" and outcome.reason == "not_in_role" and "role legal" in outcome.message
     assert resolve_gate(record.flow_run_id, "approve", reviewer="x", via="cli", finding="F9").reason == \
         "unknown_finding"
+
+
+def test_the_cli_extends_a_gate_without_roles_once_and_a_roles_gate_never(monkeypatch):
+    from typer.testing import CliRunner
+
+    from clausegate.cli import app
+
+    monkeypatch.setenv("CLAUSEGATE_SLACK_BLOCK", "no-such-block-in-this-test")
+    runner = CliRunner()
+    plain = open_synthetic_gate(None, post=False, sla_hours=8)
+    done = runner.invoke(app, ["resolve", plain.flow_run_id, "extend", "--hours", "3", "--reviewer", "ops"])
+    assert done.exit_code == 0 and "extended" in done.output and "3 h" in done.output, done.output
+    assert extras(plain).extension["hours"] == 3.0 and extras(plain).extension["via"] == "cli"
+    again = runner.invoke(app, ["resolve", plain.flow_run_id, "extend"])
+    assert again.exit_code == 4 and "already" in again.output, again.output
+    too_long = open_synthetic_gate(None, post=False, sla_hours=2)
+    assert runner.invoke(app, ["resolve", too_long.flow_run_id, "extend", "--hours", "5"]).exit_code == 4
+    roles = open_synthetic_gate(None, post=False, sla_hours=8, roles=ROLES, role_members=MEMBERS)
+    refused = runner.invoke(app, ["resolve", roles.flow_run_id, "extend", "--hours", "1"])
+    assert refused.exit_code == 5 and "Slack" in refused.output, refused.output
+    assert extras(roles).extension is None
