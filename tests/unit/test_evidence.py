@@ -62,8 +62,8 @@ def test_a_sentence_longer_than_the_splitter_cuts_is_quoted_whole():
     """The splitter cuts a sentence of over ~900 characters into pieces without an end; the quote reads the pieces
     of its sentence to the end, even one that alone scores low (CUAD: SENMIAO's insurance clause ended "... carrier
     liability in the")."""
-    text = ("10.3 Insurance. If the vehicle is used for a purpose other than agreed, "
-            + "the insurance company shall pay the compensation amount to the Driver User under the insurance policy " * 8
+    pays = "the insurance company shall pay the compensation amount to the Driver User under the insurance policy "
+    text = ("10.3 Insurance. If the vehicle is used for a purpose other than agreed, " + pays * 8
             + "for tort in the traffic accident or safety accident.")
     pieces = sentences(text)
     assert len(pieces) == 3 and pieces[-1] == "accident or safety accident."  # cut at the splitter's limit
