@@ -129,8 +129,9 @@ def nested_cv(L_raw, D, fold_weights, Y, truth, doc_ids, doc_fold, pick_extract,
     alone) and the passages shown (by the passage scores alone), as serving decides them."""
     n_docs, k = truth.shape
     fold = doc_fold[doc_ids]
+    P_raw = sigmoid(L_raw)
     raw_max = np.zeros((n_docs, k))
-    np.maximum.at(raw_max, doc_ids, sigmoid(L_raw))
+    np.maximum.at(raw_max, doc_ids, P_raw)
     pred, poss, shown = np.zeros_like(truth), np.zeros_like(truth), np.zeros_like(Y)
     for f in np.unique(doc_fold):
         tr_doc, tr = doc_fold != f, fold != f
@@ -143,10 +144,9 @@ def nested_cv(L_raw, D, fold_weights, Y, truth, doc_ids, doc_fold, pick_extract,
         for c in recall_first:
             poss[~tr_doc, c] = raw_max[~tr_doc, c] >= pick_possible(c)(raw_max[tr_doc, c], truth[tr_doc, c])
         found = M[doc_ids] >= thr
-        S = sigmoid(L_raw)
-        g = np.array([choose_passage_threshold(S[tr, c], Y[tr, c], doc_ids[tr], thr[c], found[tr, c])
+        g = np.array([choose_passage_threshold(P_raw[tr, c], Y[tr, c], doc_ids[tr], thr[c], found[tr, c])
                       for c in range(k)])
-        shown[~tr] = shown_passages(S[~tr], doc_ids[~tr], thr, g, found[~tr])
+        shown[~tr] = shown_passages(P_raw[~tr], doc_ids[~tr], thr, g, found[~tr])
     return pred, poss, shown
 
 
