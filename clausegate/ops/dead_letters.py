@@ -26,9 +26,9 @@ owns. So, unless the worker already reported the process ended (its ``prefect.wo
 flow-run`` event after the attempt's Running state) or the worker is offline (the machine died:
 another worker takes the run), the handler sets the run **Cancelling**: Prefect's cancellation
 observer in the worker that owns the process kills it (SIGTERM, SIGKILL after 30 s — a stopped
-process only dies of SIGKILL), frees the slot and reports the run executed; then the handler
-requeues. If that does not happen within ``CLAUSEGATE_REQUEUE_STOP_SECONDS`` (default 120) the run
-is dead-lettered instead (a requeue would race the worker's late Cancelled). A stale process that
+process only dies of SIGKILL), frees the slot, stores Cancelled and reports the run executed; on the first of
+those two the handler sees, it requeues. If that does not happen within ``CLAUSEGATE_REQUEUE_STOP_SECONDS``
+(default 120) the run is dead-lettered instead (a requeue would race the worker's late Cancelled). A stale process that
 survives anyway (its worker died) is fenced by :mod:`clausegate.pipeline.attempts`: it exits without
 touching the run.
 
@@ -174,9 +174,12 @@ def stop_stale_attempt(client, run, history: list | None = None, *, timeout: flo
 
 async def _cancel_and_wait(client, run, cancelling, worker: str, started: datetime, timeout: float,
                            poll: float) -> tuple[bool, str]:
-    """Set Cancelling and wait for the worker's ``executed-flow-run`` event (live, from Prefect's event
-    stream: the requeue follows within a moment, so the inbox hardly ever sees the worker's Cancelled),
-    checking the persisted events and the worker's heartbeat in between."""
+    """Set Cancelling and wait until the worker has stopped the process: its ``executed-flow-run`` event (live,
+    from Prefect's event stream: the requeue follows within a moment, so the inbox hardly ever sees the worker's
+    Cancelled) or the Cancelled state its cancellation stores once the process is killed, whichever is seen
+    first; the persisted events, the run's state and the worker's heartbeat are checked at least every
+    ``5 * poll`` s. (The Cancelled alone suffices: a worker whose executed event was lost or late must not leave
+    the run to be dead-lettered at the deadline.)"""
     deadline = time.monotonic() + timeout
     watch = EventFilter(event=EventNameFilter(name=[EXECUTED]),
                         related=EventRelatedFilter(id=[f"prefect.flow-run.{run.id}"]))
@@ -198,6 +201,8 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                     and _concerns(event, run.id) else _executed_at(client, run.id, started)
                 if ended is not None:
                     return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
+                if _cancelled(client, run.id):
+                    return True, stopped
                 if not _worker_online(client, run.work_pool_name, worker):
                     return True, f"its worker '{worker}' went offline"
     except Exception:  # no event stream (e.g. a proxy without websockets): poll the stored events
@@ -208,6 +213,8 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
             await asyncio.sleep(min(poll, left))
             if (ended := _executed_at(client, run.id, started)) is not None:
                 return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
+            if _cancelled(client, run.id):
+                return True, stopped
             if not _worker_online(client, run.work_pool_name, worker):
                 return True, f"its worker '{worker}' went offline"
     return False, (f"its worker '{worker}' did not stop the hung process within {timeout:g} s "
@@ -248,6 +255,14 @@ def _executed_at(client, run_id, since: datetime) -> datetime | None:
                                           event=EventNameFilter(name=[EXECUTED]),
                                           related=EventRelatedFilter(id=[f"prefect.flow-run.{run_id}"])), limit=1)
     return page.events[0].occurred if page.events else None
+
+
+def _cancelled(client, run_id) -> bool:
+    """The run is Cancelled. It was Crashed when the handler set it Cancelling, so this is the state the worker's
+    cancellation stores after the kill: nothing of the attempt is left running, and no later Cancelled can
+    overwrite a requeue. (No timestamps compared: the server's clock need not agree with this one.)"""
+    state = client.read_flow_run(run_id).state
+    return state is not None and state.is_cancelled()
 
 
 def _executed_since(client, run_id, since: datetime) -> bool:

@@ -382,6 +382,31 @@ def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tm
             client.set_flow_run_state(rid, Cancelled(message="test cleanup"), force=True)
 
 
+def test_the_worker_s_cancelled_is_enough_to_requeue_when_its_executed_event_never_comes():
+    """The worker killed the hung process and stored Cancelled, but its executed event is lost or late (CI: the run
+    sat Cancelled until the stop timeout, then would have been dead-lettered): the Cancelled alone means the process
+    is gone and no later Cancelled can overwrite the requeue, so the run is requeued at once."""
+    import time
+
+    from prefect.states import Cancelled
+
+    with _client() as client:
+        run, _ = _crashed_on_a_live_worker(client, "fencing-lost-event", "no heartbeat")
+
+    handler, result = _handle_in_background(run.id)  # (stop_seconds=60)
+    with _client() as client:
+        _wait_until_cancelling(client, run.id)
+        asked = time.monotonic()
+        client.set_flow_run_state(run.id, Cancelled(message="Flow run was cancelled successfully."), force=True)
+        handler.join(30)
+        assert not handler.is_alive(), "still waiting for an executed event after the worker's Cancelled"
+        assert time.monotonic() - asked < 20
+        handled = result["handled"]
+        assert handled.outcome == "requeued" and "stopped by its worker 'fencing-worker'" in handled.reason, handled
+        assert client.read_flow_run(run.id).state_type.value == "SCHEDULED"
+        client.set_flow_run_state(run.id, Cancelled(message="test cleanup"), force=True)
+
+
 def test_a_process_that_ended_before_the_cancelling_is_requeued_without_waiting_for_a_cancelled():
     """Killed, not hung: the worker reported the process ended, but its event was stored only after the handler
     first looked, so the handler set Cancelling. No worker holds that process, so no Cancelled will come (Prefect's

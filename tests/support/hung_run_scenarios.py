@@ -125,9 +125,13 @@ def a_run_that_hangs_before_its_first_heartbeat_is_crashed_and_requeued(tmp_path
              and r.state.message.startswith(dead_letters.REQUEUING), timeout=60, interval=0.5,
              what="dead-letters to stop the hung attempt")
         os.kill(pid, signal.SIGKILL)
-        done = poll(lambda: _read(run.id), lambda r: r.state_type.value in ("COMPLETED", "FAILED")
-                    or (r.state_type.value == "CRASHED" and r.run_count >= 2), timeout=120, interval=1,
-                    what="the requeued attempt to finish")
+        # (longer than dead-letters may wait for the stop, so that a requeue or dead letter at its deadline is seen)
+        try:
+            done = poll(lambda: _read(run.id), lambda r: r.state_type.value in ("COMPLETED", "FAILED")
+                        or (r.state_type.value == "CRASHED" and r.run_count >= 2),
+                        timeout=dead_letters.stop_seconds() + 90, interval=1, what="the requeued attempt to finish")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; states {_names(run.id)}") from None
         print(f"\nhung before its first heartbeat: crashed {crashed_after:.0f} s after SIGSTOP, finished "
               f"{time.monotonic() - stopped:.0f} s after it; states {_names(run.id)}")
         assert done.state_name == "Completed" and done.run_count == 2, _names(run.id)
