@@ -70,6 +70,10 @@ class InboxSettings(BaseSettings):
                                          "larger than the file)")
     max_attachments: int = Field(20, ge=1, description="an e-mail's PDF/DOCX attachments reviewed at most; the "
                                  "others are refused one by one (CG-INBOX-EML-TOO-MANY-ATTACHMENTS)")
+    eml_timeout_seconds: float = Field(30.0, gt=0, description="an .eml must be read (parsed and taken apart, in "
+                                       "a sandboxed child process) within this time, else CG-INBOX-EML-TOO-COMPLEX")
+    eml_memory_mb: int = Field(1024, ge=128, description="the address-space cap of the child process that reads an "
+                               ".eml; over it: CG-INBOX-EML-TOO-COMPLEX")
     url_timeout_seconds: float = Field(20.0, gt=0, description="a URL source must arrive within this time")
     deployment: str = Field("contract-review/contract-review", description="the deployment each task runs as")
     rate_per_minute: int = Field(30, ge=1, description="submissions per sender per minute (burst = the same "

@@ -246,6 +246,7 @@ CODES: dict[str, Code] = {
     "CG-INBOX-NOT-DOCX": Code("415: a file named .docx that is not a Word OOXML package (e.g. a legacy .doc)", "10"),
     "CG-INBOX-NOT-TEXT": Code("415: a file named .txt/.md that is not UTF-8 text", "10"),
     "CG-INBOX-EML-MALFORMED": Code("422: an .eml with malformed headers or MIME structure (or a part of one)", "10"),
+    "CG-INBOX-EML-TOO-COMPLEX": Code("422: reading the .eml hit its sandboxed child's time or memory cap", "10"),
     "CG-INBOX-EML-NO-CONTRACT": Code("422: an .eml with no document to review and no contract language", "10"),
     "CG-INBOX-EML-TOO-MANY-ATTACHMENTS": Code("an .eml part past CLAUSEGATE_INBOX_MAX_ATTACHMENTS was not taken",
                                               "10"),

@@ -19,6 +19,9 @@ refuses the whole message (``CG-INBOX-EML-MALFORMED``), and so does a header who
 
 ``From:`` and ``Subject:`` are kept as metadata (the subject becomes the tasks' topic); the sender of the
 tasks is always the API key's.
+
+This module runs in the e-mail parser's sandboxed child (:mod:`clausegate.inbox.eml_sandbox`, under a time and a
+memory cap): it imports nothing heavy, and :func:`read_message` is called there, never in the gateway itself.
 """
 
 from __future__ import annotations
@@ -31,12 +34,10 @@ from email.errors import MessageDefect, ObsoleteHeaderDefect
 from email.message import EmailMessage
 from email.parser import BytesParser
 
-from clausegate.config import InboxSettings
 from clausegate.inbox.contract_language import holds_contract_language
 from clausegate.inbox.errors import MalformedMessage, clip
-from clausegate.inbox.fields import TOPIC_PATTERN
 from clausegate.inbox.html_text import html_to_text
-from clausegate.inbox.kinds import OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
+from clausegate.inbox.magic import OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
 
 POLICY = email.policy.default.clone(raise_on_defect=True)
 MAX_DEPTH = 3  # attached messages inside attached messages
@@ -46,6 +47,15 @@ TOO_MANY_ATTACHMENTS = "CG-INBOX-EML-TOO-MANY-ATTACHMENTS"
 ENVELOPE = ("from", "to", "subject", "date", "message-id", "mime-version")
 DOCX_TYPES = ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",)
 WORD_TYPES = ("application/msword",) + DOCX_TYPES
+
+
+@dataclass(frozen=True)
+class MessageLimits:
+    """The inbox settings the walk needs (``InboxSettings``'s, passed to the child as plain numbers)."""
+
+    max_upload_bytes: int
+    max_upload_mb: float
+    max_attachments: int
 
 
 @dataclass(frozen=True)
@@ -113,17 +123,18 @@ def _parse(data: bytes, where: str) -> EmailMessage:
     return message
 
 
-def parse_message(data: bytes, settings: InboxSettings) -> ParsedMessage:
-    """The message's documents, refusals and skipped parts (see the module docstring)."""
+def read_message(data: bytes, limits: MessageLimits) -> ParsedMessage:
+    """The message's documents, refusals and skipped parts (see the module docstring). In the sandboxed child only:
+    the gateway calls :func:`clausegate.inbox.eml_sandbox.parse_message`."""
     try:
-        return _parse_message(data, settings)
+        return _parse_message(data, limits)
     except RecursionError:  # the stdlib parser and walk() recurse once per nested multipart: ~1,000 levels
         raise MalformedMessage("the e-mail nests its MIME parts too deeply to be read",
                                hint="send the contract documents in a simpler message, or upload them one by one"
                                ) from None
 
 
-def _parse_message(data: bytes, settings: InboxSettings) -> ParsedMessage:
+def _parse_message(data: bytes, limits: MessageLimits) -> ParsedMessage:
     message = _parse(data, "the e-mail")
     parts = sum(1 for _ in message.walk())
     if parts > MAX_PARTS:
@@ -132,13 +143,13 @@ def _parse_message(data: bytes, settings: InboxSettings) -> ParsedMessage:
     parsed = ParsedMessage(message_id="msg-" + hashlib.sha256(data).hexdigest()[:20],
                            header_message_id=_header_text(message, "Message-ID"),
                            subject=_header_text(message, "Subject"), from_header=_header_text(message, "From"))
-    _Walker(parsed, settings).message(message, "", depth=0)
+    _Walker(parsed, limits).message(message, "", depth=0)
     return parsed
 
 
 class _Walker:
-    def __init__(self, parsed: ParsedMessage, settings: InboxSettings) -> None:
-        self.parsed, self.settings, self.attachments = parsed, settings, 0
+    def __init__(self, parsed: ParsedMessage, limits: MessageLimits) -> None:
+        self.parsed, self.limits, self.attachments = parsed, limits, 0
 
     def refuse(self, part: str, filename: str | None, code: str, message: str, hint: str) -> None:
         self.parsed.refused.append(PartNote(part, filename, message, code, hint))
@@ -172,9 +183,9 @@ class _Walker:
                                        "contract cues, one of them an operative verb such as 'shall')")
             return
         encoded = text.encode("utf-8", "replace")
-        if len(encoded) > self.settings.max_upload_bytes:
+        if len(encoded) > self.limits.max_upload_bytes:
             self.refuse(body_part, None, "CG-INBOX-TOO-LARGE", f"the body is over the inbox limit of "
-                        f"{self.settings.max_upload_mb:g} MB", "send the contract as an attachment or split it")
+                        f"{self.limits.max_upload_mb:g} MB", "send the contract as an attachment or split it")
             return
         subject = _header_text(message, "Subject")
         name = (_slug(subject_topic(subject)) or "message") + ("-body" if not prefix else f"-{prefix}-body") + ".txt"
@@ -215,7 +226,7 @@ class _Walker:
             return
         claims_pdf = ctype == "application/pdf" or suffix_of(name or "") == ".pdf"
         claims_word = ctype in WORD_TYPES or suffix_of(name or "") in (".docx", ".doc")
-        cap = self.settings.max_upload_bytes
+        cap = self.limits.max_upload_bytes
         encoded = part.get_payload()
         if isinstance(encoded, str):
             cte = part.get("content-transfer-encoding", "").strip().lower()
@@ -223,7 +234,7 @@ class _Walker:
             if estimate > cap + 4:
                 self.refuse(where, shown, "CG-INBOX-TOO-LARGE", f"the attachment {shown or where} is about "
                             f"{estimate / 1024 / 1024:.1f} MB, over the inbox limit of "
-                            f"{self.settings.max_upload_mb:g} MB",
+                            f"{self.limits.max_upload_mb:g} MB",
                             "send it on its own (split it or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB)")
                 return
         try:
@@ -248,13 +259,13 @@ class _Walker:
             return
         if len(data) > cap:
             self.refuse(where, shown, "CG-INBOX-TOO-LARGE", f"the attachment {shown or where} is "
-                        f"{len(data) / 1024 / 1024:.1f} MB, over the inbox limit of {self.settings.max_upload_mb:g} MB",
+                        f"{len(data) / 1024 / 1024:.1f} MB, over the inbox limit of {self.limits.max_upload_mb:g} MB",
                         "send it on its own (split it or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB)")
             return
         self.attachments += 1
-        if self.attachments > self.settings.max_attachments:
+        if self.attachments > self.limits.max_attachments:
             self.refuse(where, shown, TOO_MANY_ATTACHMENTS, f"the e-mail has more than "
-                        f"{self.settings.max_attachments} PDF/DOCX attachments; {shown or where} was not taken",
+                        f"{self.limits.max_attachments} PDF/DOCX attachments; {shown or where} was not taken",
                         "send the rest in another message or upload them one by one")
             return
         filename = _safe_name(name) or f"attachment-{where}"
@@ -297,4 +308,4 @@ def subject_topic(subject: str | None) -> str | None:
     text = re.sub(r"[^A-Za-z0-9 ._:/@-]+", " ", text)
     text = re.sub(r"\s+", " ", text).strip()
     text = re.sub(r"^[^A-Za-z0-9]+", "", text)[:80].rstrip()
-    return text if text and re.fullmatch(TOPIC_PATTERN, text) else None
+    return text or None  # (so it matches clausegate.inbox.fields.TOPIC_PATTERN: tests/unit/test_email_intake.py)

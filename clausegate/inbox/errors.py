@@ -63,6 +63,12 @@ class MalformedMessage(InboxError):
     code, http_status = "CG-INBOX-EML-MALFORMED", 422
 
 
+class MessageTooComplex(InboxError):
+    """An .eml whose reading hit the sandboxed child's time or memory cap (very large, or built to be slow)."""
+
+    code, http_status = "CG-INBOX-EML-TOO-COMPLEX", 422
+
+
 class NothingToReview(InboxError):
     """An e-mail with no PDF/DOCX attachment that could be taken and no contract language in its body."""
 

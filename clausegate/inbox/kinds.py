@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import codecs
 import re
-from pathlib import PurePosixPath
-from typing import Literal
 
 from clausegate.errors import DocumentError
 from clausegate.inbox.errors import NotDocx, NotPdf, NotText
+from clausegate.inbox.magic import OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
 from clausegate.review.document import formats
 from clausegate.review.document.sandbox import check_pdf_magic
 
-Kind = Literal["pdf", "docx", "text", "eml"]
 TEXT_SUFFIXES = (".txt", ".md")
 SUFFIX = {"pdf": ".pdf", "docx": ".docx", "eml": ".eml"}  # text keeps its own (.txt or .md)
-ZIP_MAGIC = b"PK\x03\x04"
-OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # a legacy .doc (or .xls)
 ACCEPTED = "PDF, Word (.docx), text (.txt, .md) and e-mail (.eml)"
 
 
@@ -63,10 +59,6 @@ class ContentProbe:
         probe = cls()
         probe.feed(data)
         return probe.finish()
-
-
-def suffix_of(name: str) -> str:
-    return PurePosixPath(name).suffix.lower()
 
 
 def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:

@@ -15,7 +15,8 @@ import asyncio
 from pydantic import BaseModel, Field
 
 from clausegate.inbox import intake
-from clausegate.inbox.email_intake import ParsedMessage, parse_message
+from clausegate.inbox.email_intake import ParsedMessage
+from clausegate.inbox.eml_sandbox import parse_message
 from clausegate.inbox.errors import InboxError, NothingToReview, Unavailable, clip
 from clausegate.inbox.intake import StoredContract
 from clausegate.inbox.keys import Caller

@@ -68,16 +68,36 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-def start(name: str, boot: str, options: dict[str, Any]) -> subprocess.Popen:
-    """A new child (``sys.executable -I -c boot``) in its own session, pipes on stdin/stdout/stderr.
+def spawn(boot: str, options: dict[str, Any]) -> subprocess.Popen:
+    """A new child (``sys.executable -I -c boot PACKAGE_PARENT OPTIONS_JSON``) in its own session, with the minimal
+    environment and pipes on stdin/stdout/stderr (also the e-mail parser's: clausegate/inbox/eml_sandbox.py).
 
     Spawn-style (fork + exec at once, no Python code runs between), so a parent with threads is safe."""
     cmd = [sys.executable, "-I", "-c", boot, PACKAGE_PARENT, json.dumps(options)]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, close_fds=True, env=worker_env())
+
+
+def communicate(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[bytes, bytes] | None:
+    """The child's (stdout, stderr) once it has read ``data`` and ended; None when ``timeout`` passed first (its
+    process group is then killed). An interruption (e.g. cancellation) leaves no child behind either."""
     try:
-        return subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, close_fds=True, env=worker_env(),
-        )
+        try:
+            return proc.communicate(input=data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            proc.communicate()
+            return None
+    finally:
+        if proc.returncode is None:
+            kill_group(proc)
+            proc.wait()
+
+
+def start(name: str, boot: str, options: dict[str, Any]) -> subprocess.Popen:
+    """A new parser child (:func:`spawn`); one that cannot be started is a retryable ``CG-PDF-WORKER-FAILED``."""
+    try:
+        return spawn(boot, options)
     except OSError as exc:
         raise PdfWorkerError(
             f"'{name}': the PDF parser process could not be started ({exc}).",
@@ -101,17 +121,10 @@ def run_one_shot(name: str, data: bytes, options: dict[str, Any]) -> dict[str, A
     timeout = float(options["timeout"])
     started = time.monotonic()
     proc = start(name, ONE_SHOT_BOOT, options)
-    try:
-        try:
-            out, err = proc.communicate(input=data, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            proc.communicate()
-            raise timeout_error(name, timeout) from None
-    finally:
-        if proc.returncode is None:  # an exception (e.g. cancellation) interrupted us: leave no child behind
-            kill_group(proc)
-            proc.wait()
+    answer = communicate(proc, data, timeout)
+    if answer is None:
+        raise timeout_error(name, timeout)
+    out, err = answer
     tail = err[-STDERR_TAIL:].decode("utf-8", "replace")
     if tail.strip():
         log.debug("pdf worker stderr for %s: %s", name, tail)
