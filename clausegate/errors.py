@@ -148,6 +148,8 @@ CODES: dict[str, Code] = {
     "CG-DOCX-CORRUPT": Code("not a readable .docx (broken ZIP, malformed XML, no main document part)", "6"),
     "CG-DOCX-EMPTY": Code("the .docx body has no text", "6"),
     "CG-DOCX-TOO-MUCH-TEXT": Code("the .docx is over steps.parse.max_chars or 50,000 paragraphs", "6"),
+    "CG-DOCX-TIMEOUT": Code("parsing the .docx took longer than steps.parse.timeout_seconds", "6"),
+    "CG-DOCX-TOO-COMPLEX": Code("the parser process ran out of memory or was killed on a .docx", "6"),
     "CG-DOCX-HIDDEN-TEXT": Code("integrity: hidden .docx text (w:vanish, white, <= 2 pt) left out; a person decides",
                                 "6"),
     "CG-DOCX-TRACKED-CHANGES": Code("notice: pending tracked changes, reviewed as accepted and listed", "6"),

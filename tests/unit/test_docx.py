@@ -12,7 +12,7 @@ import pytest
 from clausegate.errors import DocumentError
 from clausegate.review import assemble
 from clausegate.review.categories import CATEGORIES
-from clausegate.review.document import formats
+from clausegate.review.document import formats, pool
 from clausegate.review.document.codes import INTEGRITY_CATEGORY
 from clausegate.review.document.sandbox import fingerprint
 from clausegate.review.report import render_markdown
@@ -219,8 +219,6 @@ def test_a_docx_with_no_text_is_empty(tmp_path):
 
 
 def test_the_pooled_parser_reads_a_docx_too(tmp_path):
-    from clausegate.review.document import pool
-
     try:
         doc = parse(supply_docx(tmp_path / "supply.docx"), pool_size=1)
     finally:
@@ -228,9 +226,21 @@ def test_the_pooled_parser_reads_a_docx_too(tmp_path):
     assert doc.format == "docx" and len(doc.revisions) == 2
 
 
-def test_the_parse_runs_in_the_sandboxed_child_under_its_time_cap(tmp_path):
-    error = refused(supply_docx(tmp_path / "supply.docx"), "CG-PDF-TIMEOUT", timeout_seconds=0.01)
-    assert "time cap" in error.message  # the child was started and killed, as for a PDF
+@pytest.mark.parametrize("pool_size", [0, 1])
+def test_the_parse_runs_in_the_sandboxed_child_under_its_time_cap(tmp_path, pool_size):
+    try:  # the child was started and killed, as for a PDF; the code names the format
+        error = refused(supply_docx(tmp_path / "supply.docx"), "CG-DOCX-TIMEOUT", timeout_seconds=0.01,
+                        pool_size=pool_size)
+    finally:
+        pool.shutdown()
+    assert "time cap" in error.message and "timeout_seconds" in error.hint
+
+
+def test_a_docx_over_the_memory_cap_is_refused_with_the_docx_code(tmp_path):
+    clause = "The Supplier shall deliver the goods on time. " * 20
+    big = d.make_docx(tmp_path / "big.docx", [d.para(d.run(f"Clause {i}. {clause}")) for i in range(45_000)])
+    error = refused(big, "CG-DOCX-TOO-COMPLEX", memory_mb=200, max_chars=10**9, timeout_seconds=120)
+    assert "Word document" in error.message and "200 MB" in error.message and "memory_mb" in error.hint
 
 
 def test_cuad_text_becomes_one_paragraph_per_line():

@@ -87,6 +87,10 @@ DOCX_XML_UNSAFE = "CG-DOCX-XML-UNSAFE"  # a DTD or entity declaration in a part 
 DOCX_CORRUPT = "CG-DOCX-CORRUPT"  # not a readable .docx (a broken ZIP, malformed XML, no main document part)
 DOCX_EMPTY = "CG-DOCX-EMPTY"  # the document body has no text
 DOCX_TOO_MUCH_TEXT = "CG-DOCX-TOO-MUCH-TEXT"  # over max_chars, or over DOCX_MAX_PARAGRAPHS paragraphs
+DOCX_TIMEOUT = "CG-DOCX-TIMEOUT"  # the sandboxed parse of a .docx hit the time cap (a PDF's: CG-PDF-TIMEOUT)
+DOCX_TOO_COMPLEX = "CG-DOCX-TOO-COMPLEX"  # ... ran out of memory or was killed (a PDF's: CG-PDF-TOO-COMPLEX)
+# The parser child answers with the PDF codes whatever it read; the parent names them for the format it sent.
+FORMAT_CODES = {"docx": {TIMEOUT: DOCX_TIMEOUT, TOO_COMPLEX: DOCX_TOO_COMPLEX}}
 TEXT_EMPTY = "CG-TEXT-EMPTY"  # a plain-text contract with no text
 TEXT_TOO_MUCH_TEXT = "CG-TEXT-TOO-MUCH-TEXT"  # a plain-text contract over max_chars
 NOTICE_DOCX_TRACKED_CHANGES = "CG-DOCX-TRACKED-CHANGES"  # pending w:ins / w:del: reviewed as accepted, listed

@@ -63,6 +63,7 @@ from clausegate.review.document.codes import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_SECONDS,
+    FORMAT_CODES,
     MIN_MEMORY_MB,
     NOT_FOUND,
     NOT_PDF,
@@ -221,13 +222,20 @@ def parse_bytes(
     tesseract = shutil.which("tesseract") if ocr == "auto" and fmt == "pdf" else None
     options = {"max_chars": max_chars, "timeout": float(timeout_seconds), "memory_mb": int(memory_mb),
                "ocr": ocr, "tesseract": tesseract, "format": fmt}
-    if pool_size:
-        result = pool.parse(name, data, options, size=pool_size, max_parses=pool_max_parses)
-    else:
-        result = run_one_shot(name, data, options)
+    named = FORMAT_CODES.get(fmt, {})
+    try:
+        if pool_size:
+            result = pool.parse(name, data, options, size=pool_size, max_parses=pool_max_parses)
+        else:
+            result = run_one_shot(name, data, options)
+    except DocumentError as error:
+        if error.code not in named:
+            raise
+        raise DocumentError(error.message, hint=error.hint, code=named[error.code]) from None
 
     if not result.get("ok"):
         code = str(result.get("code") or CORRUPT)
+        code = named.get(code, code)
         cls = PdfWorkerError if code == WORKER_FAILED else DocumentError
         raise cls(f"'{name}': {result.get('message', 'the PDF could not be parsed.')}",
                   hint=str(result.get("hint", "")), code=code)

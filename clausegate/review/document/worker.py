@@ -94,10 +94,11 @@ def answer(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     except _Stop as stop:
         return stop.result
     except (MemoryError, RecursionError) as exc:
-        return _too_complex(exc, options.get("memory_mb"))
+        what = "Word document" if options.get("format") == "docx" else "PDF"
+        return _too_complex(exc, options.get("memory_mb"), what)
 
 
-def _too_complex(exc: BaseException, memory_mb: int | None = None) -> dict[str, Any]:
+def _too_complex(exc: BaseException, memory_mb: int | None = None, what: str = "PDF") -> dict[str, Any]:
     cap = f"{memory_mb} MB " if memory_mb else ""
     why = {
         "MemoryError": f"reading it needs more memory than the parser's {cap}memory cap",
@@ -105,7 +106,7 @@ def _too_complex(exc: BaseException, memory_mb: int | None = None) -> dict[str, 
     }.get(type(exc).__name__, f"a safety limit was reached ({exc})")
     return failure(
         TOO_COMPLEX,
-        f"the PDF is too complex to parse safely: {why}.",
+        f"the {what} is too complex to parse safely: {why}.",
         f"if the contract is legitimate, raise {SETTING_MEMORY}; otherwise ask the sender for a simpler export "
         "(e.g. 'print to PDF').",
     )
