@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -31,17 +30,11 @@ import httpx
 import pytest
 
 from clausegate.demo.slack_server import FakeSlack
-from tests.support.contracts import GATED_PAGES
-from tests.support.gates import SIGNING_SECRET, slack_settings, state_history, wait_for_state
-from tests.support.pdf_factory import make_text_pdf
-from tests.support.prefect_server import free_port
-from tests.support.processes import start_served, stop_process_group, wait_http
-from tests.support.slack_client import SlackTestClient
+from tests.support.gates import state_history, wait_for_state
+from tests.support.served_gates import CLI, GateStack, served_gate_stack, start_gated_review
 
-ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENT = "roles-e2e"
 BLOCK = "roles-e2e"
-CLI = str(Path(sys.executable).parent / "clausegate")
 LEGAL, LEE, FIN = ("U0LEGAL", "legal-lou"), ("U0LEE", "lee"), ("U0FIN", "fin-fay")
 SLA_HOURS = 0.06  # 216 s: the life test's reminders at 108 s and 173 s, escalation after 216 s
 
@@ -58,49 +51,18 @@ gates:
 """
 
 
-class Stack:
-    def __init__(self, fake: FakeSlack, gateway_url: str, api_url: str):
-        self.fake = fake
-        self.api_url = api_url
-        self.slack = SlackTestClient(gateway_url, SIGNING_SECRET, response_base=f"{fake.url}/actions")
-
-
 @pytest.fixture(scope="module")
 def stack(prefect_server, tmp_path_factory):
-    logs = tmp_path_factory.mktemp("roles-logs")
-    fake = FakeSlack(token="xoxb-roles").start()
-    slack_settings(fake, role_members={"legal": [LEGAL[0], LEE[0], "lou@example.com"],
-                                       "finance": [FIN[0]]}).save(BLOCK, overwrite=True)
-    env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": BLOCK, "PYTHONPATH": str(ROOT)}
-    serve_log, gateway_log = logs / "serve.log", logs / "gateway.log"
-    port = free_port()
-    gateway = subprocess.Popen([CLI, "gateway", "--port", str(port), "--block", BLOCK], cwd=ROOT, env=env,
-                               stdout=open(gateway_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    serve = None
-    try:
-        serve = start_served(["tests.support.serve_review", DEPLOYMENT, "6"], f"contract-review/{DEPLOYMENT}",
-                             serve_log, env)
-        wait_http(f"http://127.0.0.1:{port}/healthz", gateway, gateway_log)
-        yield Stack(fake, f"http://127.0.0.1:{port}", prefect_server.api_url)
-    finally:
-        stop_process_group(gateway)
-        if serve is not None:
-            stop_process_group(serve)
-        fake.stop()
-        print(f"\nserve log: {serve_log}\ngateway log: {gateway_log}")
+    role_members = {"legal": [LEGAL[0], LEE[0], "lou@example.com"], "finance": [FIN[0]]}
+    with served_gate_stack(prefect_server, tmp_path_factory.mktemp("roles-logs"), name=DEPLOYMENT, slots=6,
+                           token="xoxb-roles", role_members=role_members) as served:
+        yield served
 
 
 class Review:
     def __init__(self, label: str, folder: Path, playbook: Path):
-        from prefect.deployments import run_deployment
-
         self.label, self.filename = label, f"{label}.pdf"
-        pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} ({label}).", *GATED_PAGES[1:]]
-        pdf = make_text_pdf(folder / self.filename, pages)
-        self.out = folder / "reports"
-        run = run_deployment(f"contract-review/{DEPLOYMENT}", timeout=0,
-                             parameters={"source": str(pdf), "playbook": str(playbook), "out_dir": str(self.out)})
-        self.id = str(run.id)
+        self.id, self.out = start_gated_review(DEPLOYMENT, label, folder, str(playbook))
 
     def report(self) -> dict:
         return json.loads(next(self.out.glob("*.json")).read_text())
@@ -167,16 +129,16 @@ def wait_until(predicate, timeout: float = 60, what: str = "condition"):
     raise TimeoutError(what)
 
 
-def click(stack: Stack, run_id: str, decision: str, user, finding: str | None = None) -> None:
+def click(stack: GateStack, run_id: str, decision: str, user, finding: str | None = None) -> None:
     response = stack.slack.click(message_of(stack.fake, run_id), decision, user=user, finding=finding)
     assert response.status_code == 200, response.text
 
 
-def responses_for(stack: Stack, text: str) -> list[str]:
+def responses_for(stack: GateStack, text: str) -> list[str]:
     return [str(r["body"].get("text", "")) for r in stack.fake.responses if text in str(r["body"].get("text", ""))]
 
 
-def decide_all(stack: Stack, review: Review, first, second) -> None:
+def decide_all(stack: GateStack, review: Review, first, second) -> None:
     """first/second: (user, category, decision, via) — a button click or /resolve with the finding id; each
     answer is one round: the run resumes and, until the last, suspends again at the next round."""
     record = record_of(review.id)

@@ -33,17 +33,11 @@ import pytest
 
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates.model import UNVERIFIED_MARK
-from tests.support.contracts import GATED_PAGES
-from tests.support.gates import SIGNING_SECRET, slack_settings, state_history, wait_for_state
-from tests.support.pdf_factory import make_text_pdf
-from tests.support.prefect_server import free_port
-from tests.support.processes import start_served, stop_process_group, wait_http
-from tests.support.slack_client import SlackTestClient
+from tests.support.gates import state_history, wait_for_state
+from tests.support.served_gates import CLI, served_gate_stack, start_gated_review
 
-ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENT = "gates-e2e"
 BLOCK = "gates-e2e"
-CLI = str(Path(sys.executable).parent / "clausegate")
 LATENCIES: dict[str, list[dict[str, float]]] = defaultdict(list)
 SLACK_CLICK_RUNS = 2
 
@@ -61,54 +55,21 @@ gates:
 """
 
 
-class Stack:
-    def __init__(self, fake: FakeSlack, gateway_url: str, api_url: str, home: Path):
-        self.fake = fake
-        self.gateway_url = gateway_url
-        self.api_url = api_url
-        self.home = home
-        self.slack = SlackTestClient(gateway_url, SIGNING_SECRET, response_base=f"{fake.url}/actions")
-
-
 @pytest.fixture(scope="module")
 def stack(prefect_server, tmp_path_factory):
-    logs = tmp_path_factory.mktemp("e2e-logs")
-    fake = FakeSlack(token="xoxb-e2e").start()
-    slack_settings(fake).save(BLOCK, overwrite=True)
-    env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": BLOCK, "PYTHONPATH": str(ROOT)}
-    serve_log, gateway_log = logs / "serve.log", logs / "gateway.log"
-    port = free_port()
-    gateway = subprocess.Popen([CLI, "gateway", "--port", str(port), "--block", BLOCK], cwd=ROOT, env=env,
-                               stdout=open(gateway_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    serve = None
-    try:
-        serve = start_served(["tests.support.serve_review", DEPLOYMENT, "10"], f"contract-review/{DEPLOYMENT}",
-                             serve_log, env)
-        wait_http(f"http://127.0.0.1:{port}/healthz", gateway, gateway_log)
-        yield Stack(fake, f"http://127.0.0.1:{port}", prefect_server.api_url, prefect_server.home)
-    finally:
-        stop_process_group(gateway)
-        if serve is not None:
-            stop_process_group(serve)
-        fake.stop()
-        print(f"\nserve log: {serve_log}\ngateway log: {gateway_log}")
+    with served_gate_stack(prefect_server, tmp_path_factory.mktemp("e2e-logs"), name=DEPLOYMENT, slots=10,
+                           token="xoxb-e2e") as served:
+        yield served
 
 
 class Review:
     """One contract-review run started from the deployment."""
 
     def __init__(self, label: str, folder: Path, playbook: str = "payment-liability"):
-        from prefect.deployments import run_deployment
-
         self.label = label
         self.folder = folder
         self.filename = f"{label}.pdf"
-        pages = [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} ({label}).", *GATED_PAGES[1:]]
-        pdf = make_text_pdf(folder / self.filename, pages)
-        self.out = folder / "reports"
-        run = run_deployment(f"contract-review/{DEPLOYMENT}", timeout=0,
-                             parameters={"source": str(pdf), "playbook": playbook, "out_dir": str(self.out)})
-        self.id = str(run.id)
+        self.id, self.out = start_gated_review(DEPLOYMENT, label, folder, playbook)
 
     def report(self) -> dict:
         return json.loads(next(self.out.glob("*.json")).read_text())
