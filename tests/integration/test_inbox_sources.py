@@ -225,15 +225,16 @@ def test_a_message_that_hits_the_parser_s_caps_is_refused_and_the_gateway_carrie
     """The .eml is read in a sandboxed child: at its time cap it is killed and the message refused (422), and the
     gateway answers the next request as before."""
     capped = env["settings"].model_copy(update={"eml_timeout_seconds": 0.001})
+    clause = CLAUSE + " This clause is the caps test's own."  # (new content: no other test's task answers for it)
+    data = eml_bytes(message("Cap wording (capped)", clause))
     with TestClient(create_app(GatewayConfig(inbox=Inbox(capped)))) as client:
-        data = eml_bytes(message("Cap wording (capped)", CLAUSE))
         response = client.post("/inbox/tasks", headers=auth(env["acme"]), data={"playbook": "deploy-test"},
                                files={"file": ("mail.eml", data, "message/rfc822")})
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
     assert detail["code"] == "CG-INBOX-EML-TOO-COMPLEX" and "time cap" in detail["message"], detail
     assert "CLAUSEGATE_INBOX_EML_TIMEOUT_SECONDS" in detail["hint"], detail
-    again = upload(env, eml_bytes(message("Cap wording (capped)", CLAUSE)), "mail.eml", "message/rfc822")
+    again = upload(env, data, "mail.eml", "message/rfc822")
     assert again.status_code == 201 and [t["part"] for t in again.json()["tasks"]] == ["body"], again.text
 
 
