@@ -386,8 +386,6 @@ def test_the_worker_s_cancelled_is_enough_to_requeue_when_its_executed_event_nev
     """The worker killed the hung process and stored Cancelled, but its executed event is lost or late (CI: the run
     sat Cancelled until the stop timeout, then would have been dead-lettered): the Cancelled alone means the process
     is gone and no later Cancelled can overwrite the requeue, so the run is requeued at once."""
-    import time
-
     from prefect.states import Cancelled
 
     with _client() as client:
@@ -396,11 +394,9 @@ def test_the_worker_s_cancelled_is_enough_to_requeue_when_its_executed_event_nev
     handler, result = _handle_in_background(run.id)  # (stop_seconds=60)
     with _client() as client:
         _wait_until_cancelling(client, run.id)
-        asked = time.monotonic()
         client.set_flow_run_state(run.id, Cancelled(message="Flow run was cancelled successfully."), force=True)
-        handler.join(30)
+        handler.join(30)  # (well within its stop_seconds of 60: before the fix it waited them out, then dead-lettered)
         assert not handler.is_alive(), "still waiting for an executed event after the worker's Cancelled"
-        assert time.monotonic() - asked < 20
         handled = result["handled"]
         assert handled.outcome == "requeued" and "stopped by its worker 'fencing-worker'" in handled.reason, handled
         assert client.read_flow_run(run.id).state_type.value == "SCHEDULED"
