@@ -26,9 +26,10 @@ owns. So, unless the worker already reported the process ended (its ``prefect.wo
 flow-run`` event after the attempt's Running state) or the worker is offline (the machine died:
 another worker takes the run), the handler sets the run **Cancelling**: Prefect's cancellation
 observer in the worker that owns the process kills it (SIGTERM, SIGKILL after 30 s — a stopped
-process only dies of SIGKILL), frees the slot, stores Cancelled and reports the run executed; on the first of
-those two the handler sees, it requeues. If that does not happen within ``CLAUSEGATE_REQUEUE_STOP_SECONDS``
-(default 120) the run is dead-lettered instead (a requeue would race the worker's late Cancelled). A stale process that
+process only dies of SIGKILL), frees the slot, stores Cancelled and reports the run executed; then the handler
+requeues (20 s after the Cancelled when no executed event came). If that does not happen within
+``CLAUSEGATE_REQUEUE_STOP_SECONDS`` (default 120) the run is dead-lettered instead (a requeue would race the
+worker's late Cancelled). A stale process that
 survives anyway (its worker died) is fenced by :mod:`clausegate.pipeline.attempts`: it exits without
 touching the run.
 
@@ -75,6 +76,7 @@ RESTORED = "CG-RUN-GATE-RESTORED"
 ACTOR = "dead-letters"
 STOP_SECONDS_ENV = "CLAUSEGATE_REQUEUE_STOP_SECONDS"
 EXECUTED = "prefect.worker.executed-flow-run"
+CANCELLED_GRACE_SECONDS = 20.0  # after the worker's Cancelled, how long its executed event may take (normally < 1 s)
 
 Outcome = Literal["requeued", "dead-lettered", "restored", "skipped"]
 
@@ -176,16 +178,18 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                            poll: float) -> tuple[bool, str]:
     """Set Cancelling and wait until the worker has stopped the process: its ``executed-flow-run`` event (live,
     from Prefect's event stream: the requeue follows within a moment, so the inbox hardly ever sees the worker's
-    Cancelled) or the Cancelled state its cancellation stores once the process is killed, whichever is seen
-    first; the persisted events, the run's state and the worker's heartbeat are checked at least every
-    ``5 * poll`` s. (The Cancelled alone suffices: a worker whose executed event was lost or late must not leave
-    the run to be dead-lettered at the deadline.)"""
+    Cancelled); the persisted events, the run's state and the worker's heartbeat are checked at least every
+    ``5 * poll`` s. The worker stores Cancelled after the kill, then reports the attempt's exit (a Crashed it
+    proposes) and only then emits that event: a requeue at the Cancelled would be crashed by that late report. So
+    a Cancelled with no event after it requeues only ``CANCELLED_GRACE_SECONDS`` later (an event that was lost
+    must not leave the run to be dead-lettered at the deadline)."""
     deadline = time.monotonic() + timeout
     watch = EventFilter(event=EventNameFilter(name=[EXECUTED]),
                         related=EventRelatedFilter(id=[f"prefect.flow-run.{run.id}"]))
     stopped = f"its hung process was stopped by its worker '{worker}'"
     sent = False
     asked = datetime.now(UTC)
+    grace = _CancelledGrace(stopped)
     try:
         async with get_events_subscriber(filter=watch) as events:  # subscribed before asking: nothing is missed
             client.set_flow_run_state(run.id, cancelling, force=True)
@@ -201,8 +205,8 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                     and _concerns(event, run.id) else _executed_at(client, run.id, started)
                 if ended is not None:
                     return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
-                if _cancelled(client, run.id):
-                    return True, stopped
+                if grace.over(client, run.id):
+                    return True, grace.how
                 if not _worker_online(client, run.work_pool_name, worker):
                     return True, f"its worker '{worker}' went offline"
     except Exception:  # no event stream (e.g. a proxy without websockets): poll the stored events
@@ -213,8 +217,8 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
             await asyncio.sleep(min(poll, left))
             if (ended := _executed_at(client, run.id, started)) is not None:
                 return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
-            if _cancelled(client, run.id):
-                return True, stopped
+            if grace.over(client, run.id):
+                return True, grace.how
             if not _worker_online(client, run.work_pool_name, worker):
                 return True, f"its worker '{worker}' went offline"
     return False, (f"its worker '{worker}' did not stop the hung process within {timeout:g} s "
@@ -255,6 +259,23 @@ def _executed_at(client, run_id, since: datetime) -> datetime | None:
                                           event=EventNameFilter(name=[EXECUTED]),
                                           related=EventRelatedFilter(id=[f"prefect.flow-run.{run_id}"])), limit=1)
     return page.events[0].occurred if page.events else None
+
+
+class _CancelledGrace:
+    """The worker's Cancelled seen without its executed event: over ``CANCELLED_GRACE_SECONDS`` after it was first
+    seen (see :func:`_cancel_and_wait`)."""
+
+    def __init__(self, stopped: str) -> None:
+        self.seen: float | None = None
+        self.how = (f"{stopped} (it stored Cancelled; its executed event did not come within "
+                    f"{CANCELLED_GRACE_SECONDS:g} s)")
+
+    def over(self, client, run_id) -> bool:
+        if self.seen is None:
+            if _cancelled(client, run_id):
+                self.seen = time.monotonic()
+            return False
+        return time.monotonic() - self.seen >= CANCELLED_GRACE_SECONDS
 
 
 def _cancelled(client, run_id) -> bool:

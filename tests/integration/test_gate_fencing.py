@@ -382,11 +382,17 @@ def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tm
             client.set_flow_run_state(rid, Cancelled(message="test cleanup"), force=True)
 
 
-def test_the_worker_s_cancelled_is_enough_to_requeue_when_its_executed_event_never_comes():
-    """The worker killed the hung process and stored Cancelled, but its executed event is lost or late (CI: the run
-    sat Cancelled until the stop timeout, then would have been dead-lettered): the Cancelled alone means the process
-    is gone and no later Cancelled can overwrite the requeue, so the run is requeued at once."""
+def test_the_worker_s_cancelled_requeues_after_a_grace_when_its_executed_event_never_comes():
+    """The worker killed the hung process and stored Cancelled, but its executed event is lost (CI: the run sat
+    Cancelled until the stop timeout, then would have been dead-lettered). Not at once: the worker reports the
+    attempt's exit (a Crashed) between its Cancelled and that event, and a requeue in between is crashed by it (CI,
+    when this requeued at the Cancelled). So CANCELLED_GRACE_SECONDS after the Cancelled, well before the stop
+    timeout."""
+    import time
+
     from prefect.states import Cancelled
+
+    from clausegate.ops import dead_letters
 
     with _client() as client:
         run, _ = _crashed_on_a_live_worker(client, "fencing-lost-event", "no heartbeat")
@@ -395,10 +401,12 @@ def test_the_worker_s_cancelled_is_enough_to_requeue_when_its_executed_event_nev
     with _client() as client:
         _wait_until_cancelling(client, run.id)
         client.set_flow_run_state(run.id, Cancelled(message="Flow run was cancelled successfully."), force=True)
-        handler.join(30)  # (well within its stop_seconds of 60: before the fix it waited them out, then dead-lettered)
-        assert not handler.is_alive(), "still waiting for an executed event after the worker's Cancelled"
+        time.sleep(dead_letters.CANCELLED_GRACE_SECONDS / 2)
+        assert handler.is_alive() and client.read_flow_run(run.id).state_type.value == "CANCELLED"
+        handler.join(45)  # (within its stop_seconds of 60: before, it waited them out, then dead-lettered)
+        assert not handler.is_alive(), "still waiting for an executed event long after the worker's Cancelled"
         handled = result["handled"]
-        assert handled.outcome == "requeued" and "stopped by its worker 'fencing-worker'" in handled.reason, handled
+        assert handled.outcome == "requeued" and "executed event did not come" in handled.reason, handled
         assert client.read_flow_run(run.id).state_type.value == "SCHEDULED"
         client.set_flow_run_state(run.id, Cancelled(message="test cleanup"), force=True)
 
