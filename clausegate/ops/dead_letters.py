@@ -280,8 +280,8 @@ class _CancelledGrace:
 
 def _cancelled(client, run_id) -> bool:
     """The run is Cancelled. It was Crashed when the handler set it Cancelling, so this is the state the worker's
-    cancellation stores after the kill: nothing of the attempt is left running, and no later Cancelled can
-    overwrite a requeue. (No timestamps compared: the server's clock need not agree with this one.)"""
+    cancellation stores after the kill: nothing of the attempt is left running (its exit report and executed event
+    may still follow: :class:`_CancelledGrace`). (No timestamps compared: the server's clock need not agree.)"""
     state = client.read_flow_run(run_id).state
     return state is not None and state.is_cancelled()
 
