@@ -292,7 +292,7 @@ async def _checked_addresses(target: Target, policy: Policy) -> list[ipaddress.I
 def _check(target: Target, policy: Policy) -> Target:
     if policy.allows(target):
         return target
-    raise Refused("FETCH-NOT-ALLOWED", f"{target.origin}{target.path[:200]} matches no allow-list entry")
+    raise Refused("FETCH-NOT-ALLOWED", f"{target.origin} (path not logged) matches no allow-list entry")
 
 
 async def _send(client: httpx.AsyncClient, method: str, target: Target, addresses: list,

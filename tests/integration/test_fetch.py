@@ -398,6 +398,19 @@ def test_closed_port_open_port_and_disallowed_urls_answer_the_same(tmp_path, a, 
         assert reason in caplog.text  # the specific reason is in the server log
 
 
+def test_a_refused_url_is_logged_by_scheme_and_host_only(tmp_path, a, caplog):
+    """Issue 29: the CG-FETCH-NOT-ALLOWED line carried the URL's path (a token in it reached the log)."""
+    config = settings(tmp_path, [f"{a.origin}/public", f"{a.origin}/redirect"], private=["127.0.0.1"])
+    secret = "tok-" + uuid.uuid4().hex
+    with caplog.at_level(logging.WARNING, logger="clausegate.security.fetch"):
+        refusal(f"{a.origin}/private/{secret}/contract.pdf", config)  # the first URL refused
+        refusal(f"{a.origin}/redirect?to={a.origin}/elsewhere/{secret}.pdf", config)  # a redirect refused
+    lines = [r.getMessage() for r in caplog.records if "FETCH-NOT-ALLOWED" in r.getMessage()]
+    assert len(lines) == 2, caplog.text
+    assert all(f"127.0.0.1:{a.port}" in line for line in lines), lines
+    assert secret not in caplog.text and "/private" not in caplog.text and "/elsewhere" not in caplog.text
+
+
 def test_the_gateway_no_longer_reaches_other_ports_through_an_allowed_url(tmp_path, a, prefect_server):
     """The issue's example, over the real inbox route: userinfo to the Prefect API's port vs a closed port."""
     config = inbox_settings(tmp_path, url_allow_list=[a.origin], url_allow_private_hosts=["127.0.0.1"])
