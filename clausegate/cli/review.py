@@ -191,10 +191,19 @@ def _review_file(file: Path, playbook: str, out: Path, extractor: str | None) ->
 
 
 @app.command()
-def playbooks() -> None:
-    """List the built-in playbooks."""
+def playbooks(
+    categories: bool = typer.Option(False, "--categories",
+                                    help="List CUAD's clause category names, the ones a playbook may use."),
+) -> None:
+    """List the built-in playbooks (or, with --categories, the clause category names)."""
     from clausegate.review.playbook import builtin_playbooks, load_playbook  # local import: keeps CLI start-up lean
 
+    if categories:
+        from clausegate.review.categories import CATEGORIES
+
+        for name in CATEGORIES:
+            console.print(name, highlight=False)
+        return
     for name in builtin_playbooks():
         book = load_playbook(name)
         console.print(f"[bold]{name}[/bold]: {book.description} ({len(book.categories)} categories, gates: "

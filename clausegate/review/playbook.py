@@ -7,6 +7,7 @@ names the field).  Built-in playbooks live in ``clausegate/review/playbooks/``; 
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -35,8 +36,18 @@ def _canonical_category(value: str) -> str:
     try:
         return canonical(value)
     except KeyError:
-        raise ValueError(f"unknown clause category {_clipped(repr(value))} "
-                         "(see clausegate.review.categories.CATEGORIES)") from None
+        raise ValueError(f"unknown clause category {_clipped(repr(value))}{_closest(value)}; "
+                         f"{_LIST_THEM}") from None
+
+
+_LIST_THEM = "`clausegate playbooks --categories` lists CUAD's names"
+
+
+def _closest(value: str) -> str:
+    """`` (did you mean 'X'?)`` for the nearest CUAD name, or nothing."""
+    lower = {name.lower(): name for name in CATEGORIES}
+    near = difflib.get_close_matches(value.strip().lower(), list(lower), n=1, cutoff=0.75)
+    return f" (did you mean {lower[near[0]]!r}?)" if near else ""
 
 
 def _cuad_or_custom(value: str) -> str:
@@ -182,9 +193,9 @@ class Playbook(_Strict):
             unknown = [n for n in names if n not in CATEGORIES and n not in custom]
             if unknown:
                 raise ValueError(
-                    f"{field_name}: unknown clause category {_clipped(repr(unknown[0]))} (neither one of CUAD's "
-                    "names, see clausegate.review.categories.CATEGORIES, nor a name in custom_categories: "
-                    f"{_clipped(sorted(custom)) if custom else 'none defined'})")
+                    f"{field_name}: unknown clause category {_clipped(repr(unknown[0]))}{_closest(unknown[0])} "
+                    "(neither one of CUAD's names nor a name in custom_categories: "
+                    f"{_clipped(sorted(custom)) if custom else 'none defined'}); {_LIST_THEM}")
         wanted = set(self.categories) | custom
         for field_name, names in (("high_risk", self.high_risk), ("gates", [g.category for g in self.gates]),
                                   ("positions", [p.category for p in self.positions])):
@@ -290,6 +301,13 @@ def _refuse(origin: str, why: str) -> PlaybookError:
                               f"scalars, at most {MAX_PLAYBOOK_BYTES // 1024} KB and {MAX_PLAYBOOK_DEPTH} levels deep")
 
 
+def _grammar_only(quoted: re.Match) -> str:
+    """Keep what the YAML grammar expected (``','``, ``']'``, ``'<block end>'``); a longer quote may be the file's
+    own text, which a message never repeats."""
+    inner = quoted.group(0)[1:-1]
+    return quoted.group(0) if len(inner) <= 3 or re.fullmatch(r"<[a-z ]+>", inner) else "'…'"
+
+
 def _check_shape(text: str, origin: str) -> None:
     """Walk the YAML events (the parser is iterative, so no depth can overflow the stack): refuse deep
     nesting, tags (``!!python/object``, ``!x``) and aliases (a few lines that expand to millions of nodes)."""
@@ -310,7 +328,7 @@ def _check_shape(text: str, origin: str) -> None:
     except yaml.MarkedYAMLError as exc:  # its str() quotes the file around the error: say where and what only
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", str(exc.problem or exc.context or "syntax error"))
+        problem = re.sub(r"'[^']*'|\"[^\"]*\"", _grammar_only, str(exc.problem or exc.context or "syntax error"))
         raise PlaybookError(f"playbook {origin} is not valid YAML{where}: {_clipped(problem)}",
                             hint="fix the YAML syntax there") from None
     except yaml.YAMLError:

@@ -146,3 +146,16 @@ def test_a_hostile_playbook_is_one_coded_error_without_a_traceback_or_its_conten
 def test_playbooks_lists_builtins():
     done = clausegate("playbooks", timeout=60)
     assert done.returncode == 0 and "payment-liability" in done.stdout
+
+
+def test_an_unknown_category_names_the_command_that_lists_them(tmp_path):
+    """Issue 29 (a): the message names `clausegate playbooks --categories` (before: a Python symbol), and that
+    command lists the names, the suggested one among them."""
+    path = tmp_path / "typo.yaml"
+    path.write_text("name: typo\ncategories: [Cap On Liability, Uncaped Liability]\n")
+    done = clausegate("review", str(SAMPLE), "--playbook", str(path), timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "clausegate playbooks --categories" in output, output[-2000:]
+    assert "did you mean 'Uncapped Liability'?" in " ".join(output.split()), output[-2000:]
+    listed = clausegate("playbooks", "--categories", timeout=60)
+    assert listed.returncode == 0 and "Uncapped Liability" in listed.stdout.splitlines(), listed.stdout[-2000:]

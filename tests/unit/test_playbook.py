@@ -52,3 +52,40 @@ def test_not_yaml_and_not_a_mapping():
 def test_unknown_playbook_lists_the_choices():
     with pytest.raises(PlaybookError, match="payment-liability"):
         load_playbook("no-such-playbook")
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("name: [unclosed", "expected ',' or ']'"),
+        ("name: x\ncategories: {a: 1\n", "expected ',' or '}'"),
+    ],
+)
+def test_yaml_error_shows_the_expected_characters(text, shown):
+    """Issue 29 (a): the parser's own expected characters are shown (before: "expected '…' or '…'")."""
+    with pytest.raises(PlaybookError) as caught:
+        parse_playbook(text)
+    assert shown in str(caught.value)
+    assert "'…'" not in str(caught.value)
+
+
+def test_yaml_error_never_quotes_the_file():
+    """The problem's own words only: a long value from the file is not echoed in the message."""
+    with pytest.raises(PlaybookError) as caught:
+        parse_playbook('name: "The Supplier shall indemnify the secret\\q clause"\n')
+    assert "secret" not in str(caught.value) and "indemnify" not in str(caught.value)
+
+
+@pytest.mark.parametrize("field", ["categories", "high_risk", "gates"])
+def test_unknown_category_points_at_the_command(field):
+    """Issue 29 (a): an unknown category names `clausegate playbooks --categories` and the closest name, never a
+    Python symbol (before: "see clausegate.review.categories.CATEGORIES")."""
+    body = {"categories": "categories: [Uncaped Liability]\n",
+            "high_risk": "categories: [Cap On Liability]\nhigh_risk: [Uncaped Liability]\n",
+            "gates": "categories: [Cap On Liability]\ngates: [{category: Uncaped Liability, sla_hours: 4}]\n"}[field]
+    with pytest.raises(PlaybookError) as caught:
+        parse_playbook("name: x\n" + body)
+    message = str(caught.value)
+    assert "clausegate playbooks --categories" in message
+    assert "'Uncapped Liability'" in message
+    assert "clausegate.review" not in message
