@@ -143,6 +143,7 @@ CODES: dict[str, Code] = {
     # Word .docx and plain-text contracts (clausegate/review/document/codes.py; formats.py, docx*.py, plain_text.py)
     "CG-DOCX-MACROS": Code("a macro-enabled Word document (.docm, a VBA project): refused, macros never run", "6"),
     "CG-DOCX-LEGACY-DOC": Code("a legacy binary Word .doc: refused; save it as .docx or PDF", "6"),
+    "CG-DOCX-ENCRYPTED": Code("a password-protected .docx: refused; remove the password and resubmit", "6"),
     "CG-DOCX-ZIP-BOMB": Code("the .docx inflates past the size or ratio caps: refused before reading", "6"),
     "CG-DOCX-XML-UNSAFE": Code("a .docx part declares a DTD or entities (entity expansion): refused", "6"),
     "CG-DOCX-CORRUPT": Code("not a readable .docx (broken ZIP, malformed XML, no main document part)", "6"),
@@ -150,7 +151,9 @@ CODES: dict[str, Code] = {
     "CG-DOCX-TOO-MUCH-TEXT": Code("the .docx is over steps.parse.max_chars or 50,000 paragraphs", "6"),
     "CG-DOCX-TIMEOUT": Code("parsing the .docx took longer than steps.parse.timeout_seconds", "6"),
     "CG-DOCX-TOO-COMPLEX": Code("the parser process ran out of memory or was killed on a .docx", "6"),
-    "CG-DOCX-HIDDEN-TEXT": Code("integrity: hidden .docx text (w:vanish, white, <= 2 pt) left out; a person decides",
+    "CG-DOCX-HIDDEN-TEXT": Code("integrity: hidden .docx text (vanish, background colour, tiny) left out; a person "
+                                "decides", "6"),
+    "CG-DOCX-UNREAD-PART": Code("integrity: a part Word shows (an altChunk import) was not read; a person decides",
                                 "6"),
     "CG-DOCX-TRACKED-CHANGES": Code("notice: pending tracked changes, reviewed as accepted and listed", "6"),
     "CG-DOCX-COMMENTS": Code("notice: comments in the .docx, listed with their anchored text", "6"),

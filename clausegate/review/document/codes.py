@@ -39,7 +39,8 @@ NOTICE_PAGE_UNREADABLE = "CG-PDF-PAGE-UNREADABLE"
 NOTICE_HIDDEN_TEXT = "CG-PDF-HIDDEN-TEXT"  # invisible / same colour as background / off-page / microscopic
 NOTICE_GARBLED_TEXT = "CG-PDF-GARBLED-TEXT"  # the text layer does not read as words (mojibake)
 NOTICE_INTEGRITY_UNCHECKED = "CG-PDF-INTEGRITY-UNCHECKED"  # the page could not be checked for hidden text
-NOTICE_DOCX_HIDDEN_TEXT = "CG-DOCX-HIDDEN-TEXT"  # integrity: w:vanish, white or <= 2 pt text in a .docx (left out)
+NOTICE_DOCX_HIDDEN_TEXT = "CG-DOCX-HIDDEN-TEXT"  # integrity: vanish, background-coloured, tiny or squeezed .docx text
+NOTICE_DOCX_UNREAD_PART = "CG-DOCX-UNREAD-PART"  # integrity: a part Word shows that is not read (altChunk import)
 
 NOTICE_CODES = (
     NOTICE_DECRYPTED_EMPTY_PASSWORD, NOTICE_NEEDS_OCR, NOTICE_OCR_USED, NOTICE_PAGE_UNREADABLE,
@@ -49,7 +50,7 @@ NOTICE_CODES = (
 # A review with any of these notices is never a plain `complete`: the human gate lists them under
 # this pseudo-category (it is not one of CUAD's 41 clause categories).
 INTEGRITY_CODES = frozenset({NOTICE_HIDDEN_TEXT, NOTICE_GARBLED_TEXT, NOTICE_INTEGRITY_UNCHECKED,
-                             NOTICE_DOCX_HIDDEN_TEXT})
+                             NOTICE_DOCX_HIDDEN_TEXT, NOTICE_DOCX_UNREAD_PART})
 INTEGRITY_CATEGORY = "Document integrity"
 
 # What the parser produces: bump when its output changes for the same bytes (the parse-pdf task's cache
@@ -59,7 +60,9 @@ INTEGRITY_CATEGORY = "Document integrity"
 # visible skips pypdf's content-stream check (clausegate/review/document/plain_page.py), so a page that check would
 # have failed on is no longer read by pypdf with CG-PDF-INTEGRITY-UNCHECKED
 # 5: Word (.docx) and plain text parsed too (clausegate/review/document/formats.py), pages carry their offsets
-PARSER_VERSION = "5-formats"
+# 6: a .docx's text boxes, headers and footers (not their furniture), footnotes and endnotes read; hidden text judged
+# against its effective background, scale and the shared size threshold (3 pt), for PDFs too
+PARSER_VERSION = "6-docx-parts"
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_CHARS = 500_000
@@ -82,6 +85,7 @@ OCR_MAX_SECONDS_PER_IMAGE = 120.0
 # Word (.docx) and plain-text contracts (clausegate/review/document/formats.py, docx.py, plain_text.py)
 DOCX_MACROS = "CG-DOCX-MACROS"  # a macro-enabled document (.docm, vbaProject.bin): refused, macros never run
 DOCX_LEGACY_DOC = "CG-DOCX-LEGACY-DOC"  # a legacy binary Word .doc (OLE): refused with the next step
+DOCX_ENCRYPTED = "CG-DOCX-ENCRYPTED"  # a password-protected .docx (an OLE file with an EncryptedPackage): refused
 DOCX_ZIP_BOMB = "CG-DOCX-ZIP-BOMB"  # the archive inflates past the caps (size or ratio): refused before reading
 DOCX_XML_UNSAFE = "CG-DOCX-XML-UNSAFE"  # a DTD or entity declaration in a part (entity expansion): refused
 DOCX_CORRUPT = "CG-DOCX-CORRUPT"  # not a readable .docx (a broken ZIP, malformed XML, no main document part)

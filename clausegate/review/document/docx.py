@@ -26,6 +26,7 @@ import re
 from typing import Any
 from xml.etree.ElementTree import Element
 
+from clausegate.review.document import docx_extras as extras
 from clausegate.review.document.codes import (
     DOCX_EMPTY,
     DOCX_MAX_PARAGRAPHS,
@@ -33,10 +34,13 @@ from clausegate.review.document.codes import (
     NOTICE_DOCX_COMMENTS,
     NOTICE_DOCX_HIDDEN_TEXT,
     NOTICE_DOCX_TRACKED_CHANGES,
+    NOTICE_DOCX_UNREAD_PART,
     PART_CHARS,
     SETTING_MAX_CHARS,
     failure,
 )
+from clausegate.review.document.docx_hidden import reasons as hidden_reasons
+from clausegate.review.document.docx_hidden import shading
 from clausegate.review.document.docx_parts import (
     MAIN,
     Numbering,
@@ -52,6 +56,7 @@ from clausegate.review.document.docx_parts import (
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _DESCEND = frozenset(W + t for t in ("hyperlink", "smartTag", "customXml", "fldSimple", "sdt", "sdtContent", "dir",
                                      "bdo"))
+_DRAWN = frozenset({W + "pict", W + "drawing", W + "object", extras.ALTERNATE})
 _MAX_HIDDEN_NOTICES = 20
 SEPARATOR = "\n\n"
 
@@ -64,9 +69,14 @@ def extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
             document = read_part(archive, MAIN, required=True)
             reader = _Reader(Styles(read_part(archive, "word/styles.xml")),
                              Numbering(read_part(archive, "word/numbering.xml")), int(options["max_chars"]))
+            rels = extras.relationships(read_part(archive, extras.RELS))
+            reader.rels = rels
             body = document.find(W + "body")
             if body is not None:
                 reader.blocks(body)
+            reader.margins(archive, extras.header_footer_parts(document, rels))
+            reader.notes({kind: extras.notes(read_part(archive, f"word/{kind}s.xml"), kind)
+                          for kind in ("footnote", "endnote")})
             comments = read_part(archive, "word/comments.xml")
     except Refused as refused:
         return failure(refused.code, refused.message, refused.hint)
@@ -91,25 +101,64 @@ class _Reader:
         self._buf: list[str] = []
         self._len = 0
         self._pending: list[tuple[str, Any]] = []
+        self.rels: dict[str, tuple[str, str]] = {}
+        self.note_refs: list[tuple[str, str]] = []  # (footnote|endnote, id) in the order the text refers to them
+        self.unread: list[tuple[int, str]] = []  # (paragraph index, what) of parts shown but not read (altChunk)
+        self._deferred: list[Element] = []  # text boxes anchored in the paragraph being read
+        self._under: tuple | None = None  # the paragraph's (or its cell's) shading
+        self._label = ""  # written before the next paragraph with text ("Footnote 1:")
+        self._furniture: set[str] | None = None  # reading a header or footer: the texts read so far
+
+    # ------------------------------------------------------------------ parts other than the body
+    def margins(self, archive, parts: list[tuple[str, str]]) -> None:
+        """The headers' and footers' text that is not page furniture, each text once (module docstring)."""
+        self._furniture = set()
+        try:
+            for kind, name in parts:
+                root = read_part(archive, name)
+                if root is not None:
+                    self._label = f"{kind.capitalize()}:"
+                    self.blocks(root)
+        finally:
+            self._furniture, self._label = None, ""
+
+    def notes(self, found: dict[str, dict[str, Element]]) -> None:
+        """Footnotes and endnotes, numbered in the order the text refers to them, each read once."""
+        counts = {"footnote": 0, "endnote": 0}
+        for kind, note_id in dict.fromkeys(self.note_refs):
+            note = found[kind].pop(note_id, None)
+            if note is not None:
+                counts[kind] += 1
+                self._label = f"{kind.capitalize()} {counts[kind]}:"
+                self.blocks(note)
+        self._label = ""
 
     # ------------------------------------------------------------------ block level
-    def blocks(self, parent: Element) -> None:
+    def blocks(self, parent: Element, under: tuple | None = None) -> None:
         for child in parent:
             tag = child.tag
             if tag == W + "p":
-                self.paragraph(child)
+                self.paragraph(child, under)
             elif tag == W + "tbl":  # reading order: row by row, each cell's paragraphs (and nested tables)
+                table = shading(child.find(f"{W}tblPr/{W}shd")) or under
                 for row in child.findall(W + "tr"):
                     for cell in row.findall(W + "tc"):
-                        self.blocks(cell)
+                        self.blocks(cell, shading(cell.find(f"{W}tcPr/{W}shd")) or table)
             elif tag == W + "sdt":
                 content = child.find(W + "sdtContent")
                 if content is not None:
-                    self.blocks(content)
+                    self.blocks(content, under)
             elif tag == W + "customXml":
-                self.blocks(child)
+                self.blocks(child, under)
+            elif tag == extras.ALTERNATE:
+                chosen = extras.alternative(child)
+                if chosen is not None:
+                    self.blocks(chosen, under)
+            elif tag == W + "altChunk":
+                name, _ = self.rels.get(child.get(extras.R + "id") or "", ("", ""))
+                self.unread.append((len(self.paras), f"an imported part (w:altChunk {name or 'with no target'})"))
 
-    def paragraph(self, p: Element) -> None:
+    def paragraph(self, p: Element, under: tuple | None = None) -> None:
         self.seen += 1
         if self.seen > DOCX_MAX_PARAGRAPHS:
             raise Refused(DOCX_TOO_MUCH_TEXT, f"the document has more than {DOCX_MAX_PARAGRAPHS:,} paragraphs, above "
@@ -118,6 +167,9 @@ class _Reader:
         style = ppr.find(W + "pStyle") if ppr is not None else None
         style_id = style.get(W + "val") if style is not None else None
         self._buf, self._len, self._pending = [], 0, []
+        deferred: list[Element] = []
+        self._deferred = deferred
+        self._under = (shading(ppr.find(W + "shd")) if ppr is not None else None) or under
         hidden: list[str] = []
         reasons: set[str] = set()
         self._style_props = {**self.styles.defaults, **self.styles.props(style_id)}
@@ -125,10 +177,17 @@ class _Reader:
         text = _CONTROL.sub(" ", "".join(self._buf).replace("\r", "\n"))
         index = len(self.paras)
         shift = 0
+        if self._furniture is not None and text.strip():  # a header or footer: no furniture, each text once
+            key = " ".join(text.split())
+            if extras.is_furniture(key) or key in self._furniture:
+                text, self._pending = "", []
+            self._furniture.add(key)
         if text.strip():
             num = num_ref(ppr.find(W + "numPr")) if ppr is not None else None
             num = num or self.styles.numbering(style_id)
-            label = self.numbering.label(*num) if num else ""
+            label = " ".join(x for x in (self._label, self.numbering.label(*num) if num else "") if x)
+            if self._furniture is None:
+                self._label = ""  # a note's label goes before its first paragraph only
             if label:
                 text, shift = f"{label} {text}", len(label) + 1
             self.paras.append(text)
@@ -148,6 +207,8 @@ class _Reader:
                 self.marks.setdefault(item[0], {})[kind] = where
         if hidden:
             self.hidden.append((index, hidden, reasons))
+        for box in deferred:  # a text box's paragraphs follow the paragraph it is anchored in
+            self.blocks(box)
 
     # ------------------------------------------------------------------ inline level
     def _inline(self, parent: Element, change: str | None, hidden: list[str], reasons: set[str]) -> None:
@@ -171,6 +232,10 @@ class _Reader:
                 self._pending.append(("end", (child.get(W + "id") or "", self._len)))
             elif tag in _DESCEND:
                 self._inline(child, change, hidden, reasons)
+            elif tag == extras.ALTERNATE:
+                chosen = extras.alternative(child)
+                if chosen is not None:
+                    self._inline(chosen, change, hidden, reasons)
 
     def _change(self, kind: str, el: Element, text: str) -> dict[str, Any]:
         return {"kind": kind, "author": el.get(W + "author") or "", "date": el.get(W + "date"),
@@ -181,7 +246,7 @@ class _Reader:
         rstyle = rpr.find(W + "rStyle") if rpr is not None else None
         props = {**self._style_props, **self.styles.props(rstyle.get(W + "val") if rstyle is not None else None),
                  **run_props(rpr)}
-        why = _hidden_reasons(props)
+        why = hidden_reasons(props, self._under)
         pieces: list[str] = []
         for child in r:
             tag = child.tag
@@ -195,6 +260,10 @@ class _Reader:
                 pieces.append("-")
             elif tag == W + "commentReference":
                 self._pending.append(("ref", (child.get(W + "id") or "", self._len)))
+            elif tag in (W + "footnoteReference", W + "endnoteReference"):
+                self.note_refs.append((tag[len(W):-len("Reference")], child.get(W + "id") or ""))
+            elif tag in _DRAWN:
+                self._deferred += extras.textboxes(child)
         text = "".join(pieces)
         if not text:
             return
@@ -268,6 +337,12 @@ class _Reader:
         if len(self.hidden) > _MAX_HIDDEN_NOTICES:
             notices.append({"code": NOTICE_DOCX_HIDDEN_TEXT, "page": None, "message": (
                 f"hidden text in {len(self.hidden) - _MAX_HIDDEN_NOTICES} more paragraph(s), not listed one by one.")})
+        for index, what in self.unread:
+            where = f"¶ {index}" if index else "the start"
+            notices.append({"code": NOTICE_DOCX_UNREAD_PART, "page": None, "message": (
+                f"{what} after {where} is shown by Word as part of the document, but ClauseGate does not read it: "
+                "what it says was not reviewed. Read it in Word, or ask the sender for a copy with its text in the "
+                "document itself (or as PDF).")})
         if revisions:
             authors = ", ".join(sorted({r["author"] or "unknown" for r in revisions}))
             notices.append({"code": NOTICE_DOCX_TRACKED_CHANGES, "page": None, "message": (
@@ -278,13 +353,3 @@ class _Reader:
                 f"{len(comments)} comment(s) in the document; the report lists each with the text it is anchored to.")})
         return notices
 
-
-def _hidden_reasons(props: dict[str, Any]) -> set[str]:
-    why = set()
-    if props.get("vanish"):
-        why.add("hidden (w:vanish)")
-    if props.get("color") == "FFFFFF" and not props.get("background"):
-        why.add("white text")
-    if 0 < props.get("sz", 24) <= 4:
-        why.add("tiny font (2 pt or less)")
-    return why

@@ -1,5 +1,7 @@
 """The parts of a Word .docx a review reads, opened safely (the sandboxed child: clausegate.review.document.docx).
 
+* **One part per name**: an archive with two entries of one name (readers disagree on which is read) is refused,
+  ``CG-DOCX-CORRUPT``.
 * **Archive caps before anything is inflated**: the declared sizes of all parts (``DOCX_MAX_UNCOMPRESSED``), of a part
   read (``DOCX_MAX_PART_BYTES``) and its inflation ratio (``DOCX_MAX_RATIO`` for a part over 1 MB) are checked from
   the central directory, and a part is read with a cap too (a forged directory cannot lie its way past it):
@@ -7,7 +9,8 @@
 * **XML without DTDs**: every part is parsed by ``defusedxml`` with ``forbid_dtd``: a document type declaration,
   an entity declaration (the "billion laughs" expansion) or an external reference is refused,
   ``CG-DOCX-XML-UNSAFE``; nothing is fetched from a network or disk.  OOXML never needs a DTD.
-* **Styles and numbering**: the run properties that hide text (``w:vanish``, colour, size) resolved through
+* **Styles and numbering**: the run properties that hide text (``w:vanish``, colour, highlight, shading, size,
+  scale) resolved through
   ``w:docDefaults``, paragraph and character styles (``w:basedOn``); Word's automatic list numbers ("8.5") rendered,
   so sections are found by their numbers as in a PDF.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections import Counter
 from typing import Any
 from xml.etree.ElementTree import Element, ParseError
 
@@ -31,6 +35,7 @@ from clausegate.review.document.codes import (
     DOCX_XML_UNSAFE,
     DOCX_ZIP_BOMB,
 )
+from clausegate.review.document.docx_hidden import shading
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MAIN = "word/document.xml"
@@ -53,6 +58,11 @@ def open_archive(data: bytes) -> zipfile.ZipFile:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
         raise Refused(DOCX_CORRUPT, f"the .docx is not a readable ZIP archive ({exc}).", _SAVE_AGAIN) from None
     names = {i.filename for i in infos}
+    if len(names) != len(infos):  # zipfile keeps the last of two entries of one name; another reader the first
+        twice = sorted(n for n, count in Counter(i.filename for i in infos).items() if count > 1)
+        raise Refused(DOCX_CORRUPT, f"the archive holds {', '.join(twice[:3])} twice (two ZIP entries with one "
+                      "name): programs would disagree on which one is the document, so it was not read.",
+                      "ask the sender for a copy saved again from Word (or as PDF); a real .docx never has this.")
     if MAIN not in names:
         raise Refused(DOCX_CORRUPT, f"the archive has no main document part ({MAIN}).", _SAVE_AGAIN)
     if any(n.lower().rsplit("/", 1)[-1] in ("vbaproject.bin", "vbadata.xml") for n in names):
@@ -109,7 +119,8 @@ def on(value: str | None) -> bool:
 
 
 def run_props(rpr: Element | None) -> dict[str, Any]:
-    """The hiding-relevant properties set in a ``w:rPr``: vanish, colour, size (half-points), background."""
+    """The hiding-relevant properties set in a ``w:rPr``: vanish, specVanish, colour, size (half-points), character
+    scale (``w:w``, %), highlight and shading (:mod:`clausegate.review.document.docx_hidden` judges them)."""
     props: dict[str, Any] = {}
     if rpr is None:
         return props
@@ -117,14 +128,18 @@ def run_props(rpr: Element | None) -> dict[str, Any]:
         tag, val = child.tag, child.get(W + "val")
         if tag == W + "vanish":
             props["vanish"] = on(val)
+        elif tag == W + "specVanish":
+            props["spec_vanish"] = on(val)
         elif tag == W + "color" and val:
             props["color"] = val.upper()
         elif tag == W + "sz" and val and val.isdigit():
             props["sz"] = int(val)
-        elif tag == W + "highlight" and val and val.lower() != "none":
-            props["background"] = val
-        elif tag == W + "shd" and (child.get(W + "fill") or "auto").lower() not in ("auto", "ffffff"):
-            props["background"] = child.get(W + "fill")
+        elif tag == W + "w" and val and val.rstrip("%").isdigit():
+            props["w"] = int(val.rstrip("%"))
+        elif tag == W + "highlight" and val:
+            props["highlight"] = None if val.lower() == "none" else val
+        elif tag == W + "shd":
+            props["shading"] = shading(child)
     return props
 
 

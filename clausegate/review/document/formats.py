@@ -4,11 +4,12 @@
 * a ZIP holding ``word/document.xml``: a Word .docx, read in the same sandboxed child under the same caps
   (:mod:`clausegate.review.document.docx`); a macro-enabled one (``vbaProject.bin``, a ``macroEnabled`` content
   type: .docm) is refused with ``CG-DOCX-MACROS`` (macros are never run, nor is the file read);
-* the OLE header ``D0 CF 11 E0``: a legacy binary Word .doc, refused with ``CG-DOCX-LEGACY-DOC`` (save it as .docx
-  or PDF);
+* the OLE header ``D0 CF 11 E0``: a password-protected .docx (Word stores one as an OLE file whose directory names an
+  ``EncryptedPackage`` stream), refused with ``CG-DOCX-ENCRYPTED`` (remove the password); else a legacy binary Word
+  .doc, refused with ``CG-DOCX-LEGACY-DOC`` (save it as .docx or PDF);
 * valid UTF-8 text (.txt, .md, a pasted clause): plain text (:mod:`clausegate.review.document.plain_text`);
-* anything else (an image, RTF, an HTML page, another ZIP, binary data): ``CG-PDF-NOT-PDF`` saying what it looks
-  like.
+* anything else (an image, RTF, an HTML page, another ZIP, text with control characters such as terminal colour
+  codes, binary data): ``CG-PDF-NOT-PDF`` saying what it looks like and what is read (:func:`not_a_known_format`).
 
 So a .docx name holding PDF bytes is parsed as the PDF it is, and a .pdf name holding a .docx as the .docx.
 """
@@ -26,6 +27,7 @@ from clausegate.review.document.codes import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_SECONDS,
     DOCX_CORRUPT,
+    DOCX_ENCRYPTED,
     DOCX_LEGACY_DOC,
     DOCX_MACROS,
     NOT_PDF,
@@ -37,6 +39,7 @@ Format = Literal["pdf", "docx", "text"]
 SUFFIXES: dict[str, str] = {"pdf": ".pdf", "docx": ".docx", "text": ".txt"}
 KNOWN_SUFFIXES = frozenset({".pdf", ".docx", ".txt", ".md"})
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")  # the stream an encrypted OOXML file's OLE directory names
 _MAIN_PART = "word/document.xml"
 _CONTENT_TYPES = "[Content_Types].xml"
 _CONTENT_TYPES_MAX = 1024 * 1024
@@ -46,6 +49,12 @@ def sniff(name: str, data: bytes) -> Format:
     """``data``'s format (see the module doc); a coded ``DocumentError`` for what is refused."""
     if sandbox.MAGIC in data[:sandbox.MAGIC_WINDOW]:
         return "pdf"
+    if data.startswith(OLE_MAGIC) and ENCRYPTED_PACKAGE in data:
+        raise DocumentError(
+            f"'{name}' is a password-protected (encrypted) Word document: its text can only be read with the "
+            "password, which ClauseGate never asks for.", code=DOCX_ENCRYPTED,
+            hint="open it in Word, remove the password (File > Info > Protect Document > Encrypt with Password, "
+            "clear it), save it as .docx, and submit that file (or export it as PDF).")
     if data.startswith(OLE_MAGIC):
         raise DocumentError(
             f"'{name}' is a legacy binary Word document (.doc, or another OLE file such as .xls), which ClauseGate "
@@ -55,9 +64,7 @@ def sniff(name: str, data: bytes) -> Format:
         return _sniff_zip(name, data)
     if plain_text.is_text(data):
         return "text"
-    sandbox.check_pdf_magic(name, data)  # raises CG-PDF-NOT-PDF saying what the bytes look like
-    raise DocumentError(f"'{name}' is not a PDF, Word .docx or UTF-8 text.", code=NOT_PDF,
-                        hint="export the contract to PDF or .docx and submit that file.")  # not reached
+    raise not_a_known_format(name, data)
 
 
 def _sniff_zip(name: str, data: bytes) -> Format:
@@ -85,8 +92,54 @@ def _sniff_zip(name: str, data: bytes) -> Format:
             hint="save it as a plain Word document (File > Save As > Word Document, .docx) or as PDF, and submit that.")
     if _MAIN_PART in names:
         return "docx"
-    sandbox.check_pdf_magic(name, data)  # a ZIP that is no Word document: CG-PDF-NOT-PDF ("a ZIP archive")
-    raise AssertionError("not reached")
+    raise not_a_known_format(name, data)  # a ZIP that is no Word document
+
+
+ACCEPTED = "PDF, Word .docx or UTF-8 text"
+_SEND = "submit the contract as PDF, Word .docx or UTF-8 text (.txt)"
+_SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x89PNG", "a PNG image", "scan or export the contract to PDF"),
+    (b"\xff\xd8\xff", "a JPEG image", "scan or export the contract to PDF"),
+    (b"GIF8", "a GIF image", "export the contract to PDF"),
+    (b"II*\x00", "a TIFF image", "convert the scan to PDF"),
+    (b"MM\x00*", "a TIFF image", "convert the scan to PDF"),
+    (b"PK\x03\x04", "a ZIP archive that is no Word document (no word/document.xml; an Excel .xlsx, a .zip of files)",
+     "submit the Word .docx or PDF itself, not an archive of it"),
+    (b"{\\rtf", "an RTF document", "open it in Word or LibreOffice and save it as .docx or PDF"),
+)
+
+
+def why_not_text(data: bytes) -> tuple[str, str]:
+    """(what ``data`` looks like, what to do) when :func:`plain_text.is_text` refuses it as a text document."""
+    head = data[:plain_text.SNIFF_BYTES]
+    if b"\x00" in head:
+        return "binary data (NUL bytes; UTF-16 text has them too)", _SEND
+    try:
+        sample = head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:
+            return ("text that is not UTF-8 (or binary data)",
+                    "save it as UTF-8 text (File > Save As > Encoding: UTF-8), or submit the PDF or Word .docx")
+        sample = head[:exc.start].decode("utf-8-sig")
+    if sample.lstrip().lower().startswith(("<!doctype html", "<html")):
+        return "an HTML page", "the download probably saved an error or login page; download the contract again"
+    ansi = " (terminal colour or cursor codes: ANSI escape sequences)" if "\x1b[" in sample else ""
+    return (f"text with {plain_text.control_characters(sample)} control characters{ansi} in its first "
+            f"{len(sample):,} characters, which no text document holds",
+            "remove the control characters (terminal colour codes: sed 's/\\x1b\\[[0-9;]*[A-Za-z]//g') and submit "
+            "it as UTF-8 text, or submit the PDF or Word .docx")
+
+
+def not_a_known_format(name: str, data: bytes) -> DocumentError:
+    """``CG-PDF-NOT-PDF`` for bytes that are none of the formats read: what they look like, and what is read."""
+    if not data:
+        what, todo = "an empty file (0 bytes)", "the upload or download probably failed; fetch the contract again"
+    else:
+        what, todo = next(((kind, fix) for sig, kind, fix in _SIGNATURES if data.startswith(sig)), ("", ""))
+        if not what:
+            what, todo = why_not_text(data)
+    return DocumentError(f"'{name}' is not a format ClauseGate reads ({ACCEPTED}; the content decides, not the "
+                         f"file name): it looks like {what}.", hint=f"{todo}.", code=NOT_PDF)
 
 
 def parse_document(

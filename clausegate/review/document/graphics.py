@@ -26,16 +26,15 @@ from clausegate.review.document.geometry import bbox as _bbox
 from clausegate.review.document.geometry import intersect as _intersect
 from clausegate.review.document.geometry import mul as _mul
 from clausegate.review.document.geometry import num as _num
+from clausegate.review.document.visibility import MIN_FONT_PT, MIN_WIDTH_PT
+from clausegate.review.document.visibility import same_colour as _same
 
 INVISIBLE = "invisible (render mode 3/7)"
 SAME_COLOUR = "in the colour of its background"
 TRANSPARENT = "fully transparent"
 OFF_PAGE = "outside the page or its clipping area"
-TINY = "microscopic (under 1 pt)"
+TINY = f"microscopic (under {MIN_FONT_PT:g} pt)"
 
-MIN_FONT_PT = 1.0  # effective glyph height below which text is microscopic
-MIN_WIDTH_PT = 0.5  # effective glyph width scale (font size x Tz) below which text is squeezed away
-COLOUR_TOLERANCE = 0.06  # max per-channel difference (0..1) at which two colours look the same
 MIN_ALPHA = 0.02
 MAX_FORM_DEPTH = 8
 MAX_FORM_INVOCATIONS = 300  # per page; further forms are drawn but not looked into
@@ -146,11 +145,6 @@ def _get(obj: Any, key: str) -> Any:
         return value.get_object() if value is not None else None
     except Exception:  # a broken reference is "absent"
         return None
-
-
-def _same(colour: Any, background: Any) -> bool:
-    comparable = isinstance(colour, tuple) and isinstance(background, tuple)
-    return comparable and max(abs(a - b) for a, b in zip(colour, background, strict=True)) <= COLOUR_TOLERANCE
 
 
 def _text_bytes(operator: bytes, operands: list[Any]) -> tuple[int, int]:

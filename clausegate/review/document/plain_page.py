@@ -28,10 +28,11 @@ from typing import Any
 import pypdfium2.raw as pdfium
 
 from clausegate.review.document.graphics import _get
+from clausegate.review.document.visibility import MIN_FONT_PT
 
 MIN_ALPHA = 26  # of 255: fainter text goes to the full check (it flags <= 2 %)
 MIN_CONTRAST = 64  # of 255: text closer to white than this goes to the full check (it flags <= 6 %)
-MIN_HEIGHT, MIN_WIDTH = 2.0, 1.0  # page-space points (the full check flags glyphs under 1 pt)
+MIN_HEIGHT, MIN_WIDTH = MIN_FONT_PT + 1.0, 1.0  # page-space points (the full check flags glyphs under MIN_FONT_PT)
 MIN_AREA_SIDE = 0.9  # page-space points: thinner filled paths are not backgrounds (the full check: 1 pt)
 MIN_FILL_CONTRAST = 96  # of 255: text over a filled path closer in colour than this goes to the full check
 MAX_DEPTH = 8
