@@ -17,6 +17,13 @@ Updates are read-modify-write under the ``clausegate-budget-ledger`` global conc
 (limit 1), taken strictly: when the limit is missing (no ``clausegate up`` on this server) the first
 writer creates it, so concurrent runs never lose each other's spend.
 
+**Reservations** make the period budget a cap when reviews run together: before a request is sent,
+:func:`reserve` checks its worst case against the period's spend *plus every request in flight*
+and, if it fits, books that worst case in ``clausegate_spend_reserved`` (one entry per request,
+``{id: [eur, expires]}``), all under the ledger lock; :func:`settle` adds what the answer cost to the
+ledger and drops the entry in one locked update (a request that failed settles 0).  An entry a dead
+process never settled expires with its request's timeout.
+
 **A review's cost** (:class:`SpendMeter`): every answer a provider billed during the review, used
 or not (a failed attempt, an unusable answer before its repair, a step that failed afterwards), is
 this run's spend; answers the review took from Prefect's cache were paid by an earlier run and are
@@ -27,6 +34,8 @@ from __future__ import annotations
 
 import re
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
@@ -49,6 +58,7 @@ from clausegate.review.playbook import Budgets
 from clausegate.review.schemas import Cost, Review
 
 LEDGER_VARIABLE = "clausegate_spend"
+RESERVED_VARIABLE = "clausegate_spend_reserved"
 LEDGER_LOCK = "clausegate-budget-ledger"
 LOCK_TIMEOUT_SECONDS = 120
 _KEY = re.compile(r"^\d{4}(-\d{2}){0,2}$")
@@ -146,6 +156,69 @@ def ledger_lock() -> Iterator[None]:
         yield
 
 
+class BudgetCheck(BaseModel):
+    allowed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A request's worst case, booked in the ledger's reservations until it is settled (or expires)."""
+
+    id: str
+    eur: float
+
+
+def _reserved(now: float) -> dict[str, list[float]]:
+    """The reservations still live at ``now`` (epoch s): ``{id: [eur, expires]}``."""
+    value = Variable.get(RESERVED_VARIABLE, default={})
+    out = {}
+    for key, entry in (value if isinstance(value, dict) else {}).items():
+        if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, (int, float)) for v in entry):
+            if entry[1] > now:
+                out[str(key)] = [float(entry[0]), float(entry[1])]
+    return out
+
+
+def reserve(budgets: Budgets, *, run_cost: Cost, estimated_eur: float, estimated_tokens: int,
+            hold_seconds: float) -> tuple[BudgetCheck, Hold | None]:
+    """Check a request's worst case against the budgets, counting the period's spend and every
+    request in flight, and book it while it is in flight (``hold_seconds`` at most), under the
+    ledger lock.  A free request (0 EUR) books nothing and takes no lock."""
+    if estimated_eur <= 0:
+        return check_budget(budgets, run_cost=run_cost, estimated_eur=0.0, estimated_tokens=estimated_tokens,
+                            period_spent=0.0), None
+    with ledger_lock():
+        now = time.time()
+        held = _reserved(now)
+        in_flight = round(sum(eur for eur, _ in held.values()), 6)
+        verdict = check_budget(budgets, run_cost=run_cost, estimated_eur=estimated_eur,
+                               estimated_tokens=estimated_tokens, period_spent=spent_this_period(budgets.period)
+                               + in_flight)
+        if not verdict.allowed:
+            if in_flight and verdict.reason.startswith(budgets.period):
+                verdict.reason += f" (of which {eur_text(in_flight)} held by {len(held)} request(s) in flight)"
+            return verdict, None
+        hold = Hold(id=uuid.uuid4().hex[:10], eur=round(estimated_eur, 6))
+        held[hold.id] = [hold.eur, round(now + hold_seconds, 1)]
+        Variable.set(RESERVED_VARIABLE, held, overwrite=True)
+    return verdict, hold
+
+
+def settle(hold: Hold | None, eur: float, now: datetime | None = None) -> None:
+    """The request of ``hold`` cost ``eur`` (0: it failed, nothing billed): add it to the ledger and
+    drop the reservation, in one locked update."""
+    if hold is None:
+        record_spend(eur, now)
+        return
+    with ledger_lock():
+        if eur > 0:
+            Variable.set(LEDGER_VARIABLE, add_to_ledger(read_ledger(), eur, now), overwrite=True)
+        held = _reserved(time.time())
+        if held.pop(hold.id, None) is not None:
+            Variable.set(RESERVED_VARIABLE, held, overwrite=True)
+
+
 def record_spend(eur: float, now: datetime | None = None) -> None:
     """Add ``eur`` to the ledger (today's entry; no-op for zero), under the ledger lock."""
     if eur <= 0:
@@ -155,9 +228,6 @@ def record_spend(eur: float, now: datetime | None = None) -> None:
         Variable.set(LEDGER_VARIABLE, ledger, overwrite=True)
 
 
-class BudgetCheck(BaseModel):
-    allowed: bool
-    reason: str = ""
 
 
 def check_budget(budgets: Budgets, *, run_cost: Cost, estimated_eur: float, estimated_tokens: int,

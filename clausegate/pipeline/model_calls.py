@@ -5,7 +5,9 @@ of paid answers that keeps a Prefect retry from paying twice.
 Money (see ``clausegate.ops.budget``): a budget is a cap.  Every request is checked before it is sent
 (the first one, the repair call, a Prefect retry's, the larger re-ask of a truncated answer) against
 its worst case: the prompt's tokens (with a margin for the provider's tokenizer) plus the whole
-``max_tokens``, at the block's prices.  Every answer a provider bills is recorded the moment it arrives,
+``max_tokens``, at the block's prices, and that worst case is reserved in the ledger (under its lock)
+until the answer is settled, so reviews running together never pass the period budget between them.
+Every answer a provider bills is recorded the moment it arrives,
 in the one spend ledger and in the review's meter, whatever happens next (an answer that fails
 validation, a repair call that fails, a task that fails later).  A Prefect retry of a task run
 never sends a request that run already paid for: the paid answer is reused.
@@ -39,7 +41,7 @@ from pydantic import BaseModel, ConfigDict
 
 from clausegate.config import load_model_block
 from clausegate.errors import BudgetExceeded, ClauseGateError
-from clausegate.ops.budget import check_budget, current_meter, prepare_ledger, record_spend, spent_this_period
+from clausegate.ops.budget import Hold, current_meter, prepare_ledger, reserve, settle
 from clausegate.providers.base import ModelResponse
 from clausegate.providers.errors import InvalidOutput, OutputTruncated
 from clausegate.providers.retry import use_fallback_now
@@ -118,20 +120,22 @@ def worst_case(pricing, prompt_tokens: int, max_tokens: int) -> tuple[int, float
 
 
 def _guard(client, system: str, user: str, max_tokens: int, budget: BudgetContext, paid: Cost,
-           what: str = "model call") -> None:
-    """Raise ``BudgetExceeded`` unless this request's worst case fits every budget.  ``paid``: what
-    this task run has paid so far (counted when the review has no meter)."""
+           what: str = "model call") -> Hold | None:
+    """Raise ``BudgetExceeded`` unless this request's worst case fits every budget; else reserve it in
+    the ledger until :func:`settle` (the period's spend counts every request in flight).  ``paid``:
+    what this task run has paid so far (counted when the review has no meter)."""
     estimate_tokens, estimate_eur = worst_case(client.pricing, count_tokens(system) + count_tokens(user), max_tokens)
-    period_spent = spent_this_period(budget.budgets.period) if estimate_eur > 0 else 0.0
     meter = current_meter()  # the review's own spend so far, failed attempts included
     run_cost = meter.own() if meter is not None else add_costs(budget.run_cost, paid)
-    verdict = check_budget(budget.budgets, run_cost=run_cost, estimated_eur=estimate_eur,
-                           estimated_tokens=estimate_tokens, period_spent=period_spent)
+    connect, read = client.timeout
+    verdict, hold = reserve(budget.budgets, run_cost=run_cost, estimated_eur=estimate_eur,
+                            estimated_tokens=estimate_tokens, hold_seconds=2 * (connect + read) + 60)
     if not verdict.allowed:
         raise BudgetExceeded(f"{what} skipped: {verdict.reason} (its worst case: {estimate_tokens:,} tokens, "
                              f"{eur_text(estimate_eur)})",
                              hint="the step used what it had (the offline extractor, or what was paid for); raise "
                                   "the playbook's budgets to use the model")
+    return hold
 
 
 def _not_cached() -> None:
@@ -199,13 +203,16 @@ def _forget_paid(task_run_id: str) -> None:
 
 
 class _Metered:
-    """The block's client as a model task uses it.  Each answer the provider billed is handed to
-    ``on_paid`` as soon as it arrives (ledger + meter), before anything can fail on it; a request
-    already answered in this task run (same prompt and output limit, any model) is answered from
-    ``answers`` instead of being sent and paid again."""
+    """The block's client as a model task uses it.  Each request's worst case is reserved first
+    (``before_send``, which may refuse it); each answer the provider billed is handed to ``on_paid``
+    with that reservation as soon as it arrives (ledger + meter), before anything can fail on it; a
+    request that got no answer releases its reservation.  A request already answered in this task run
+    (same prompt and output limit, any model) is answered from ``answers`` instead of being sent and
+    paid again."""
 
-    def __init__(self, client, answers: dict[str, ModelResponse], on_paid: Callable[[ModelResponse], None],
-                 before_send: Callable[[str, str, int], None]) -> None:
+    def __init__(self, client, answers: dict[str, ModelResponse],
+                 on_paid: Callable[[ModelResponse, Hold | None], None],
+                 before_send: Callable[[str, str, int], Hold | None]) -> None:
         self._client, self._answers, self._on_paid, self._before_send = client, answers, on_paid, before_send
 
     def __getattr__(self, name: str) -> Any:
@@ -217,10 +224,14 @@ class _Metered:
             get_run_logger().info("reused the answer already paid for in this task run (request %s); not sent again",
                                   self._answers[key].request_id)
             return self._answers[key]
-        self._before_send(system, user, max_tokens or self._client.max_output_tokens)  # the budget: may refuse
-        response = self._client.complete(system, user, max_tokens=max_tokens, **options)
+        hold = self._before_send(system, user, max_tokens or self._client.max_output_tokens)  # may refuse
+        try:
+            response = self._client.complete(system, user, max_tokens=max_tokens, **options)
+        except BaseException:
+            settle(hold, 0.0)  # no answer, nothing billed: release the reservation
+            raise
         self._answers[key] = response
-        self._on_paid(response)
+        self._on_paid(response, hold)
         return response
 
 
@@ -250,21 +261,27 @@ def call_model(ref: ProviderRef, system: str, user: str, schema, max_tokens: int
     answers = _paid_answers(run_id)
     sent: list[bool] = []  # a request was sent in this call (the rate limit is taken once)
 
-    def before_send(system: str, user: str, limit: int) -> None:
-        _guard(client, system, user, limit, budget, client.pricing.cost(answers.values()),
-               what="repair call" if answers else "model call")
+    def before_send(system: str, user: str, limit: int) -> Hold | None:
         if not sent:
-            prepare_ledger()  # the ledger lock exists (created if missing) before anything is paid
-            rate_limit(RATE_LIMIT)
+            prepare_ledger()  # the ledger lock exists (created if missing) before anything is reserved or paid
+        hold = _guard(client, system, user, limit, budget, client.pricing.cost(answers.values()),
+                      what="repair call" if answers else "model call")
+        if not sent:
+            try:
+                rate_limit(RATE_LIMIT)
+            except BaseException:
+                settle(hold, 0.0)
+                raise
         sent.append(True)
+        return hold
 
-    def paid(response: ModelResponse) -> None:
+    def paid(response: ModelResponse, hold: Hold | None) -> None:
         cost = client.pricing.cost([response])
         if meter is not None:
             meter.paid(step, run_id, cost)
         logger.info("model call %s (%s): %d in / %d out tokens, %s, request %s", ref.block, response.model,
                     response.input_tokens, response.output_tokens, eur_text(cost.eur), response.request_id)
-        record_spend(cost.eur)  # paid, whether or not the answer turns out usable
+        settle(hold, cost.eur)  # paid, whether or not the answer turns out usable; the reservation goes
 
     parsed, problem, unused = None, None, []
     try:

@@ -160,3 +160,36 @@ def test_the_first_call_is_checked_against_its_worst_case(tmp_path, anthropic):
     assert state.is_completed(), state.message
     assert anthropic.calls == 0, f"spent {anthropic.billed_eur(0.0, PRICE_OUT)} on a {0.75 * ONE_CALL} budget"
     assert any(w.code == "CG-BUDGET-EXCEEDED" for w in state.result().warnings)
+
+
+# ------------------------------------------------------------------ issue 29: reviews running together
+
+def test_reviews_started_together_stay_within_the_period_budget(tmp_path):
+    """4 reviews at once, each with a call that costs about its worst case, and period headroom for 2.5 such
+    calls: each request's worst case is reserved before it is sent, so together they never pass the cap (they
+    spent 4 calls' worth: every check read the ledger before any of them had paid)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = FakeModelServer("anthropic", api_key=KEY, responder=lambda r: padded(contract_responder(r), 3100),
+                             fault_rate=1.0, fault_kinds=["slow"], slow_seconds=3.0).start()  # answers take 3 s
+    try:
+        name = save_block("anthropic", server, eur_per_million_input_tokens=0.0,
+                          eur_per_million_output_tokens=PRICE_OUT, read_timeout_seconds=20.0)
+        headroom = 2.5 * ONE_CALL
+        before = spent_this_period("day")
+        book = playbook(tmp_path, name,
+                        budgets=f"budgets: {{per_run_eur: 1.0, period: day, per_period_eur: {before + headroom}}}")
+        pdfs = [make_text_pdf(tmp_path / f"together{i}.pdf",  # prompts differ: no answer comes from the cache
+                              [p.replace("two percent", f"{i + 2} percent") for p in LIABILITY_PAGES])
+                for i in range(4)]
+        with ThreadPoolExecutor(4) as pool:
+            states = list(pool.map(lambda pdf: review(tmp_path, pdf, book, out=pdf.stem)[0], pdfs))
+        assert all(s.is_completed() for s in states), [s.message for s in states]
+        spent = round(spent_this_period("day") - before, 6)
+        billed = server.billed_eur(0.0, PRICE_OUT)
+        assert billed > ONE_CALL / 2, "at least one request must have been sent (and paid)"
+        assert spent == billed and spent <= headroom, f"spent {spent} (billed {billed}) against {headroom} of headroom"
+        skipped = [s.result() for s in states if any(w.code == "CG-BUDGET-EXCEEDED" for w in s.result().warnings)]
+        assert len(skipped) == 4 - len(server.billed) and skipped, "the requests that did not fit were skipped"
+    finally:
+        server.stop()
