@@ -225,6 +225,9 @@ async def read_text_submission(request: Request, settings: InboxSettings) -> Tex
     except (ValueError, UnicodeDecodeError):
         raise BadSubmission("the JSON body could not be read", hint='send e.g. {"content": "The Supplier shall…", '
                             '"playbook": "default"} with Content-Type: application/json') from None
+    except RecursionError:  # arrays or objects nested thousands deep: the decoder's recursion limit
+        raise BadSubmission("the JSON body is nested too deeply to read (a submission is one flat object)",
+                            hint='send {"content": "…", "playbook": "…", …} with text values only') from None
     if not isinstance(values, dict):
         raise BadSubmission("the JSON body must be an object", hint='send {"content": "…", …}')
     try:

@@ -3,10 +3,12 @@
 The content decides a PDF (``%PDF-`` in its first KB, whatever its name).  A name that states another kind must
 agree with the content: a ZIP named ``.docx``, UTF-8 text without NUL bytes named ``.txt``/``.md``, a message
 named ``.eml`` (the e-mail parser then judges it: ``clausegate.inbox.email_intake``); text named ``.pdf`` is
-refused.  A name that states no kind (a link's ``…/draft``, a referenced ``contract``) leaves it to the parse's
-own sniff of the whole file (``clausegate.review.document.formats.sniff``) where the whole file is at hand (path
-and URL sources).  Anything else is refused with 415 and the next step.  The parse (in the sandbox) checks the
-document itself.
+refused.  Text (an upload, pasted ``content``) is judged by the parser's own rule
+(:func:`clausegate.review.document.plain_text.is_text` on the same first 64 KiB): text the review would refuse,
+such as terminal output full of colour codes, is refused here with ``CG-INBOX-NOT-TEXT``.  A name that states
+no kind (a link's ``…/draft``, a referenced ``contract``) leaves it to the parse's own sniff of the whole file
+(``clausegate.review.document.formats.sniff``) where the whole file is at hand (path and URL sources).  Anything
+else is refused with 415 and the next step.  The parse (in the sandbox) checks the document itself.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 from clausegate.errors import DocumentError
 from clausegate.inbox.errors import NotDocx, NotPdf, NotText
 from clausegate.inbox.magic import OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
-from clausegate.review.document import formats
+from clausegate.review.document import formats, plain_text
 from clausegate.review.document.sandbox import check_pdf_magic
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -33,12 +35,15 @@ class ContentProbe:
 
     def __init__(self) -> None:
         self.head = b""
+        self.sample = b""  # the bytes the parser judges text by (plain_text.is_text: its first 64 KiB)
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self.is_text = True
 
     def feed(self, chunk: bytes) -> None:
         if len(self.head) < self.HEAD:
             self.head += chunk[: self.HEAD - len(self.head)]
+        if len(self.sample) < plain_text.SNIFF_BYTES:
+            self.sample += chunk[: plain_text.SNIFF_BYTES - len(self.sample)]
         if self.is_text:
             try:
                 self._decoder.decode(chunk)
@@ -83,10 +88,13 @@ def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
                       + ("a legacy binary Word document (.doc)" if legacy else "not a ZIP (OOXML) package"),
                       hint="open it in Word or LibreOffice and save it as .docx (or as PDF), then send that file")
     if suffix in TEXT_SUFFIXES:
-        if probe.is_text:
-            return "text"
-        raise NotText(f"'{name}' is not UTF-8 text (invalid UTF-8 or NUL bytes)",
-                      hint="save it as UTF-8 plain text, or send the original PDF / .docx instead")
+        if not probe.is_text:
+            raise NotText(f"'{name}' is not UTF-8 text (invalid UTF-8 or NUL bytes)",
+                          hint="save it as UTF-8 plain text, or send the original PDF / .docx instead")
+        if not plain_text.is_text(probe.sample):  # the parser's own rule on the same bytes: refused here, not later
+            what, todo = formats.why_not_text(probe.sample)
+            raise NotText(f"'{name}' is not a text document: it is {what}", hint=todo)
+        return "text"
     if suffix == ".eml":
         return "eml"
     if probe.head.startswith(ZIP_MAGIC):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,3 +47,44 @@ def test_empty_or_binary_input_is_refused_with_a_code(tmp_path):
         done = clausegate(*args, stdin=stdin, tmpdir=Path(tempfile.gettempdir()))
         output = done.stdout.decode() + done.stderr.decode()
         assert done.returncode == 2 and "CG-REVIEW-INPUT" in output and "Next step" in output, (args, output)
+
+
+def test_stdin_over_the_cap_is_refused_before_a_review(tmp_path):
+    """Issue 29: a 50 MB stdin review hung (the cap was 64 MB, so it went on to the review): stdin over
+    STDIN_MAX_BYTES (20 MB) is one coded line, exit 2, and nothing is reviewed."""
+    words = (CLAUSE + "\n").encode()
+    big = words * (21 * 1024 * 1024 // len(words) + 1)
+    done = clausegate("review", "-", "--out", str(tmp_path / "out"), stdin=big, tmpdir=tmp_path)
+    output = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 2 and "CG-REVIEW-INPUT" in output and "larger than 20 MB" in output, output[-2000:]
+    assert not (tmp_path / "out").exists()
+
+
+def test_terminal_text_on_stdin_is_refused_as_the_parser_would(tmp_path):
+    """Issue 29: text full of ANSI colour codes was taken as .txt and then failed CG-PDF-NOT-PDF ("export to PDF")."""
+    ansi = ("\x1b[1;31mERROR\x1b[0m \x1b[32m" + CLAUSE + "\x1b[0m\n") * 20
+    done = clausegate("review", "-", "--out", str(tmp_path / "out"), stdin=ansi.encode(), tmpdir=tmp_path)
+    output = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 2 and "CG-REVIEW-INPUT" in output and "control characters" in output, output[-2000:]
+    assert "CG-PDF-NOT-PDF" not in output
+
+
+def test_sigterm_while_stdin_is_read_stops_the_command_at_once(tmp_path):
+    """Issue 29: a review reading a slow stdin ignored SIGTERM.  The writer here never finishes; once the command
+    has taken 2 MB (the pipe holds 64 KB, so the writes return only as it reads), SIGTERM stops it."""
+    env = {**os.environ, "COLUMNS": "160", "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "clausegate.cli", "review", "-", "--out", str(tmp_path / "out")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    try:
+        for _ in range(32):
+            proc.stdin.write((CLAUSE + "\n").encode() * 400)  # 64 KB a write: blocks until the command reads
+        proc.stdin.flush()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)  # a generous deadline: the point is that it ends, not how fast
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    output = proc.stdout.read().decode()
+    assert code == 2 and "stopped by SIGTERM while reading stdin" in output, (code, output[-2000:])
+    assert not (tmp_path / "out").exists()

@@ -13,8 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 from prefect.client.orchestration import get_client
 
+from clausegate.errors import DocumentError
 from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox.service import Inbox
+from clausegate.review.document import formats
 from clausegate.security.at_rest import file_is_sealed, read_sealed_file
 from tests.support.deployments import deploy_once
 from tests.support.inbox_support import GOVERNING_LAW_PAGES, auth, cancel_open_inbox_runs, inbox_settings, make_key
@@ -128,6 +130,45 @@ def test_txt_md_and_docx_uploads_are_accepted_and_mismatches_refused_with_codes(
         assert response.status_code == status, (code, response.text)
         detail = response.json()["detail"]
         assert detail["code"] == code and words in detail["message"] and detail["hint"], detail
+
+
+ANSI_TEXT = "\x1b[1;31mERROR\x1b[0m \x1b[32mThe Supplier shall pay\x1b[0m the fees within 30 days.\n" * 40
+
+
+def test_control_character_text_is_refused_at_intake_as_the_parser_would_refuse_it(env):
+    """Issue 29: text full of ANSI colour codes was accepted (201) and then failed CG-PDF-NOT-PDF ("export to
+    PDF") in the review.  The inbox now judges text by the parser's own rule and refuses it at once."""
+    with pytest.raises(DocumentError) as parsed:  # what the review would say of these bytes
+        formats.sniff("terminal.txt", ANSI_TEXT.encode())
+    assert parsed.value.code == "CG-PDF-NOT-PDF"
+    (env["settings"].source_dir / "terminal-log").write_bytes(ANSI_TEXT.encode() + b"By path.")
+    answers = [
+        (upload(env, ANSI_TEXT.encode(), "terminal.txt"), "CG-INBOX-NOT-TEXT"),
+        (upload(env, ANSI_TEXT.encode() + b"# md", "terminal.md"), "CG-INBOX-NOT-TEXT"),
+        (post_json(env, {"content": ANSI_TEXT + "Pasted.", "playbook": "deploy-test"}), "CG-INBOX-NOT-TEXT"),
+        (env["client"].post("/inbox/tasks", headers=auth(env["acme"]),
+                            data={"source_path": "terminal-log", "playbook": "deploy-test"}), "CG-INBOX-NOT-PDF"),
+    ]
+    for response, code in answers:
+        assert response.status_code == 415, response.text
+        detail = response.json()["detail"]
+        assert detail["code"] == code and "control characters" in detail["message"], detail
+        assert "PDF" in detail["hint"] or "UTF-8" in detail["hint"], detail
+    # A few control characters (a stray form feed or escape in a real contract) are still text, as in the parser.
+    fine = CLAUSE * 2 + " \x1b Stray escape.\f Next page."
+    assert formats.sniff("fine.txt", fine.encode()) == "text"
+    assert post_json(env, {"content": fine, "playbook": "deploy-test"}).status_code == 201
+
+
+def test_json_nested_too_deep_is_a_coded_4xx_not_a_server_error(env):
+    """Issue 29: JSON nested 20,000 deep answered 500 (a RecursionError in the log)."""
+    client = env["client"]  # raises a server error (here, 500 for a real client)
+    for body in ("[" * 20_000 + "]" * 20_000, '{"content": ' + '{"a": ' * 20_000 + "1" + "}" * 20_001):
+        response = client.post("/inbox/tasks", headers={**auth(env["acme"]), "Content-Type": "application/json"},
+                               content=body.encode())
+        assert response.status_code == 422, response.text[:300]
+        detail = response.json()["detail"]
+        assert detail["code"] == "CG-INBOX-BAD-REQUEST" and "nested" in detail["message"], detail
 
 
 def _two_attachment_message(tmp_path, *, huge: bool = False) -> bytes:

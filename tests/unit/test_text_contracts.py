@@ -87,3 +87,23 @@ def test_stored_name_follows_the_sniffed_format():
     assert formats.stored_name("draft.docx", "docx") == "draft.docx"
     assert formats.stored_name("notes.md", "text") == "notes.md"
     assert formats.stored_name("contract.pdf", "docx") == "contract.pdf.docx"
+
+
+ANSI_TEXT = "\x1b[1;31mWARNING\x1b[0m \x1b[32mThe Supplier shall pay\x1b[0m the fees.\n" * 40  # terminal output
+
+
+@pytest.mark.parametrize(("data", "looks_like"), [
+    (b"\x00\x01\x02binary" * 50, "binary data"),
+    (b"\xff\xfe not UTF-8 \xc3\x28" * 50, "not UTF-8"),
+    (ANSI_TEXT.encode(), "control characters (terminal colour"),
+    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "PNG image"),
+])
+def test_bytes_of_no_known_format_say_what_is_read_not_only_pdf(tmp_path, data, looks_like):
+    """Issue 29: unrecognised bytes (and control-character text) said only "export or print the contract to PDF",
+    though .docx and UTF-8 text are read too."""
+    with pytest.raises(DocumentError) as caught:
+        parse(write(tmp_path, "upload.bin", data))
+    error = caught.value
+    assert error.code == "CG-PDF-NOT-PDF"
+    assert "PDF, Word .docx or UTF-8 text" in error.message and looks_like in error.message, error.message
+    assert "print the contract to PDF" not in error.hint

@@ -17,9 +17,15 @@ from clausegate.review.document.codes import NOT_PDF, PART_CHARS, SETTING_MAX_CH
 from clausegate.review.document.text import normalise_text
 from clausegate.review.schemas import ContractSource, Page, ParsedDocument
 
-_SNIFF_BYTES = 64 * 1024
+SNIFF_BYTES = 64 * 1024  # what is_text judges (the inbox judges the same bytes: clausegate.inbox.kinds)
+_SNIFF_BYTES = SNIFF_BYTES
 _CONTROL = re.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f]")
 _MAX_CONTROL_SHARE = 0.005
+
+
+def control_characters(sample: str) -> int:
+    """How many control characters (not tab, line or page breaks) ``sample`` holds."""
+    return len(_CONTROL.findall(sample))
 
 
 def is_text(data: bytes) -> bool:
@@ -37,7 +43,7 @@ def is_text(data: bytes) -> bool:
     lead = sample.lstrip().lower()
     if lead.startswith(("<!doctype html", "<html", "{\\rtf")):
         return False
-    return len(_CONTROL.findall(sample)) <= _MAX_CONTROL_SHARE * max(len(sample), 1)
+    return control_characters(sample) <= _MAX_CONTROL_SHARE * max(len(sample), 1)
 
 
 def parse_text(source: ContractSource, data: bytes, *, max_chars: int) -> ParsedDocument:
