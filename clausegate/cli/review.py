@@ -199,7 +199,7 @@ def playbooks(
     from clausegate.review.playbook import builtin_playbooks, load_playbook  # local import: keeps CLI start-up lean
 
     if categories:
-        from clausegate.review.categories import CATEGORIES
+        from clausegate.review.categories import CATEGORIES  # local import: keeps CLI start-up lean
 
         for name in CATEGORIES:
             console.print(name, highlight=False)

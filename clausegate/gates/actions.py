@@ -11,7 +11,9 @@ message. Who: an acknowledgement by anyone who can answer the gate (Slack or the
 recorded); a reassignment only from Slack, by a person of the finding's role (or its assignee), to
 another person of the same role; the SLA extension once per gate, from Slack by a person of one of
 the gate's roles (any allowed reviewer for a gate without roles, or the CLI's operator:
-``clausegate resolve RUN extend --hours N``), at most the gate's own SLA again.
+``clausegate resolve RUN extend --hours N``), at most the gate's own SLA again. From Slack, each also
+follows the decisions' rule (:func:`slack_refusal`: the gate's channel, never a DM; its allowed
+reviewers; at a per-finding gate a person who may decide one of its open findings).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict
 
-from clausegate.gates import findings, store
-from clausegate.gates.model import GateRecord, ack_key, assign_key, extend_key, now_utc
+from clausegate.gates import authority, findings, store
+from clausegate.gates.model import DECISIONS, GateRecord, ack_key, assign_key, extend_key, now_utc
 from clausegate.gates.rounds import current_progress, refresh_message
 from clausegate.ops import audit
 from clausegate.slack import SlackError, post_message, with_retries
@@ -42,8 +44,10 @@ class ActionOutcome(BaseModel):
 
 
 def act(run_id: str, action: str, *, user_id: str | None, reviewer: str, via: str, settings=None,
-        finding: str | None = None, target: str | None = None, hours: float | None = None) -> ActionOutcome:
-    """Apply one gate action (see the module docstring); never raises for expected cases."""
+        finding: str | None = None, target: str | None = None, hours: float | None = None,
+        slack_channel: str | None = None, slack_channel_name: str | None = None) -> ActionOutcome:
+    """Apply one gate action (see the module docstring); never raises for expected cases.
+    ``slack_channel`` (id) and ``slack_channel_name``: where a Slack answer was given."""
     try:
         uuid = UUID(str(run_id).strip())
     except ValueError:
@@ -57,7 +61,11 @@ def act(run_id: str, action: str, *, user_id: str | None, reviewer: str, via: st
         state = flow_run.state
         if record is None or state is None or state.is_final():
             return ActionOutcome(ok=False, message=f"run {uuid} is not waiting at a gate.", reason="not_waiting")
-        if action == "ack":
+        refused = slack_refusal(client, flow_run, record, action, user_id=user_id, channel=slack_channel,
+                                channel_name=slack_channel_name, settings=settings) if via == "slack" else None
+        if refused is not None:
+            outcome = ActionOutcome(ok=False, reason=refused.reason, message=refused.message)
+        elif action == "ack":
             outcome = _ack(client, record, user_id=user_id, reviewer=reviewer, via=via)
         elif action == "reassign":
             outcome = _reassign(client, record, user_id=user_id, reviewer=reviewer, via=via, finding=finding,
@@ -76,6 +84,57 @@ def act(run_id: str, action: str, *, user_id: str | None, reviewer: str, via: st
         except SlackError as exc:
             log.warning("gate %s: %s recorded, but the Slack message was not updated: %s", record.key, action, exc)
     return outcome
+
+
+def slack_refusal(client, flow_run, record: GateRecord, answer: str, *, user_id: str | None, channel: str | None,
+                  channel_name: str | None, settings, finding: str | None = None) -> authority.Refusal | None:
+    """Why a Slack ``answer`` (a decision or ``ack``/``reassign``/``extend``) may not count at this gate, None when
+    it may: the decisions' rule (:func:`clausegate.gates.authority.slack_refusal`), then at a per-finding gate
+    :func:`clausegate.gates.findings.fillable`: a decision needs a finding this person may decide (``finding``:
+    that one); an acknowledgement a person of one of the open roles, or an assignee."""
+    ref = store.read_slack_ref(client, flow_run.id, record.key)
+    refused = authority.slack_refusal(record, ref, decision=answer, slack_user_id=user_id, channel=channel,
+                                      channel_name=channel_name, tags=flow_run.tags, settings=settings)
+    if refused is not None or not record.per_finding or answer in ("reassign", "extend"):
+        return refused  # reassign and extend check their own roles (below)
+    prog, _ = current_progress(client, record)
+    ids, problems = findings.fillable(record, prog, via="slack", user=user_id,
+                                      finding=finding if answer in DECISIONS else None)
+    if ids or (problems and all("already decided" in p for p in problems)):
+        return None
+    if problems:
+        return authority.Refusal("not_in_role", f"{record.filename}: refused: {problems[0]} Nothing was changed.")
+    roles = sorted({r for fp in prog.findings for r in fp.open_slots})
+    what = "acknowledge this gate" if answer == "ack" else "decide any of its open findings"
+    return authority.Refusal("not_in_role", f"{record.filename}: refused: not in role {' or '.join(roles)} (nor "
+                                            f"assigned one of its findings), so you cannot {what}. Nothing was "
+                                            "changed.")
+
+
+def precheck(run_id: str, answer: str, *, user_id: str, channel: str | None, channel_name: str | None,
+             settings, reviewer: str, finding: str | None = None) -> str | None:
+    """The refusal a ``/resolve`` gets at once (audited here), or None: the answer goes on to be applied, which
+    checks again. None too when the run is not waiting at a gate now (the full path says why)."""
+    try:
+        uuid = UUID(str(run_id).strip())
+    except ValueError:
+        return None
+    with get_client(sync_client=True) as client:
+        try:
+            flow_run = client.read_flow_run(uuid)
+        except ObjectNotFound:
+            return None
+        record = store.current_record(client, flow_run)
+        if record is None or flow_run.state is None or not flow_run.state.is_paused():
+            return None
+        refused = slack_refusal(client, flow_run, record, answer, user_id=user_id, channel=channel,
+                                channel_name=channel_name, settings=settings, finding=finding)
+    if refused is not None:
+        audit.record(audit.gate_refused(run_id=str(uuid), reason=refused.reason, via="slack", who=reviewer,
+                                        outcome="forbidden" if answer in DECISIONS else f"{answer}_refused",
+                                        message=refused.message, decision=answer if answer in DECISIONS else None,
+                                        gate=record.key, slack_user_id=user_id))
+    return refused.message if refused is not None else None
 
 
 def _ack(client, record: GateRecord, *, user_id, reviewer, via) -> ActionOutcome:
@@ -139,8 +198,9 @@ def _extend(client, record: GateRecord, *, user_id, reviewer, via, hours) -> Act
                              f"once by at most its own {record.sla_hours:g} h.")
     gate_roles = {r for rs in record.roles.values() for r in rs}
     if gate_roles and (via != "slack" or not (_roles_of(record, user_id) & gate_roles)):
-        return ActionOutcome(ok=False, reason="not_in_role", message=f"{record.filename}: only a person of role "
-                             f"{' or '.join(sorted(gate_roles))}, answering in Slack, can extend this gate's SLA.")
+        return ActionOutcome(ok=False, reason="not_in_role", message=f"{record.filename}: refused: not in role "
+                             f"{' or '.join(sorted(gate_roles))}: only a person of one of the gate's roles, answering "
+                             "in Slack, can extend its SLA.")
     if via == "slack" and record.allowed_reviewers and user_id not in record.allowed_reviewers:
         return ActionOutcome(ok=False, reason="not_allowed_reviewer", message=f"{record.filename}: you are not one "
                              "of this gate's reviewers.")

@@ -10,6 +10,7 @@ answer a killed gateway acknowledged but never applied is applied by the next st
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -18,6 +19,7 @@ from typing import Annotated, Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Response, status
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from clausegate.gates.model import DECISIONS, normalise_decision
@@ -39,6 +41,7 @@ USAGE = ("Usage: `/resolve <run-id> approve|changes|escalate [comment]`, `/resol
          "`/resolve <run-id> <finding> reassign @person`, `/resolve <run-id> extend [hours]`")
 FINDING_ID = re.compile(r"^[Ff]\d{1,3}$")
 PENDING_RECOVERED = "CG-GATEWAY-ANSWER-RECOVERED"  # an acknowledged answer applied by the next gateway start
+PRECHECK_SECONDS = 2.0  # Slack wants the command answered within 3 s
 ICONS = {"resumed": ":white_check_mark:", "already_decided": ":information_source:"}
 
 
@@ -146,7 +149,8 @@ def _act(config: GatewayConfig, answer: Answer) -> str:
         except ValueError:
             return f":warning: '{answer.target[:20]}' is not a number of hours. {USAGE}"
     outcome = act(answer.run_id, answer.action, user_id=answer.user_id, reviewer=answer.reviewer, via="slack",
-                  settings=config.slack, finding=answer.finding, target=answer.target, hours=hours)
+                  settings=config.slack, finding=answer.finding, target=answer.target, hours=hours,
+                  slack_channel=answer.channel_id, slack_channel_name=answer.channel_name)
     return (":white_check_mark: " if outcome.ok else ":warning: ") + outcome.message
 
 
@@ -252,6 +256,26 @@ def parse_command(fields: dict[str, str]) -> tuple[Answer | None, str | None]:
     return Answer(decision=decision, comment=parts[2] if len(parts) > 2 else "", **common), None
 
 
+async def _refused_at_once(config: GatewayConfig, answer: Answer) -> str | None:
+    """The refusal of a ``/resolve`` nobody may give here (``clausegate.gates.actions.precheck``: a DM, a person
+    outside the gate's reviewers or the finding's role), within ``PRECHECK_SECONDS`` so Slack gets its answer in
+    time; None when it may count, or when the check could not finish (the answer is then applied, or refused,
+    in the background as before)."""
+    from clausegate.gates.actions import precheck  # local import: Prefect client; keeps the app's import lean
+
+    def check() -> str | None:
+        return precheck(answer.run_id, answer.decision, user_id=answer.user_id, channel=answer.channel_id,
+                        channel_name=answer.channel_name, settings=config.slack, reviewer=answer.reviewer,
+                        finding=answer.finding)
+
+    try:
+        return await asyncio.wait_for(run_in_threadpool(check), timeout=PRECHECK_SECONDS)
+    except Exception as exc:  # slow or unreachable Prefect API: the background path decides and reports
+        log.info("run %s: /resolve not checked at once (%s); applying it in the background", answer.run_id,
+                 type(exc).__name__)
+        return None
+
+
 @router.post("/commands", summary="Slash command /resolve")
 async def commands(body: SlackBody, config: Config, background: BackgroundTasks) -> JSONResponse:
     fields = _form(body)
@@ -260,6 +284,9 @@ async def commands(body: SlackBody, config: Config, background: BackgroundTasks)
     answer, problem = parse_command(fields)
     if answer is None:
         return JSONResponse({"response_type": "ephemeral", "text": problem})
+    refused = await _refused_at_once(config, answer)
+    if refused is not None:
+        return JSONResponse({"response_type": "ephemeral", "text": f":no_entry: {refused}"})
     held = await slack_state.hold(asdict(answer))  # written to the Prefect server before Slack is told it arrived
     background.add_task(answer_in_background, config, answer, held)
     what = f"{answer.finding} " if answer.finding else ""

@@ -43,7 +43,8 @@ def acknowledge_reply(config: GatewayConfig, channel: str, thread_ts: str, user:
     run_id = gate_of_message(channel, thread_ts)
     if run_id is None:
         return None
-    outcome = act(run_id, "ack", user_id=user, reviewer=user, via="slack", settings=config.slack)
+    outcome = act(run_id, "ack", user_id=user, reviewer=user, via="slack", settings=config.slack,
+                  slack_channel=channel)  # the thread's channel: the gate's own (gate_of_message)
     log.info("thread reply by %s on run %s: %s", user, run_id, outcome.message)
     return run_id
 

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 import pytest
 from prefect.client.orchestration import get_client
 
+from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate, store, waiting_gates
-from clausegate.gates.actions import act
+from clausegate.gates.actions import act as act_
 from tests.support.gates import open_synthetic_gate, slack_settings
 
 ROLES = {"Uncapped Liability": ["legal"], "Liquidated Damages": ["finance"]}
@@ -26,9 +27,20 @@ def extras(record):
         return store.read_extras(client, record.flow_run_id, record.key)
 
 
-def test_ack_extend_once_and_reassign_within_the_role():
-    record = open_synthetic_gate(None, post=False, sla_hours=8, roles=ROLES, role_members=MEMBERS)
+@pytest.fixture(scope="module")
+def settings():
+    with FakeSlack(token="xoxb-gate-actions") as fake:
+        yield slack_settings(fake)
+
+
+def test_ack_extend_once_and_reassign_within_the_role(settings):
+    record = open_synthetic_gate(settings, sla_hours=8, roles=ROLES, role_members=MEMBERS)
     run = record.flow_run_id
+
+    def act(*args, **kw):  # a Slack answer given in the gate's channel, as the gateway passes it
+        if kw.get("via") == "slack":
+            kw = {"slack_channel": "C0GATES", "settings": settings, **kw}
+        return act_(*args, **kw)
 
     assert act(run, "ack", user_id="U0LOU", reviewer="lou (U0LOU)", via="slack").ok
     assert "already" in act(run, "ack", user_id="U0LOU", reviewer="lou (U0LOU)", via="slack").message

@@ -54,6 +54,14 @@ def reply(fake_slack, name: str, timeout: float = 30.0) -> str:
         time.sleep(0.05)
 
 
+def answered(response, fake_slack, name: str) -> str:
+    """What the person is told about a ``/resolve``: a refusal at once (the command's own reply), else the outcome
+    on its response_url (also when the gateway's quick check could not finish in time on a loaded machine)."""
+    assert response.status_code == 200, response.text
+    text = response.json()["text"]
+    return reply(fake_slack, name) if text.startswith("Resolving run") else text
+
+
 def posted_message(fake_slack, record) -> dict:
     return next(m for m in fake_slack.messages.values() if record.flow_run_id in json.dumps(m["blocks"]))
 
@@ -80,9 +88,9 @@ def test_a_decision_counts_only_in_the_gate_channel(slack, fake_slack, settings)
     gate = open_synthetic_gate(settings, filename="channel.pdf")
     message = posted_message(fake_slack, gate)
 
-    slack.command("/resolve", f"{gate.flow_run_id} approve", user=("U0EVE", "eve"), channel=DM,
-                  response_url=fake_slack.response_url("from-dm"))
-    assert "count only in its channel (C0GATES)" in reply(fake_slack, "from-dm")
+    sent = slack.command("/resolve", f"{gate.flow_run_id} approve", user=("U0EVE", "eve"), channel=DM,
+                         response_url=fake_slack.response_url("from-dm"))
+    assert "count only in its channel (C0GATES)" in answered(sent, fake_slack, "from-dm")
     body = slack.block_actions_body(message, "approve", user=("U0EVE", "eve"), channel="C0OTHER",
                                     response_url=fake_slack.response_url("other-channel"))
     assert slack.send(body, slack.headers(body)).status_code == 200
@@ -101,9 +109,9 @@ def test_a_decision_counts_only_in_the_gate_channel(slack, fake_slack, settings)
 def test_a_submitter_never_approves_their_own_contract(slack, fake_slack, settings):
     gate = open_synthetic_gate(settings, filename="own.pdf", tags=["inbox", "inbox-sender:acme-legal"])
     message = posted_message(fake_slack, gate)
-    slack.command("/resolve", f"{gate.flow_run_id} approve", user=("U0SUBMIT", "sam"),
-                  response_url=fake_slack.response_url("own-command"))
-    assert "you submitted this contract (inbox sender 'acme-legal')" in reply(fake_slack, "own-command")
+    sent = slack.command("/resolve", f"{gate.flow_run_id} approve", user=("U0SUBMIT", "sam"),
+                         response_url=fake_slack.response_url("own-command"))
+    assert "you submitted this contract (inbox sender 'acme-legal')" in answered(sent, fake_slack, "own-command")
     body = slack.block_actions_body(message, "approve", user=("U0SUBMIT", "sam"),
                                     response_url=fake_slack.response_url("own-click"))
     slack.send(body, slack.headers(body))
@@ -114,6 +122,53 @@ def test_a_submitter_never_approves_their_own_contract(slack, fake_slack, settin
 
     slack.click(message, "approve", user=("U0DANA", "dana"), response_url=fake_slack.response_url("other-person"))
     assert "approved by dana (U0DANA)" in reply(fake_slack, "other-person")
+
+
+ROLES = {"Uncapped Liability": ["legal"], "Liquidated Damages": ["finance"]}
+MEMBERS = {"legal": ["U0LOU", "U0LEE"], "finance": ["U0FAY"]}
+
+
+def test_ack_extend_and_reassign_follow_the_decisions_rule(slack, fake_slack, settings):
+    """Issue 29 (b): from a DM, or from a person in none of the gate's roles, an acknowledgement, an extension or a
+    reassignment is refused like a decision (before: all accepted, the gate showed them)."""
+    from prefect.client.orchestration import get_client
+
+    from clausegate.gates import store
+
+    gate = open_synthetic_gate(settings, filename="actions.pdf", roles=ROLES, role_members=MEMBERS)
+    run = gate.flow_run_id
+    tries = [("ack-dm", "ack", ("U0LOU", "lou"), DM), ("extend-dm", "extend 2", ("U0FAY", "fay"), DM),
+             ("reassign-dm", "F1 reassign <@U0LEE>", ("U0LOU", "lou"), DM),
+             ("ack-eve", "ack", ("U0EVE", "eve"), None), ("extend-eve", "extend 2", ("U0EVE", "eve"), None)]
+    for name, text, user, channel in tries:
+        sent = slack.command("/resolve", f"{run} {text}", user=user, channel=channel,
+                             response_url=fake_slack.response_url(name))
+        told = answered(sent, fake_slack, name)
+        expected = "count only in its channel" if channel else "refused: not in role"
+        assert expected in told, (name, told)
+    with get_client(sync_client=True) as client:
+        extras = store.read_extras(client, run, gate.key)
+    assert (extras.acks, extras.extension, extras.assignments) == ([], None, {})
+    assert {(r["reason"], r["slack_user_id"]) for r in refusals(run, 5)} == {
+        ("wrong_channel", "U0LOU"), ("wrong_channel", "U0FAY"), ("not_in_role", "U0EVE")}
+
+    sent = slack.command("/resolve", f"{run} ack", user=("U0LOU", "lou"), response_url=fake_slack.response_url("ok"))
+    assert "acknowledged by lou (U0LOU)" in answered(sent, fake_slack, "ok")
+
+
+def test_a_refused_resolve_says_refused_at_once(slack, fake_slack, settings):
+    """Issue 29 (b): a non-member's ``/resolve RUN F1 approve`` is answered "refused: … not in role legal" at once
+    (before: "Resolving run … F1 approve…", then the refusal), audited, and the run keeps waiting."""
+    gate = open_synthetic_gate(settings, filename="refused-now.pdf", roles=ROLES, role_members=MEMBERS)
+    sent = slack.command("/resolve", f"{gate.flow_run_id} F1 approve", user=("U0FAY", "fay"),
+                         response_url=fake_slack.response_url("fay-f1"))
+    text = sent.json()["text"]
+    assert "refused" in text and "not in role legal" in text and "Resolving" not in text, text
+    assert [r["reason"] for r in refusals(gate.flow_run_id, 1)] == ["not_in_role"]
+    assert state_of(gate.flow_run_id)[1] == "Suspended"
+    sent = slack.command("/resolve", f"{gate.flow_run_id} F2 extend", user=("U0FAY", "fay"),
+                         response_url=fake_slack.response_url("fay-f2"))
+    assert "extended once" in answered(sent, fake_slack, "fay-f2")  # finance's own finding's person may
 
 
 def test_a_real_workspace_without_reviewers_is_warned_about(settings):

@@ -126,7 +126,8 @@ def test_ack_is_immediate_even_when_the_resume_is_slow(fake_slack, settings):
         command_started = time.monotonic()
         response = slack.command("/resolve", f"{gate.flow_run_id} changes please cap liability",
                                  response_url=fake_slack.response_url("slow-cmd"))
-        assert response.status_code == 200 and time.monotonic() - command_started < 1.0
+        # within Slack's 3 s: the quick refusal check (clausegate.gateway.slack.PRECHECK_SECONDS) may take up to 2 s
+        assert response.status_code == 200 and time.monotonic() - command_started < 3.0
         assert "Resolving run" in response.json()["text"]
         deadline = time.monotonic() + 15
         while len(responses_for(fake_slack, "slow")) + len(responses_for(fake_slack, "slow-cmd")) < 2:
