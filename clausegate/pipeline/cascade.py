@@ -43,7 +43,7 @@ from clausegate.review.llm.extract import (
     truncate_prompt,
 )
 from clausegate.review.llm.redlines import build_generation_prompt, clauses_needing_suggestions
-from clausegate.review.llm.summary import fit_summary_prompt, key_terms, smallest_prompt, summary_categories
+from clausegate.review.llm.summary import fit_summary_prompt, key_terms, summary_categories
 from clausegate.review.offline.extract import category_confidence, extract_thresholds
 from clausegate.review.playbook import Playbook, check_step_timeouts
 from clausegate.review.schemas import (
@@ -272,13 +272,11 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
         except ContextTooLong:  # over the window even shrunk to one passage: the summary path
             terms, asked = key_terms(offline.clauses), summary_categories(send, must_confirm)
 
-            def fit(below: int):  # a summary prompt smaller than the smallest one refused
+            def fit(below: int | None):  # the summary prompt; after a refusal, one smaller than the refused one
                 return fit_summary_prompt(filtered, offline.clauses, terms, asked, below=below)
 
-            first = fit(smallest_prompt(build_prompt(filtered, send)).tokens)
-            if first is None:
-                raise
-            result, prompt, notices = _ask_adapting(ask_extraction_model, "extract", first, ref,
+            # always sent: only the model knows what its window takes (our token count is an estimate)
+            result, prompt, notices = _ask_adapting(ask_extraction_model, "extract", fit(None), ref,
                                                     settings.max_output_tokens, budget, shrink=lambda p: fit(p.tokens))
             terms = terms.model_copy(update={"model_asked": True})
             result = result.model_copy(update={"answered": [c for c in asked if c in (result.answered or asked)]})

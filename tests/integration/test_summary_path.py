@@ -53,7 +53,8 @@ def test_context_too_long_after_shrinking_takes_the_summary_path(tmp_path, serve
     assert passages and summaries and all(r.status == 400 for r in server.requests)
     size = lambda record: estimate_tokens(json.dumps(record.body))  # noqa: E731 - what the fake measures
     smallest = min(map(size, passages))
-    assert min(map(size, summaries)) < smallest, "the summary path must send less than the smallest shrunk prompt"
+    sizes = [size(r) for r in summaries]  # sent whole first, then each one smaller than the one refused before it
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes), sizes
 
     # 2. A window the shrunk passages do not fit but the summary prompt does: the model answers about it.
     server.up()
@@ -70,3 +71,37 @@ def test_context_too_long_after_shrinking_takes_the_summary_path(tmp_path, serve
     assert "CG-MODEL-SUMMARY-PATH" in [w.code for w in result.warnings]
     markdown = next((tmp_path / "summary-fits").glob("*.md")).read_text()
     assert "## Key terms (summary path" in markdown and "| liability |" in markdown
+
+
+class PassageWindow(FakeModelServer):
+    """A model whose window every passage prompt exceeds (each gets its ``context_too_long`` 400) and the
+    summary prompt fits: what a provider answers is the only measure of what it takes."""
+
+    def _precheck(self, path, headers, body):
+        refused = isinstance(body, dict) and "messages" in body and "<key_terms>" not in prompts_of(body)[1]
+        return super()._precheck(path, headers, body) or ("context_too_long" if refused else None)
+
+
+def test_the_summary_prompt_is_sent_even_when_it_is_not_smaller_than_the_refused_passage_prompts(tmp_path):
+    """Issue 29: the summary prompt was sent only when our token count made it smaller than the smallest prompt
+    refused (the one-passage prompt); with short passages and several gated categories it never is, so the
+    model was never asked and "it could not take it either" was a guess.  It is always sent now."""
+    from tests.support.contracts import LIABILITY_PAGES
+
+    fake = PassageWindow("anthropic", api_key=KEY, responder=contract_responder).start()
+    try:
+        pdf = make_text_pdf(tmp_path / "short.pdf", [*LIABILITY_PAGES, "Schedule T. Short passages."])
+        book = playbook(tmp_path, save_block("anthropic", fake),
+                        high_risk="[Uncapped Liability, Liquidated Damages, Cap on Liability, Insurance, Audit Rights, "
+                                  "Governing Law]")
+        state, _ = review(tmp_path, pdf, book)
+        assert state.is_completed(), state.message
+        result = state.result()
+        refused = [r for r in fake.requests if not _summary_prompt(r)]
+        summaries = [r for r in fake.requests if _summary_prompt(r)]
+        assert refused and all(r.status == 400 for r in refused)
+        assert summaries, "the summary prompt must reach the model"
+        assert summaries[0].status == 200 and result.key_terms.model_asked
+        assert "CG-MODEL-SUMMARY-PATH" in [w.code for w in result.warnings]
+    finally:
+        fake.stop()

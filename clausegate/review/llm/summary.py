@@ -6,8 +6,9 @@ payment, liability, termination), built offline from the extractor's findings, p
 The summary is context only: each line cites the page and section of the finding it comes from, and the
 model can ground a clause only in a passage it was shown (``ground_answer``), as in the full prompt.  The
 passages are the gated (or high-risk) categories' own: the offline finding's text when there is one (short
-by nature), else the best passage, cut (:func:`fit_summary_prompt`) until the prompt is smaller than the
-smallest one the model refused.
+by nature), else the best passage.  The summary prompt is always sent (only the model knows what its window
+takes); when the model refuses it too, it is cut (:func:`fit_summary_prompt`) below the refused size, until
+nothing smaller can be made.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from clausegate.review.llm.extract import (
     PromptPassage,
     min_quote_words,
     select_passages,
-    truncate_prompt,
 )
 from clausegate.review.llm.prompts import render
 from clausegate.review.schemas import Clause, FilteredDocument, KeyTerm, KeyTerms
@@ -107,11 +107,14 @@ def render_summary_prompt(terms: KeyTerms, categories: list[str], passages: list
 
 
 def fit_summary_prompt(filtered: FilteredDocument, offline: list[Clause], terms: KeyTerms, categories: list[str], *,
-                       below: int) -> ExtractionPrompt | None:
-    """The summary prompt, smaller than ``below`` tokens (the smallest prompt the model refused): the gated
-    passages cut to PASSAGE_CHARS, then to half and a quarter of it, fewer passages at each length (the best
-    scores kept), then the same with the summary's lines cut to half; None when nothing of that fits."""
+                       below: int | None) -> ExtractionPrompt | None:
+    """The summary prompt; with ``below``, smaller than ``below`` tokens (a summary prompt the model refused):
+    the gated passages cut to PASSAGE_CHARS, then to half and a quarter of it, fewer passages at each length
+    (the best scores kept), then the same with the summary's lines cut to half; None when nothing of that
+    fits.  Without ``below``: the whole summary prompt, as it is sent first."""
     passages = gated_passages(filtered, offline, categories)
+    if below is None:
+        return render_summary_prompt(terms, categories, passages)
     for line_chars in (LINE_CHARS, LINE_CHARS // 2):
         for chars in (PASSAGE_CHARS, PASSAGE_CHARS // 2, PASSAGE_CHARS // 4):
             cut = [p.model_copy(update={"text": p.text[:chars]}) for p in passages]
@@ -124,10 +127,3 @@ def fit_summary_prompt(filtered: FilteredDocument, offline: list[Clause], terms:
                 keep = {p.id for p in sorted(cut, key=lambda p: p.score, reverse=True)[: len(cut) // 2]}
                 cut = [p for p in cut if p.id in keep]
     return None
-
-
-def smallest_prompt(prompt: ExtractionPrompt) -> ExtractionPrompt:
-    """The last, smallest prompt the shrinking sends (``truncate_prompt`` until one passage is left)."""
-    while (smaller := truncate_prompt(prompt)) is not None:
-        prompt = smaller
-    return prompt
