@@ -173,6 +173,9 @@ class Settings(BaseSettings):
     requeue_stop_seconds: float = Field(DEFAULT_REQUEUE_STOP_SECONDS, description="how long the dead-letter flow "
                                         "waits for a worker to stop a hung attempt before requeueing it (at least "
                                         "1; a value that is not a number means the default)")
+    stuck_seconds: float = Field(300.0, ge=30, description="how long a contract-review run may sit Pending "
+                                 "(claimed, not started) or Late after a requeue before the stuck-run sweep "
+                                 "(dead-letters' schedule) crashes it for dead-letters to requeue")
     slack_block: str = Field(DEFAULT_BLOCK_NAME, description="the SlackSettings block the flows, the gateway and "
                              "the sweepers load")
     timezone: str | None = Field(None, description="IANA time zone of the nightly schedule (`clausegate up`); "

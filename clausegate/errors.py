@@ -217,6 +217,8 @@ CODES: dict[str, Code] = {
     "CG-RUN-FAILED": Code("the run failed without a ClauseGate code (an unexpected exception)", "8"),
     "CG-RUN-REQUEUED": Code("a crashed run was requeued once by the dead-letters deployment", "10"),
     "CG-RUN-REQUEUING": Code("a crashed run's hung process is being stopped before its requeue", "12"),
+    "CG-RUN-STUCK": Code("a run a crash left Pending or Late was found by the stuck-run sweep and crashed for its "
+                         "requeue", "10"),
     "CG-RUN-DEAD-LETTER": Code("a run crashed again after its one requeue (or could not be stopped)", "10"),
     "CG-RUN-GATE-RESTORED": Code("a run waiting at a gate was marked crashed; its gate was put back", "1"),
     "CG-RUN-STALE-ATTEMPT": Code("a stale flow-run process stopped without touching its run", "12"),

@@ -297,13 +297,13 @@ class Inbox:
         return view
 
     async def _requeue_message(self, run: FlowRun) -> str | None:
-        """A run dead-letters is requeueing: the worker's Cancelled replaces dead-letters' Cancelling
-        (``CG-RUN-REQUEUING``) for a moment before the requeue.  That is not a cancel: say requeueing."""
+        """A run dead-letters is requeueing: the worker's Cancelled right after dead-letters' Cancelling
+        (``CG-RUN-REQUEUING``; not an earlier one), for a moment before the requeue. Not a cancel: say requeueing."""
         async with self._client() as client:
-            states = await client.read_flow_run_states(run.id)
-        cancelling = [s for s in states if s.type == StateType.CANCELLING]
-        latest = max(cancelling, key=lambda s: s.timestamp, default=None)
-        return latest.message if latest is not None and REQUEUING in (latest.message or "") else None
+            states = sorted(await client.read_flow_run_states(run.id), key=lambda s: s.timestamp)
+        before = states[-2] if len(states) >= 2 and states[-1].type == StateType.CANCELLED else None
+        ours = before is not None and before.type == StateType.CANCELLING and REQUEUING in (before.message or "")
+        return before.message if ours else None
 
     async def _review(self, run: FlowRun) -> Review | at_rest.AtRestKeyError | at_rest.AtRestCorrupt | None:
         """The run's review; the at-rest error when it is sealed with another key (or damaged)."""

@@ -5,7 +5,8 @@ review needs no decision or has one (``escalated`` when legal must look); a Comp
 review still waits for a decision (``pending_decision``, or gated findings and no decision — a run
 completed by a process that could not wait) is ``failed`` with ``CG-GATE-NO-DECISION``: nobody has
 approved that contract. A run being requeued by dead-letters (Cancelling with ``CG-RUN-REQUEUING``
-while its hung process is stopped) stays ``pending``.
+while its hung process is stopped) stays ``pending``; the worker's Cancelled right after that Cancelling is
+``processing`` until the requeue. A final Prefect state is never ``pending``: any other Cancelled is ``cancelled``.
 
 Responses carry no Prefect API endpoints: state messages and review notices can quote one (an HTTP
 error names the URL it failed on); :func:`scrub_api_urls` replaces them, and links that point at
@@ -194,7 +195,11 @@ class TaskView(BaseModel):
     @model_validator(mode="after")
     def _follow_review_and_hide_api(self) -> TaskView:
         if self.error is not None and self.error.code == REQUEUING:  # dead-letters is requeueing it
-            self.status, self.error = "pending", None
+            # Cancelling (no end time yet): pending. The worker's Cancelled after it (a final state, with an end
+            # time): never pending; the hung attempt is stopped and the requeue follows (dead-letters, or the
+            # stuck-run sweep if that was lost), so the task is in work and not finished.
+            self.status, self.error = ("pending" if self.finished is None else "processing"), None
+            self.finished = None
         if self.status in ("done", "escalated") and self.review is not None and undecided(self.review):
             self.status = "failed"
         if self.status == "failed" and self.error is None and self.review is not None and undecided(self.review):

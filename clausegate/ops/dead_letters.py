@@ -51,7 +51,7 @@ from prefect.client.schemas.filters import (
     FlowFilter,
     FlowFilterName,
     FlowRunFilter,
-    FlowRunFilterStartTime,
+    FlowRunFilterExpectedStartTime,
     FlowRunFilterState,
     FlowRunFilterStateType,
 )
@@ -69,8 +69,10 @@ from clausegate.ops.alerts import post_alert
 from clausegate.slack import SlackError
 
 REQUEUED = "dead-letter:requeued"
+REQUEUED_AGAIN = "dead-letter:requeued-stale"  # once more: a crash reported before the requeued attempt ran
 DEAD = "dead-letter:failed"
 CODE = "CG-RUN-DEAD-LETTER"
+REQUEUED_CODE = "CG-RUN-REQUEUED"  # the message of the Scheduled state of a requeue
 REQUEUING = "CG-RUN-REQUEUING"  # the message of the Cancelling state that stops a hung attempt before its requeue
 RESTORED = "CG-RUN-GATE-RESTORED"
 ACTOR = "dead-letters"
@@ -101,24 +103,25 @@ def handle(client, flow_run_id: str, *, stop_seconds: float | None = None) -> Ha
         return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="skipped",
                        reason=f"the run is {run.state_name}, not Crashed (already handled or recovered)")
     crash = (run.state.message or "no message") if run.state else "no message"
-    history = _history(client, run)
+    history = read_history(client, run)
     before = history[-2] if len(history) >= 2 else None
     if before is not None and before.is_paused() and before.state_details.pause_reschedule:
         return _restore_gate(client, run, before, crash)
-    if REQUEUED not in run.tags:
-        client.update_flow_run(run.id, tags=[*run.tags, REQUEUED])
+    again = _requeue_kind(run, history)
+    if again is not None:
+        tag = REQUEUED if again == "once" else REQUEUED_AGAIN
+        if tag not in run.tags:
+            client.update_flow_run(run.id, tags=[*run.tags, tag])
         stopped, how = stop_stale_attempt(client, run, history, timeout=stop_seconds)
         if stopped:
-            client.set_flow_run_state(run.id, Scheduled(message=f"CG-RUN-REQUEUED: crashed ({crash[:300]}); {how}; "
-                                                                "requeued once automatically"), force=True)
-            audit.record(audit.audit_event("run.requeued", actor=ACTOR, flow_run_id=rid, crash=crash[:500],
-                                           stale_attempt=how, attempt=run.run_count))
-            return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="requeued", reason=f"{crash} ({how})")
+            why = ("requeued once automatically" if again == "once" else "the requeued attempt had not started, so "
+                   "this crash was its predecessor's; requeued again")
+            return requeue(client, run, f"crashed ({crash[:300]}); {how}; {why}", crash=crash, how=how)
         crash = f"{crash}; {how}"
     message = (f"{CODE}: crashed again after one automatic requeue ({crash[:300]}). Next step: see docs/runbook.md "
                f"'worker down'; when the cause is fixed, retry it: POST /inbox/tasks/{rid}/retry or "
                f"`prefect flow-run retry {rid}`")
-    if REQUEUED not in run.tags:  # (the requeue was given up above: say so, not "again")
+    if again is not None:  # (the requeue was given up above: say so, not "again")
         message = (f"{CODE}: crashed and its hung process could not be stopped, so it was not requeued "
                    f"({crash[:400]}). Next step: stop the process on the worker's machine (docs/runbook.md "
                    f"'worker down'), then retry: POST /inbox/tasks/{rid}/retry or `prefect flow-run retry {rid}`")
@@ -129,7 +132,28 @@ def handle(client, flow_run_id: str, *, stop_seconds: float | None = None) -> Ha
     return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="dead-lettered", reason=message)
 
 
-def _history(client, run) -> list:
+def _requeue_kind(run, history: list) -> Literal["once", "again"] | None:
+    """Whether this crash is requeued: ``once`` (no requeue yet: the first crash, or a requeue that was interrupted
+    before its Scheduled), ``again`` (requeued, but the requeued attempt never reached Running: the crash is the old
+    attempt's late exit or the requeued run stuck behind it, not a failure of the contract; allowed once), None
+    (the requeued attempt ran and crashed: a dead letter)."""
+    requeues = [s.timestamp for s in history if s.is_scheduled() and (s.message or "").startswith(REQUEUED_CODE)]
+    if not requeues:
+        return "once"
+    ran = any(s.is_running() and s.timestamp > requeues[-1] for s in history)
+    return "again" if not ran and REQUEUED_AGAIN not in run.tags else None
+
+
+def requeue(client, run, message: str, *, crash: str, how: str) -> Handled:
+    """Set the run Scheduled again (``CG-RUN-REQUEUED: message``) and audit it: its stale attempt is gone."""
+    rid = str(run.id)
+    client.set_flow_run_state(run.id, Scheduled(message=f"{REQUEUED_CODE}: {message}"), force=True)
+    audit.record(audit.audit_event("run.requeued", actor=ACTOR, flow_run_id=rid, crash=crash[:500],
+                                   stale_attempt=how, attempt=run.run_count))
+    return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="requeued", reason=f"{crash} ({how})")
+
+
+def read_history(client, run) -> list:
     """The run's states, oldest first."""
     return sorted(client.read_flow_run_states(run.id), key=lambda s: s.timestamp)
 
@@ -157,17 +181,20 @@ def stop_stale_attempt(client, run, history: list | None = None, *, timeout: flo
     process that survives is fenced by clausegate.pipeline.attempts). Otherwise the run is set Cancelling and
     the worker that owns the process kills it (Prefect's cancellation; see the module docstring).
     """
-    history = history if history is not None else _history(client, run)
-    started = next((s.timestamp for s in reversed(history) if s.is_running()), None)
+    history = history if history is not None else read_history(client, run)
+    # (the attempt's Running state, or its claim by a worker when it never got that far: Pending / Submitting)
+    started = next((s.timestamp for s in reversed(history) if s.is_running() or s.is_pending()), None)
     if started is None:
         return True, "the crashed attempt never started"
-    if _executed_since(client, run.id, started):
+    if executed_since(client, run.id, started):
         return True, "its process had already ended"
     worker = (run.labels or {}).get("prefect.worker.name")
     if not worker or not run.work_pool_name:
         return True, "no worker is recorded for it (not run by a worker)"
-    if not _worker_online(client, run.work_pool_name, worker):
+    if not worker_online(client, run.work_pool_name, worker):
         return True, f"its worker '{worker}' is offline"
+    if worker_started_since(client, worker, started):
+        return True, f"its worker '{worker}' was restarted since (a new worker process holds none of its processes)"
     timeout = stop_seconds() if timeout is None else timeout
     cancelling = Cancelling(message=f"{REQUEUING}: stopping the hung attempt {run.run_count} through its worker "
                                     f"'{worker}' before requeueing it")
@@ -207,7 +234,7 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                     return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
                 if grace.over(client, run.id):
                     return True, grace.how
-                if not _worker_online(client, run.work_pool_name, worker):
+                if not worker_online(client, run.work_pool_name, worker):
                     return True, f"its worker '{worker}' went offline"
     except Exception:  # no event stream (e.g. a proxy without websockets): poll the stored events
         if not sent:
@@ -219,7 +246,7 @@ async def _cancel_and_wait(client, run, cancelling, worker: str, started: dateti
                 return True, await _settled(client, run.id, ended, asked, deadline, poll, stopped)
             if grace.over(client, run.id):
                 return True, grace.how
-            if not _worker_online(client, run.work_pool_name, worker):
+            if not worker_online(client, run.work_pool_name, worker):
                 return True, f"its worker '{worker}' went offline"
     return False, (f"its worker '{worker}' did not stop the hung process within {timeout:g} s "
                    f"({STOP_SECONDS_ENV})")
@@ -286,7 +313,7 @@ def _cancelled(client, run_id) -> bool:
     return state is not None and state.is_cancelled()
 
 
-def _executed_since(client, run_id, since: datetime) -> bool:
+def executed_since(client, run_id, since: datetime) -> bool:
     return _executed_at(client, run_id, since) is not None
 
 
@@ -296,7 +323,7 @@ def _concerns(event, run_id) -> bool:
     return any(r.id == wanted for r in event.related)
 
 
-def _worker_online(client, pool: str, name: str) -> bool:
+def worker_online(client, pool: str, name: str) -> bool:
     """The worker sent a heartbeat within 3 of its heartbeat intervals (Prefect's own ONLINE rule)."""
     try:
         workers = client.read_workers_for_work_pool(pool, limit=200)
@@ -309,13 +336,21 @@ def _worker_online(client, pool: str, name: str) -> bool:
     return worker.last_heartbeat_time > datetime.now(UTC) - horizon
 
 
+def worker_started_since(client, name: str, since: datetime) -> bool:
+    """A worker of that name started after ``since`` (Prefect's ``prefect.worker.started`` event): the process that
+    claimed a run before then is gone, and with it its slots (a killed worker's ``clausegate down && up``)."""
+    page = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
+                                          event=EventNameFilter(name=["prefect.worker.started"])), limit=50)
+    return any(e.resource.get("prefect.resource.name") == name for e in page.events)
+
+
 def unhandled_crashed(client, *, flow_name: str = "contract-review", hours: float = 24) -> list[str]:
-    """Crashed runs of ``flow_name`` that ended in the last ``hours`` (for the backstop sweep)."""
+    """Crashed runs of ``flow_name`` scheduled in the last ``hours`` (started or not; for the backstop sweep)."""
     since = datetime.now(UTC) - timedelta(hours=hours)
     runs = client.read_flow_runs(
         flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
         flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CRASHED])),
-                                      start_time=FlowRunFilterStartTime(after_=since)), limit=200)
+                                      expected_start_time=FlowRunFilterExpectedStartTime(after_=since)), limit=200)
     return [str(r.id) for r in runs]
 
 
@@ -328,10 +363,15 @@ def alert_text(handled: Handled, run_url: str | None) -> str:
 def handle_crashed_runs(flow_run_id: str | None = None, slack_block: str | None = None) -> list[dict]:
     """The ``dead-letters`` flow: handle one crashed run (``flow_run_id``: a UUID or ``prefect.flow-run.<uuid>``)
     or, without one, every crashed contract-review run of the last 24 h; alert each dead letter."""
-    logger = get_run_logger()
     with get_client(sync_client=True) as client:
         ids = [run_id_of(flow_run_id)] if flow_run_id else unhandled_crashed(client)
         results = [handle(client, rid) for rid in ids]
+    return report(results, slack_block)
+
+
+def report(results: list[Handled], slack_block: str | None) -> list[dict]:
+    """Log each outcome and alert each dead letter (the flow's result)."""
+    logger = get_run_logger()
     for handled in results:
         logger.info("%s %s: %s", handled.outcome, handled.flow_run_id, handled.reason)
         if handled.outcome == "dead-lettered":

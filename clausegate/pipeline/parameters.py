@@ -132,8 +132,8 @@ ReviewDeployment = Annotated[str | None, described(
 
 # -- operations flows ----------------------------------------------------------------------------------------
 CrashedRunId = Annotated[str | None, described(
-    "The crashed contract-review run to handle (a flow-run id or 'prefect.flow-run.<id>'); empty: sweep every "
-    "crashed contract-review run of the last 24 hours.")]
+    "The crashed contract-review run to handle (a flow-run id or 'prefect.flow-run.<id>'); empty: the stuck-run "
+    "sweep (runs left Pending, Running without a heartbeat, Late or Cancelled mid-requeue, and missed crashes).")]
 SlackBlock = Annotated[str | None, described(
     "Name of the SlackSettings block to post with; empty: $CLAUSEGATE_SLACK_BLOCK or 'clausegate'.")]
 ThresholdPct = Annotated[float, described("Alert when more than this percentage of reviews in the window failed.")]

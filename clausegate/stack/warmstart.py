@@ -207,10 +207,7 @@ def warm_serve(socket_path: str) -> None:
                 if not data:
                     for pid, conn in list(children.items()):
                         if conn is sock:
-                            try:
-                                os.kill(pid, signal.SIGTERM)
-                            except ProcessLookupError:
-                                pass
+                            _kill_child(pid)
         while children:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -228,6 +225,20 @@ def warm_serve(socket_path: str) -> None:
     if os.getpid() == zygote:
         listener.close()
         os.unlink(socket_path)
+
+
+def _kill_child(pid: int) -> None:
+    """A child whose client is gone: SIGKILL its process group (it called setsid; its parsers are in it). The client
+    relays SIGTERM, so it went away only by SIGKILL: the worker's escalation after its 30 s grace, or its cancel of
+    a hung run. A SIGTERM here would wait in a *stopped* child (SIGSTOP, a frozen VM) and, once it is continued,
+    make it report a crash of a run that was requeued meanwhile (issue 29)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _installation() -> list[str]:

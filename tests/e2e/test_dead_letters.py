@@ -53,7 +53,7 @@ def _set(run_id, state) -> None:
 
 def test_handle_requeues_once_then_fails_for_good(tmp_path):
     from prefect.client.orchestration import get_client
-    from prefect.states import Cancelled, Crashed
+    from prefect.states import Cancelled, Crashed, Running
 
     deploy_once(tmp_path)
     run = _scheduled_review(tmp_path, "handled.pdf")
@@ -65,6 +65,7 @@ def test_handle_requeues_once_then_fails_for_good(tmp_path):
             assert first.outcome == "requeued"
             requeued = _read(run.id)
             assert requeued.state_type.value == "SCHEDULED" and dead_letters.REQUEUED in requeued.tags
+            _set(run.id, Running())  # the requeued attempt ran (a crash before it ran is not its own: requeued again)
             _set(run.id, Crashed(message="process killed again"))
             second = dead_letters.handle(client, str(run.id))
             assert second.outcome == "dead-lettered"

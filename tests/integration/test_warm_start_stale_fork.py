@@ -1,0 +1,62 @@
+"""Warm start (clausegate/stack/warmstart.py): a child whose client was killed dies with it, even while it is stopped.
+
+The issue-29 scenario: a flow-run child of the warm-start process is SIGSTOPped (a hung run), the worker's
+cancellation kills its ``warm-run`` client (SIGKILL after the 30 s grace; the SIGTERM it relayed waits in the stopped
+child), the run is requeued. Before: the warm-start process sent the orphaned child SIGTERM, which waited too; when
+the child was continued it ran Prefect's SIGTERM handling and booked a crash on the requeued run (then a dead
+letter). Now the child's process group gets SIGKILL, which a stopped process cannot hold off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from clausegate.stack.processes import start_process, stop_process
+from clausegate.stack.warmstart import serve_argv
+from tests.support.deployments import wait_for
+
+CLIENT = ("import sys; from clausegate.stack.warmstart import run_in_zygote; "
+          "sys.exit(run_in_zygote(sys.argv[1], 'clausegate.cli', ['review', '-']))")
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (R, S, T, Z, …) or None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def test_a_stopped_child_dies_when_its_client_is_killed(tmp_path):
+    sock = tmp_path / "warm.sock"
+    zygote = start_process("warm-start", serve_argv(sock), env=dict(os.environ), log=tmp_path / "warm-start.log",
+                           cwd=tmp_path)
+    client = child = None
+    try:
+        wait_for(lambda: sock.exists() or not zygote.alive(), timeout=180, interval=0.2, what="the warm-start process")
+        assert sock.exists(), (tmp_path / "warm-start.log").read_text()
+        # `clausegate review -` waits on stdin (a pipe this test keeps open): a child that is busy, like a review
+        client = subprocess.Popen([sys.executable, "-c", CLIENT, str(sock)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+        log = tmp_path / "warm-start.log"
+        found = wait_for(lambda: re.search(r"clausegate review -> pid (\d+)", log.read_text()), timeout=60,
+                         interval=0.2, what="the forked child")
+        child = int(found.group(1))
+        os.kill(child, signal.SIGSTOP)  # hung
+        wait_for(lambda: _state(child) == "T", timeout=30, interval=0.1, what="the child to stop")
+        client.kill()  # the worker's SIGKILL of the warm-run client
+        client.wait(30)
+        # reaped by the warm-start process once dead (a zombie for a moment before that)
+        wait_for(lambda: _state(child) in (None, "Z"), timeout=60, interval=0.2,
+                 what="the stopped child to die with its client (it stayed stopped, its SIGTERM pending)")
+    finally:
+        if client is not None and client.poll() is None:
+            client.kill()
+        if child is not None and _state(child) not in (None, "Z"):
+            os.kill(child, signal.SIGKILL)
+        stop_process(zygote)
