@@ -7,9 +7,11 @@ refuses the whole message (``CG-INBOX-EML-MALFORMED``), and so does a header who
 
 * each message's body (its first ``text/plain`` part, else its first ``text/html`` one, converted to text by
   ``clausegate.inbox.html_text``) is reviewed as text when it holds contract language
-  (``clausegate.inbox.contract_language``), else skipped;
+  (``clausegate.inbox.contract_language``), else skipped; an HTML body's hidden text (``display:none``, ...) and
+  drawings' text (``<svg>``) are left out, each said in a skipped note quoting it;
 * every PDF and Word (.docx) attachment is a document of its own (checked by content: a ``.pdf`` that is
-  not one is refused with ``CG-INBOX-NOT-PDF``); images (inline or not) and other files are skipped;
+  not one is refused with ``CG-INBOX-NOT-PDF``, an encrypted .docx with ``CG-INBOX-NOT-DOCX`` saying so); images
+  (inline or not), ZIP archives (never opened) and other files are skipped, each with its reason;
 * an attached message (``message/rfc822``) is walked the same way, ``MAX_DEPTH`` levels deep at most
   (deeper: ``CG-INBOX-EML-TOO-DEEP``, for that part);
 * an attachment over the upload cap is refused (``CG-INBOX-TOO-LARGE``), judged by its encoded size before it
@@ -36,8 +38,8 @@ from email.parser import BytesParser
 
 from clausegate.inbox.contract_language import holds_contract_language
 from clausegate.inbox.errors import MalformedMessage, clip
-from clausegate.inbox.html_text import html_to_text
-from clausegate.inbox.magic import OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
+from clausegate.inbox.html_text import read_html
+from clausegate.inbox.magic import ENCRYPTED_PACKAGE, OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
 
 POLICY = email.policy.default.clone(raise_on_defect=True)
 MAX_DEPTH = 3  # attached messages inside attached messages
@@ -157,6 +159,12 @@ class _Walker:
     def skip(self, part: str, filename: str | None, why: str) -> None:
         self.parsed.skipped.append(PartNote(part, filename, why))
 
+    def unseen(self, part: str, pieces: list[str], why: str) -> None:
+        """Say what of a body was left out (``pieces``: its text, quoted in part)."""
+        if pieces:
+            joined = " | ".join(pieces)
+            self.skip(part, None, f"{why} ({len(pieces)} element(s)): “{clip(joined, 160)}”")
+
     def message(self, message: EmailMessage, prefix: str, depth: int) -> None:
         bodies: list[tuple[str, EmailMessage]] = []
         body_part = (prefix + ".body") if prefix else "body"
@@ -177,7 +185,13 @@ class _Walker:
                         "send the message as the mail client exported it")
             return
         if chosen[1].get_content_type() == "text/html":
-            text = html_to_text(text)
+            html = read_html(text)
+            text = html.text
+            self.unseen(body_part, html.hidden, "hidden text in the HTML body (display:none, visibility:hidden, "
+                        "font-size:0, opacity:0 or the hidden attribute) was left out: a reader of the message "
+                        "does not see it")
+            self.unseen(body_part, html.skipped, "text inside a drawing or formula (<svg>, <math>) in the HTML "
+                        "body was not read")
         if not holds_contract_language(text):
             self.skip(body_part, None, "the body holds no contract language (reviewed only when it has at least 3 "
                                        "contract cues, one of them an operative verb such as 'shall')")
@@ -246,13 +260,19 @@ class _Walker:
         data = data.encode("utf-8", "replace") if isinstance(data, str) else data
         kind = _document_kind(data, name, ctype)
         if kind is None:
-            if claims_pdf:
+            if data.startswith(ZIP_MAGIC) and not claims_word:
+                self.skip(where, shown, "a ZIP archive is not opened (only PDF and Word .docx files are reviewed): "
+                                        "attach the documents in it themselves")
+            elif claims_pdf:
                 self.refuse(where, shown, "CG-INBOX-NOT-PDF", f"the attachment {shown or where} is named or typed "
                             "as a PDF but its bytes are not one", "attach the PDF itself")
             elif claims_word:
-                legacy = data.startswith(OLE_MAGIC)
+                ole = data.startswith(OLE_MAGIC)
+                encrypted = ole and ENCRYPTED_PACKAGE in data
                 self.refuse(where, shown, "CG-INBOX-NOT-DOCX", f"the attachment {shown or where} is "
-                            + ("a legacy binary Word document (.doc)" if legacy else "not a Word .docx file"),
+                            + ("a password-protected (encrypted) Word document" if encrypted else
+                               "a legacy binary Word document (.doc)" if ole else "not a Word .docx file"),
+                            "remove the password in Word and send the .docx again (or a PDF)" if encrypted else
                             "save it as .docx (or PDF) and send that")
             else:
                 self.skip(where, shown, f"a {ctype} attachment (only PDF and Word .docx files are reviewed)")
@@ -281,10 +301,10 @@ def _is_body(part: EmailMessage) -> bool:
 
 
 def _document_kind(data: bytes, name: str | None, ctype: str) -> Kind | None:
+    if data.startswith(ZIP_MAGIC):  # first: a ZIP that stores a PDF uncompressed shows "%PDF-" in its first bytes
+        return "docx" if suffix_of(name or "") == ".docx" or ctype in DOCX_TYPES else None
     if b"%PDF-" in data[:1024]:
         return "pdf"
-    if data.startswith(ZIP_MAGIC) and (suffix_of(name or "") == ".docx" or ctype in DOCX_TYPES):
-        return "docx"
     return None
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Literal
 
+from clausegate.review.document.codes import ENCRYPTED_PACKAGE  # an encrypted .docx's OLE stream name
+
+__all__ = ["ENCRYPTED_PACKAGE", "OLE_MAGIC", "ZIP_MAGIC", "Kind", "suffix_of"]
 Kind = Literal["pdf", "docx", "text", "eml"]
 ZIP_MAGIC = b"PK\x03\x04"
 OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # a legacy .doc (or .xls)

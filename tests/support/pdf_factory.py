@@ -322,6 +322,7 @@ HIDING_METHODS = {
     "off-page-right": dict(x=900, y=400),
     "clipped": dict(before=b"0 0 5 5 re W n"),  # a 5 pt clip in the corner
     "tiny": dict(size=0.4),  # 0.4 pt glyphs
+    "small-2.5pt": dict(size=2.5),  # 2.5 pt glyphs: unreadable at 100 % (the shared threshold is 3 pt, as for a .docx)
     "tiny-matrix": dict(before=b"0.02 0 0 0.02 72 %(y)d cm", x=0, y=0),  # 11 pt text scaled to 0.22 pt
     "same-line": dict(same_line=True),  # visible and invisible runs inside one BT/ET (3 Tr between Tj)
     "in-form": dict(form=True),  # invisible text inside a form XObject the page draws

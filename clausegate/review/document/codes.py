@@ -86,6 +86,7 @@ OCR_MAX_SECONDS_PER_IMAGE = 120.0
 DOCX_MACROS = "CG-DOCX-MACROS"  # a macro-enabled document (.docm, vbaProject.bin): refused, macros never run
 DOCX_LEGACY_DOC = "CG-DOCX-LEGACY-DOC"  # a legacy binary Word .doc (OLE): refused with the next step
 DOCX_ENCRYPTED = "CG-DOCX-ENCRYPTED"  # a password-protected .docx (an OLE file with an EncryptedPackage): refused
+ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")  # the stream an encrypted OOXML file's OLE directory names
 DOCX_ZIP_BOMB = "CG-DOCX-ZIP-BOMB"  # the archive inflates past the caps (size or ratio): refused before reading
 DOCX_XML_UNSAFE = "CG-DOCX-XML-UNSAFE"  # a DTD or entity declaration in a part (entity expansion): refused
 DOCX_CORRUPT = "CG-DOCX-CORRUPT"  # not a readable .docx (a broken ZIP, malformed XML, no main document part)

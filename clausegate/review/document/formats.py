@@ -30,6 +30,7 @@ from clausegate.review.document.codes import (
     DOCX_ENCRYPTED,
     DOCX_LEGACY_DOC,
     DOCX_MACROS,
+    ENCRYPTED_PACKAGE,
     NOT_PDF,
     POOL_MAX_PARSES,
 )
@@ -39,7 +40,6 @@ Format = Literal["pdf", "docx", "text"]
 SUFFIXES: dict[str, str] = {"pdf": ".pdf", "docx": ".docx", "text": ".txt"}
 KNOWN_SUFFIXES = frozenset({".pdf", ".docx", ".txt", ".md"})
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")  # the stream an encrypted OOXML file's OLE directory names
 _MAIN_PART = "word/document.xml"
 _CONTENT_TYPES = "[Content_Types].xml"
 _CONTENT_TYPES_MAX = 1024 * 1024
