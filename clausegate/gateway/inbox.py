@@ -35,7 +35,8 @@ from clausegate.inbox.fields import TOPIC_PATTERN, Priority, validate_fields
 from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller, authenticate
 from clausegate.inbox.messages import MessageSubmitted, submit_message
 from clausegate.inbox.service import Inbox
-from clausegate.inbox.status import Submitted, TaskPage, TaskStatus, TaskView
+from clausegate.inbox.status import Submitted, TaskPage, TaskStatus
+from clausegate.inbox.views import TaskDetail
 
 router = APIRouter(prefix="/inbox", tags=["inbox"])
 bearer = HTTPBearer(auto_error=False, description="an inbox API key: `clausegate inbox keys create --sender NAME`")
@@ -319,10 +320,11 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
     return submitted
 
 
-@router.get("/tasks/{task_id}", response_model=TaskView, responses=ERRORS)
-async def get_task(task_id: str, inbox: InboxDep, caller: CallerDep) -> TaskView:
+@router.get("/tasks/{task_id}", response_model=TaskDetail, responses=ERRORS)
+async def get_task(task_id: str, inbox: InboxDep, caller: CallerDep) -> TaskDetail:
     """A task's status (pending, processing, waiting_for_human, done, escalated, failed, cancelled), its
-    attempts and times, the error code when it failed, the review when done, the gate's links when waiting."""
+    attempts and times, the error code when it failed, the review when done, the gate's links and the findings
+    it asks about when waiting (their text left out in strict text mode)."""
     return await inbox.get(caller, task_id)
 
 
@@ -338,18 +340,19 @@ async def list_tasks(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> TaskPage:
-    """Tasks newest first; ``next_cursor`` pages on. Failed tasks carry their error codes."""
+    """Tasks newest first, ``limit`` a page (``next_cursor`` pages on); failed tasks carry their error codes.
+    An item carries no review and no gate details: GET the task for those."""
     return await inbox.list(caller, status=status_, sender=sender, topic=topic, limit=limit, cursor=cursor,
                             message=message)
 
 
-@router.post("/tasks/{task_id}/cancel", response_model=TaskView, responses=ERRORS)
-async def cancel_task(task_id: str, inbox: InboxDep, caller: CallerDep) -> TaskView:
+@router.post("/tasks/{task_id}/cancel", response_model=TaskDetail, responses=ERRORS)
+async def cancel_task(task_id: str, inbox: InboxDep, caller: CallerDep) -> TaskDetail:
     """Cancel a task that has not finished (a running review is stopped by its worker)."""
     return await inbox.cancel(caller, task_id)
 
 
-@router.post("/tasks/{task_id}/retry", response_model=TaskView, responses=ERRORS)
-async def retry_task(task_id: str, inbox: InboxDep, caller: CallerDep) -> TaskView:
+@router.post("/tasks/{task_id}/retry", response_model=TaskDetail, responses=ERRORS)
+async def retry_task(task_id: str, inbox: InboxDep, caller: CallerDep) -> TaskDetail:
     """Run a failed or cancelled task again (same id; finished steps come from the cache and are not paid again)."""
     return await inbox.retry(caller, task_id)

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from datetime import timedelta
 from uuid import UUID, uuid4
 
-from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import DeploymentFlowRunCreate
 from prefect.client.schemas.filters import (
     FlowRunFilter,
@@ -34,8 +32,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Scheduled, State, to_state_create
 
 from clausegate.config import InboxSettings
-from clausegate.gates import store
-from clausegate.inbox import limits
+from clausegate.inbox import limits, views
 from clausegate.inbox.connection import SharedClient
 from clausegate.inbox.errors import Conflict, TaskNotFound, Unavailable, clip, redact_paths
 from clausegate.inbox.fields import decode_cursor, encode_cursor
@@ -44,18 +41,17 @@ from clausegate.inbox.keys import ApiKeyRecord, Caller
 from clausegate.inbox.status import (
     STATE_TYPES,
     TAG,
-    GateWaiting,
     MessageLink,
     Submitted,
     TaskError,
     TaskPage,
     TaskStatus,
-    TaskView,
     error_code,
     status_of,
     tag,
     tag_value,
 )
+from clausegate.inbox.views import TaskDetail
 from clausegate.ops import audit
 from clausegate.ops.dead_letters import REQUEUING
 from clausegate.pipeline.tags import CLAUSEGATE, contract_tag, playbook_tag, read_tag
@@ -165,7 +161,7 @@ class Inbox:
             # another contract or playbook (same key, different content).
             run, created = await self._create_run(
                 client, idempotency_key=key, work_queue_name=priority, tags=tags,
-                labels=message.labels() if message else None,
+                labels={views.SHA_LABEL: contract.sha256, **(message.labels() if message else {})},
                 parameters={"source": str(contract.path), "playbook": self.settings.playbooks()[playbook],
                             "out_dir": str(self.settings.reports_dir)})
             if not created:
@@ -265,15 +261,19 @@ class Inbox:
             raise missing
         return run
 
-    async def get(self, caller: Caller, task_id: str) -> TaskView:
+    async def get(self, caller: Caller, task_id: str) -> TaskDetail:
         async with self._client() as client:
             return await self.view(await self._owned_run(client, caller, task_id))
 
-    async def view(self, run: FlowRun) -> TaskView:
+    async def view(self, run: FlowRun, *, light: bool = False) -> TaskDetail:
+        """The task's view; ``light`` (a list's item): no review, no gate record or state history read, and a
+        Completed run's review decoded only when its outcome is not recorded on the run yet (views.py)."""
         state_type = run.state_type.value if run.state_type else None
-        review = await self._review(run) if state_type in ("COMPLETED", "FAILED") else None
+        known = views.known_outcome(run) if light and state_type == "COMPLETED" else None
+        wanted = ("COMPLETED",) if light else ("COMPLETED", "FAILED")
+        review = await self._review(run) if state_type in wanted and known is None else None
         message = self.public(run.state.message if run.state else "")
-        if state_type == "CANCELLED" and REQUEUING not in message:
+        if state_type == "CANCELLED" and REQUEUING not in message and not light:
             message = await self._requeue_message(run) or message
         code = error_code(message, state_type)
         if isinstance(review, at_rest.AtRestKeyError | at_rest.AtRestCorrupt):  # never "done" with review: null
@@ -281,19 +281,25 @@ class Inbox:
             state_type = "FAILED"
         params = run.parameters or {}
         source = str(params.get("source", ""))
-        view = TaskView(
-            task_id=str(run.id), status=status_of(state_type, review), state=run.state_name or "Scheduled",
+        sha256 = views.labels_of(run).get(views.SHA_LABEL) or (review.contract_id if review else None)
+        view = TaskDetail(
+            task_id=str(run.id), status=known[0] if known else status_of(state_type, review),
+            state=run.state_name or "Scheduled",
             sender=tag_value(run.tags, "sender") or "?", topic=tag_value(run.tags, "topic"),
             priority=tag_value(run.tags, "priority") or (run.work_queue_name or "normal"),
             playbook=read_tag(run.tags, "playbook") or str(params.get("playbook", "")),
-            contract={"filename": source.rsplit("/", 1)[-1], "sha256": review.contract_id if review else None,
+            contract={"filename": source.rsplit("/", 1)[-1], "sha256": sha256,
                       "tag": next((t for t in run.tags if t.startswith("contract:")), None)},
             attempts=run.run_count, created=run.created, started=run.start_time, finished=run.end_time,
             updated=run.updated,
-            error=TaskError(code=code, message=message or "the run failed without a message") if code else None,
+            error=TaskError(code=code, message=message or "the run failed without a message") if code else
+            views.recorded_error(known[1]) if known else None,
             review=review, message=MessageLink.of_labels(getattr(run, "labels", None)), links=self._links(str(run.id)))
+        if state_type == "COMPLETED" and known is None and isinstance(review, Review):
+            await views.record_outcome(self.prefect, run, view)
+        view.review = None if light else view.review  # a list carries no review: GET the task for it
         if state_type == "PAUSED":
-            view.waiting = await asyncio.to_thread(self._gate_waiting, run)
+            view.waiting = await views.waiting_of(run, self.run_url(str(run.id)), light=light)
         return view
 
     async def _requeue_message(self, run: FlowRun) -> str | None:
@@ -322,24 +328,6 @@ class Inbox:
                 return None
         return None
 
-    def _gate_waiting(self, run: FlowRun) -> GateWaiting:
-        waiting = GateWaiting(ui_url=self.run_url(str(run.id)),
-                              resolve_command=f"clausegate resolve {run.id} approve|changes|escalate --comment '…'")
-        key = store.gate_key_of(run)
-        if key is None:
-            return waiting
-        with get_client(sync_client=True) as client:
-            record, slack = store.read_record(client, run.id, key), store.read_slack_ref(client, run.id, key)
-            extras = store.read_extras(client, run.id, key)
-        if record is not None:
-            waiting.categories, waiting.findings = list(record.categories), len(record.findings)
-            waiting.sla_deadline = record.sla_deadline + timedelta(hours=extras.extra_hours())
-        waiting.acknowledged = [{k: a.get(k) for k in ("reviewer", "via", "at")} for a in extras.acks]
-        if slack is not None and slack.ok and slack.channel and slack.ts:
-            waiting.slack_channel = slack.channel
-            waiting.slack_url = f"https://slack.com/archives/{slack.channel}/p{slack.ts.replace('.', '')}"
-        return waiting
-
     async def list(self, caller: Caller, *, status: TaskStatus | None, sender: str | None, topic: str | None,
                    limit: int, cursor: str | None, message: str | None = None) -> TaskPage:
         offset = decode_cursor(cursor)
@@ -358,13 +346,13 @@ class Inbox:
             types = STATE_TYPES[status] + (("COMPLETED",) if status == "failed" else ()) if status else None
             runs = await self._runs(client, tags, types, limit=limit + 1, offset=offset)
         more = len(runs) > limit
-        views = [await self.view(run) for run in runs[:limit]]
+        items = [await self.view(run, light=True) for run in runs[:limit]]
         if status in ("done", "escalated", "failed"):
-            views = [v for v in views if v.status == status]
-        return TaskPage(tasks=views, next_cursor=encode_cursor(offset + limit) if more else None)
+            items = [v for v in items if v.status == status]
+        return TaskPage(tasks=items, next_cursor=encode_cursor(offset + limit) if more else None)
 
     # ------------------------------------------------------------------ act
-    async def cancel(self, caller: Caller, task_id: str) -> TaskView:
+    async def cancel(self, caller: Caller, task_id: str) -> TaskDetail:
         async with self._client() as client:
             run = await self._owned_run(client, caller, task_id)
             if run.state_type in FINAL or run.state_type == StateType.CANCELLING:
@@ -382,7 +370,7 @@ class Inbox:
                                                                flow_run_id=task_id, key_id=caller.key_id))
             return await self.view(await client.read_flow_run(run.id))
 
-    async def retry(self, caller: Caller, task_id: str) -> TaskView:
+    async def retry(self, caller: Caller, task_id: str) -> TaskDetail:
         async with self._client() as client:
             run = await self._owned_run(client, caller, task_id)
             if run.state_type not in RETRYABLE:

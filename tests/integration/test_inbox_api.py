@@ -8,9 +8,11 @@ cancel/retry, the audit log (Prefect events), and a schemathesis run that finds 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import http.server
 import socket
 import threading
+from datetime import UTC, datetime
 from functools import partial
 
 import hypothesis
@@ -19,11 +21,15 @@ import schemathesis
 from fastapi.testclient import TestClient
 from prefect import tags
 from prefect.client.orchestration import get_client
+from prefect.states import Suspended
 
+from clausegate.gates import store
+from clausegate.gates.model import Finding, GateRecord
 from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox import keys
 from clausegate.inbox.service import Inbox
 from clausegate.ops import audit
+from clausegate.review.redact import SEALED_TEXT
 from clausegate.security.at_rest import file_is_sealed, read_sealed_file
 from clausegate.security.credentials import new_at_rest_key
 from flows.contract_review import contract_review
@@ -36,6 +42,7 @@ from tests.support.inbox_support import (
     make_key,
     poll,
 )
+from tests.support.messages import docx_bytes
 from tests.support.pdf_factory import make_text_pdf
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -353,3 +360,58 @@ def test_schemathesis_finds_no_server_errors(env):
     print("schemathesis status codes:", sorted(__import__("collections").Counter(calls).items()))
     assert len(calls) >= 5 * 20, len(calls)  # every operation was really exercised
     assert not failures, failures
+
+
+def test_a_waiting_task_shows_the_findings_its_gate_asks_about(env, tmp_path):
+    """Issue 29: the task view while a gate waits had ``review: null`` and no findings.  It now lists what the gate
+    asks (from the gate's record); a finding stored sealed (strict text mode) shows no text.  A list item stays
+    light: the gate's links only."""
+    task_id = submit(env, env["acme"], pdf_bytes(tmp_path, "Gate view test.")).json()["task_id"]
+    clause = "The Supplier's liability under this Agreement is unlimited."
+    record = GateRecord(
+        key="gate-r1-view", flow_run_id=task_id, contract_id="a" * 64, filename="c.pdf", playbook="deploy-test",
+        categories=["Uncapped Liability"], opened_at=datetime.now(UTC), sla_hours=24, suspend_timeout_seconds=90_000,
+        findings=[Finding(id="F1", category="Uncapped Liability", pages=[2], text=clause, confidence=0.91,
+                          position="deviates: no cap"),
+                  Finding(id="F2", category="Uncapped Liability", pages=[3], text=SEALED_TEXT, confidence=0.7,
+                          sealed_text="sealed-blob")])
+    with get_client(sync_client=True) as client:
+        assert store.write_once(client, task_id, record.record_key, record)
+        client.set_flow_run_state(task_id, Suspended(pause_key=record.key, timeout_seconds=90_000), force=True)
+    view = env["client"].get(f"/inbox/tasks/{task_id}", headers=auth(env["acme"])).json()
+    assert view["status"] == "waiting_for_human" and view["waiting"]["findings"] == 2, view
+    asked = view["waiting"]["asked"]
+    assert [(a["id"], a["pages"], a["position"]) for a in asked] == [("F1", [2], "deviates: no cap"), ("F2", [3], None)]
+    assert asked[0]["text"] == clause and asked[1]["text"] is None, asked
+    listed = env["client"].get("/inbox/tasks", params={"status": "waiting_for_human"}, headers=auth(env["acme"]))
+    item = next(t for t in listed.json()["tasks"] if t["task_id"] == task_id)
+    assert task_id in item["waiting"]["resolve_command"] and "asked" not in item["waiting"], item
+
+
+def test_the_contract_hash_is_known_from_submission_for_every_kind(env, tmp_path):
+    """Issue 29: a .docx task's ``contract.sha256`` was null (it came from the finished review only)."""
+    docx = docx_bytes(["SUPPLY AGREEMENT (hash test)", "The Supplier shall deliver the goods."])
+    for data, name in ((docx, "hash-test.docx"), (pdf_bytes(tmp_path, "Hash test."), "hash-test.pdf")):
+        task_id = submit(env, env["acme"], data, name=name).json()["task_id"]
+        view = env["client"].get(f"/inbox/tasks/{task_id}", headers=auth(env["acme"])).json()
+        assert view["contract"]["sha256"] == hashlib.sha256(data).hexdigest(), (name, view["contract"])
+
+
+def test_the_list_carries_no_review_and_decodes_none_it_has_recorded(env, tmp_path, monkeypatch):
+    """Issue 29: a list of 100 tasks decoded every task's review (60 s at load 13).  A list item carries no review;
+    a Completed run's outcome is recorded on the run when a view first decodes it, and lists read that instead: here
+    the review cannot even be decoded any more (another at-rest key), yet the list still says ``done``."""
+    key, _ = make_key("list-light")
+    pdf = make_text_pdf(tmp_path / "light.pdf", ["List light contract.", *GOVERNING_LAW_PAGES])
+    with tags("inbox", "inbox-sender:list-light"):  # a finished inbox task, as a worker leaves it
+        state = asyncio.run(contract_review(str(pdf), playbook=env["settings"].playbooks()["deploy-test"],
+                                            out_dir=str(tmp_path / "out"), return_state=True))
+    task_id = str(state.state_details.flow_run_id)
+    first = env["client"].get("/inbox/tasks", headers=auth(key)).json()["tasks"]
+    assert [(t["task_id"], t["status"], t["review"]) for t in first] == [(task_id, "done", None)], first
+    assert read_run(task_id).labels.get("clausegate.inbox.outcome", "").endswith("|done|")
+    monkeypatch.setenv("CLAUSEGATE_AT_REST_KEY", new_at_rest_key())  # the review can no longer be decoded here
+    again = env["client"].get("/inbox/tasks", params={"status": "done"}, headers=auth(key)).json()["tasks"]
+    assert [(t["task_id"], t["status"]) for t in again] == [(task_id, "done")], again
+    single = env["client"].get(f"/inbox/tasks/{task_id}", headers=auth(key)).json()  # the single view decodes it
+    assert single["status"] == "failed" and single["error"]["code"] == "CG-AT-REST-KEY", single
