@@ -230,6 +230,8 @@ CODES: dict[str, Code] = {
     "CG-STACK-CONFIG": Code("creating pool, queues, limits or automations failed (or a bad stack setting)", "9"),
     "CG-STACK-DATABASE": Code("the embedded PostgreSQL of `clausegate up` did not start", "9"),
     "CG-STACK-NO-SERVER": Code("CLI: a command that needs a real Prefect server found none (no URL, no stack up)", "9"),
+    "CG-STACK-CREDENTIAL": Code("CLI: the local stack's Prefect API refused this command: its API credential is "
+                                "missing here or is not the stack's", "9"),
     "CG-STACK-AUTH": Code("the Prefect API answered a request without the credential (scale-out check)", "11"),
     "CG-SCALEOUT-NO-POSTGRES": Code("scale-out: a PostgreSQL program was not found (docs/operations.md)", "9"),
     "CG-SCALEOUT-NO-USER": Code("scale-out: the PostgreSQL user could not be created (docs/operations.md)", "9"),

@@ -26,6 +26,7 @@ from clausegate.stack import temporary_server
 from clausegate.stack.state import NO_SERVER, START_FAILED, StackPaths, read_state
 
 CONFIGURED, STACK, TEMPORARY = "configured", "stack", "temporary"
+CREDENTIAL = "CG-STACK-CREDENTIAL"
 _ACTIVE_SETTINGS: list = []
 _errors = Console(stderr=True)
 
@@ -102,9 +103,35 @@ def find_server() -> Server | None:
     state = read_state(StackPaths.for_project(project_dir())) or {}
     if state.get("api_url") and api_healthy(state["api_url"]):
         use_api_credential()
+        _credential_accepted(state["api_url"])
         use_api_url(state["api_url"])
         return Server(state["api_url"], STACK, f"the local stack's Prefect server {state['api_url']}")
     return None
+
+
+def _credential_accepted(url: str) -> None:
+    """The stack's API takes this command's credential; else CG-STACK-CREDENTIAL on stderr and exit 2 (rather
+    than Prefect's 401 traceback at the first call)."""
+    import httpx  # local import: keeps `clausegate` start-up lean
+
+    from clausegate.security import credentials  # local import: Prefect; keeps `clausegate` start-up lean
+
+    auth = os.environ.get("PREFECT_API_AUTH_STRING")
+    try:
+        answer = httpx.get(f"{url.rstrip('/')}/admin/version", timeout=10,
+                           auth=tuple(auth.split(":", 1)) if auth and ":" in auth else None)
+    except httpx.HTTPError:
+        return  # it answered its health check a moment ago: the command's own call will say what is wrong
+    if answer.status_code != 401:
+        return
+    source = ("PREFECT_API_AUTH_STRING" if os.environ.get("PREFECT_API_AUTH_STRING") else
+              f"{credentials.secrets_dir() / credentials.AUTH_FILE}")
+    why = "does not take this credential" if auth else "needs its API credential, and there is none"
+    _errors.print(f"[red][{CREDENTIAL}] the local stack's Prefect server {url} {why} (looked in {source}).[/red] "
+                  "Next step: run the command as the user who ran `clausegate up`, or set CLAUSEGATE_SECRETS_DIR to "
+                  "that user's secrets folder, or PREFECT_API_AUTH_STRING to what `clausegate auth show` prints "
+                  "there.", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 def no_server_message(command: str, why: str) -> ClauseGateError:

@@ -159,3 +159,23 @@ def test_an_unknown_category_names_the_command_that_lists_them(tmp_path):
     assert "did you mean 'Uncapped Liability'?" in " ".join(output.split()), output[-2000:]
     listed = clausegate("playbooks", "--categories", timeout=60)
     assert listed.returncode == 0 and "Uncapped Liability" in listed.stdout.splitlines(), listed.stdout[-2000:]
+
+
+def test_review_on_the_stack_without_its_credential_is_one_coded_line(prefect_server, tmp_path):
+    """Issue 29 (c): a stack is up in this folder, but this shell has not its API credential (another secrets
+    folder): one CG-STACK-CREDENTIAL line saying where the credential is looked for (before: Prefect's 401
+    traceback, 93 lines)."""
+    project = tmp_path / "project"
+    write_state(StackPaths.for_project(project), {"version": 1, "project": str(project), "processes": [],
+                                                  "api_url": prefect_server.api_url})
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PREFECT_API_URL", "CLAUSEGATE_PROJECT_DIR", "PREFECT_API_AUTH_STRING")}
+    env["CLAUSEGATE_SECRETS_DIR"] = str(tmp_path / "other-secrets")
+    done = clausegate("review", str(SAMPLE), "--no-warm-start", "--out", str(tmp_path / "reports"), cwd=project,
+                      env=env, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output[-3000:]
+    assert "Traceback" not in output and "401" not in output.replace("CG-", ""), output[-3000:]
+    coded = [line for line in output.splitlines() if "CG-STACK-CREDENTIAL" in line]
+    assert len(coded) == 1 and str(tmp_path / "other-secrets") in " ".join(output.split()), output[-3000:]
+    assert len(output.strip().splitlines()) <= 6, output[-3000:]
