@@ -29,7 +29,7 @@ from starlette.formparsers import FormParser, MultiPartException, MultiPartParse
 
 from clausegate.config import InboxSettings
 from clausegate.gateway.config import GatewayConfig, get_config
-from clausegate.inbox import intake
+from clausegate.inbox import intake, playbooks
 from clausegate.inbox.errors import BadSubmission, TooLarge, Unauthorized, Unavailable, clip
 from clausegate.inbox.fields import TOPIC_PATTERN, Priority, validate_fields
 from clausegate.inbox.keys import SENDER_PATTERN, ApiKeyRecord, Caller, authenticate
@@ -83,7 +83,7 @@ class SubmitFields(BaseModel):
     sender: str | None = Field(None, description="defaults to the key's sender (admins may file for others)")
     topic: str | None = Field(None, description="free label, filterable (e.g. 'renewals')")
     priority: Priority = Field("normal", description="the work queue the review runs on")
-    playbook: str = Field("default", description="a built-in playbook name")
+    playbook: str = Field("default", description="a playbook name: built-in or the team's (GET /inbox/playbooks)")
     idempotency_key: str | None = Field(None, description="same key → same task, never paid twice")
 
 
@@ -97,7 +97,7 @@ class TextSubmission(BaseModel):
     sender: str | None = Field(None, description="defaults to the key's sender (admins may file for others)")
     topic: str | None = Field(None, description="free label, filterable (e.g. 'renewals')")
     priority: Priority = Field("normal", description="the work queue the review runs on")
-    playbook: str = Field("default", description="a built-in playbook name")
+    playbook: str = Field("default", description="a playbook name: built-in or the team's (GET /inbox/playbooks)")
     idempotency_key: str | None = Field(None, description="same key → same task, never paid twice")
 
 
@@ -292,6 +292,7 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
                           playbooks=inbox.settings.playbooks(), source_path=fields.source_path,
                           source_url=fields.source_url)
     settings = inbox.settings
+    await run_in_threadpool(playbooks.check_usable, settings, fields.playbook)  # a team file that does not load
     # File work (reading a referenced file; hashing, sealing and writing the upload) runs in a worker thread:
     # on the event loop it would hold up every other request of the gateway while it runs.
     if kind == "text":
@@ -318,6 +319,13 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
     response.headers["Location"] = f"/inbox/tasks/{submitted.task_id}"
     return submitted
+
+
+@router.get("/playbooks", response_model=playbooks.PlaybookList, responses=ERRORS)
+async def list_playbooks(inbox: InboxDep, caller: CallerDep) -> playbooks.PlaybookList:
+    """The playbooks a submission may name: the built-in ones and the team's own (``NAME.yaml`` in
+    CLAUSEGATE_INBOX_PLAYBOOKS_DIR), each team file checked (a malformed one is listed with its error)."""
+    return await run_in_threadpool(playbooks.list_playbooks, inbox.settings)
 
 
 @router.get("/tasks/{task_id}", response_model=TaskDetail, responses=ERRORS)

@@ -97,7 +97,7 @@ def validate_fields(*, caller: Caller, sender: str | None, topic: str | None, pr
                             hint="use high, normal or low")
     if playbook not in playbooks:
         raise BadSubmission(f"field 'playbook': no playbook named '{clip(playbook)}'",
-                            hint=f"use one of: {', '.join(playbooks)}")
+                            hint=f"use one of: {', '.join(playbooks)} (GET /inbox/playbooks lists them)")
     if topic is not None and not re.fullmatch(TOPIC_PATTERN, topic):
         raise BadSubmission("field 'topic': 1-80 characters, starting with a letter or digit; letters, digits, "
                             "spaces and . _ : / @ - only", hint="shorten or simplify the topic")

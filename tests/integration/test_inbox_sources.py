@@ -18,6 +18,7 @@ from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox.service import Inbox
 from clausegate.review.document import formats
 from clausegate.security.at_rest import file_is_sealed, read_sealed_file
+from tests.support.contracts import NO_GATES_PLAYBOOK
 from tests.support.deployments import deploy_once
 from tests.support.inbox_support import GOVERNING_LAW_PAGES, auth, cancel_open_inbox_runs, inbox_settings, make_key
 from tests.support.messages import DOCX_TYPE, attach, attach_message, docx_bytes, eml_bytes, message
@@ -169,6 +170,36 @@ def test_json_nested_too_deep_is_a_coded_4xx_not_a_server_error(env):
         assert response.status_code == 422, response.text[:300]
         detail = response.json()["detail"]
         assert detail["code"] == "CG-INBOX-BAD-REQUEST" and "nested" in detail["message"], detail
+
+
+def test_a_team_s_own_playbooks_are_listed_taken_and_a_broken_one_refused_at_submission(env):
+    """Issue 29: only shipped playbook names were usable in practice: nothing named the team's folder's playbooks,
+    and a malformed one was accepted to fail later.  GET /inbox/playbooks lists both; a broken file is refused."""
+    folder = env["settings"].playbooks_dir
+    (folder / "team-nda.yaml").write_text(NO_GATES_PLAYBOOK.replace("name: deploy-test", "name: team-nda"))
+    (folder / "team-broken.yaml").write_text("name: team-broken\ncategories: [\n")
+    (folder / "default.yaml").write_text(NO_GATES_PLAYBOOK)  # shadows nothing: the built-in one is used
+    try:
+        listed = env["client"].get("/inbox/playbooks", headers=auth(env["acme"]))
+        assert listed.status_code == 200, listed.text
+        found = {p["name"]: p for p in listed.json()["playbooks"] if p["source"] == "team"}
+        builtin = {p["name"] for p in listed.json()["playbooks"] if p["source"] == "built-in"}
+        assert {"default", "payment-liability"} <= builtin and listed.json()["team_folder"] is True
+        assert found["team-nda"]["usable"] and found["deploy-test"]["usable"], found
+        assert not found["team-broken"]["usable"] and "CG-PLAYBOOK" in found["team-broken"]["error"], found
+        assert not found["default"]["usable"] and "rename" in found["default"]["error"], found
+        assert str(folder) not in listed.text  # no server path in the answer
+        taken = post_json(env, {"content": CLAUSE + " Team playbook.", "playbook": "team-nda"})
+        assert taken.status_code == 201, taken.text
+        assert read_run(taken.json()["task_id"]).parameters["playbook"].endswith("team-nda.yaml")
+        refused = post_json(env, {"content": CLAUSE + " Broken playbook.", "playbook": "team-broken"})
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"]
+        assert detail["code"] == "CG-INBOX-BAD-REQUEST" and "team-broken" in detail["message"], detail
+        assert str(folder) not in refused.text
+    finally:
+        for name in ("team-nda", "team-broken", "default"):
+            (folder / f"{name}.yaml").unlink()
 
 
 def _two_attachment_message(tmp_path, *, huge: bool = False) -> bytes:
