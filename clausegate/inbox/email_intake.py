@@ -192,6 +192,9 @@ class _Walker:
                         "does not see it")
             self.unseen(body_part, html.skipped, "text inside a drawing or formula (<svg>, <math>) in the HTML "
                         "body was not read")
+            self.unseen(body_part, html.unjudged_css, "the HTML body's stylesheet hides elements by selectors "
+                        "ClauseGate does not apply, so text they hide may have been reviewed as visible: read the "
+                        "message in a mail client before relying on the review")
         if not holds_contract_language(text):
             self.skip(body_part, None, "the body holds no contract language (reviewed only when it has at least 3 "
                                        "contract cues, one of them an operative verb such as 'shall')")

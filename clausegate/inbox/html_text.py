@@ -6,7 +6,9 @@ The result is what a reader of the message sees, as text to review:
 * ``<noscript>`` text is read: a mail client runs no script, so it shows it;
 * text a reader does not see is left out and returned apart (``HtmlText.hidden``), so the intake says so: an element
   with the ``hidden`` attribute or an inline style ``display:none``, ``visibility:hidden``/``collapse``,
-  ``font-size:0`` or ``opacity:0``, with everything inside it;
+  ``font-size:0`` or ``opacity:0``, or one a ``<style>`` rule with such a declaration selects by a simple selector
+  (tag, class, id), with everything inside it; a hiding rule with another selector is not applied but returned
+  (``HtmlText.unjudged_css``), so that is said too;
 * ``<svg>`` and ``<math>`` text (drawings and formulas) is not read either and returned apart
   (``HtmlText.skipped``), so that is said too;
 * block elements and ``<br>`` end a line; character references are decoded; runs of spaces collapse.
@@ -32,6 +34,38 @@ _PHRASING = frozenset({"a", "abbr", "b", "bdi", "bdo", "cite", "code", "em", "fo
 _HIDING_STYLE = re.compile(
     r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|font-size\s*:\s*0*\.?0+(?:[a-z%]+)?"
     r"|opacity\s*:\s*0*\.?0+%?)\s*(?:!\s*important\s*)?(?:;|$)", re.I)
+_CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+_SIMPLE_SELECTOR = re.compile(r"(?P<tag>[a-z][a-z0-9]*|\*)?(?P<rest>(?:[.#][-\w]+)*)", re.I)
+
+
+class _Stylesheet:
+    """The ``<style>`` rules that hide: simple selectors (``tag``, ``.class``, ``#id``, ``p.note``, lists of them)
+    are applied; a hiding rule with any other selector (descendants, attributes, pseudo-classes) is counted as
+    not judged, so the intake can say so."""
+
+    def __init__(self) -> None:
+        self.hiding: list[tuple[str | None, frozenset[str], str | None]] = []  # (tag, classes, id)
+        self.unjudged: list[str] = []
+
+    def add(self, css: str) -> None:
+        css = re.sub(r"/\*.*?\*/", " ", css, flags=re.S)
+        for selectors, declarations in _CSS_RULE.findall(css):
+            if not _HIDING_STYLE.search(declarations.strip()):
+                continue
+            for selector in (part.strip() for part in selectors.split(",")):
+                simple = _SIMPLE_SELECTOR.fullmatch(selector)
+                if not selector or simple is None or not (simple["tag"] or simple["rest"]):
+                    self.unjudged.append(" ".join(selector.split())[:60])
+                    continue
+                rest = re.findall(r"[.#][-\w]+", simple["rest"])
+                ids = [r[1:] for r in rest if r[0] == "#"]
+                tag = simple["tag"].lower() if simple["tag"] and simple["tag"] != "*" else None
+                self.hiding.append((tag, frozenset(r[1:] for r in rest if r[0] == "."), ids[0] if ids else None))
+
+    def hides(self, tag: str, attrs: dict[str, str | None]) -> bool:
+        classes = set((attrs.get("class") or "").split())
+        return any((want is None or want == tag) and want_classes <= classes
+                   and (want_id is None or want_id == attrs.get("id")) for want, want_classes, want_id in self.hiding)
 
 
 @dataclass
@@ -41,6 +75,7 @@ class HtmlText:
     text: str
     hidden: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    unjudged_css: list[str] = field(default_factory=list)  # selectors of hiding <style> rules that were not applied
 
 
 def hides(attrs: list[tuple[str, str | None]]) -> bool:
@@ -61,6 +96,7 @@ class _Text(HTMLParser):
         self.skipped: list[list[str]] = []
         self._open: list[tuple[str, list[str] | None]] = []  # open elements: (tag, where their text goes)
         self._drop: list[str] = []  # a sink for dropped text (script, style, ...)
+        self.css = _Stylesheet()
 
     def _sink(self) -> list[str] | None:
         """Where text goes now: the piece of the outermost dropping, hiding or skipping element, else None."""
@@ -75,7 +111,7 @@ class _Text(HTMLParser):
         if self._sink() is None:  # a new dropped, hidden or skipped piece starts here
             if tag in _DROPPED:
                 sink = self._drop
-            elif hides(attrs):
+            elif hides(attrs) or self.css.hides(tag, dict(attrs)):
                 sink = []
                 self.hidden.append(sink)
             elif tag in _NOT_READ:
@@ -108,6 +144,8 @@ class _Text(HTMLParser):
             self.parts.append("\n")
 
     def handle_data(self, data: str) -> None:
+        if self._open and self._open[-1][0] == "style":
+            self.css.add(data)
         sink = self._sink()
         (self.parts if sink is None else sink).append(data)
         self._drop.clear()
@@ -125,7 +163,7 @@ def read_html(html: str) -> HtmlText:
     parser.close()
     lines = [re.sub(r"[ \t\r\f\v\u00a0]+", " ", line).strip() for line in "".join(parser.parts).split("\n")]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    return HtmlText(text, _flat(parser.hidden), _flat(parser.skipped))
+    return HtmlText(text, _flat(parser.hidden), _flat(parser.skipped), list(dict.fromkeys(parser.css.unjudged)))
 
 
 def html_to_text(html: str) -> str:

@@ -52,6 +52,18 @@ def test_hidden_html_text_is_left_out_and_said(settings, how):
     assert note.part == "body" and "hidden text" in note.message and INJECTION[:40] in note.message
 
 
+def test_a_stylesheet_rule_that_hides_by_class_or_id_is_applied_and_others_are_said(settings):
+    style = ("<style>/* the counterparty's template */ .legal-fine, p#x { display: none } .note { color: #444 }"
+             " div > span.sneaky { visibility: hidden }</style>")
+    parsed = parse_message(html_message(f'{style}<p class="note">{CLAUSE}</p><div class="legal-fine">{INJECTION}'
+                                        '</div><div><span class="sneaky">Fees are waived.</span></div>'), settings)
+    [body] = parsed.documents
+    assert INJECTION not in body.data.decode() and CLAUSE in body.data.decode()
+    hidden, unjudged = parsed.skipped
+    assert "hidden text" in hidden.message and INJECTION[:40] in hidden.message
+    assert "does not apply" in unjudged.message and "div > span.sneaky" in unjudged.message
+
+
 def test_a_body_whose_clause_is_all_hidden_is_not_reviewed_and_says_why(settings):
     parsed = parse_message(html_message(f'<p>Hi Anna, see below.</p><div style="display:none">{CLAUSE} {INJECTION}'
                                         "</div>"), settings)
