@@ -4,15 +4,18 @@ Raw OOXML (``zipfile`` + ``defusedxml``, :mod:`clausegate.review.document.docx_p
 needs what python-docx does not give (the text of ``w:ins`` runs, ``w:del`` text, comment ranges, run properties
 resolved through styles), and a parser whose every XML read forbids DTDs.  What is read:
 
-* **the body only** (``word/document.xml``): paragraphs and tables (each cell's paragraphs in reading order, row by
-  row), content controls and hyperlinks; headers and footers (page numbers, running titles) are other parts and are
-  never read; field codes (``w:instrText``) are left out, their shown results kept;
+* **the body** (``word/document.xml``): paragraphs and tables (each cell's paragraphs in reading order, row by
+  row), content controls and hyperlinks, and the text boxes a paragraph anchors (after it); then the clauses of the
+  headers and footers the sections use (``Header: …``), and the footnotes and endnotes (``Footnote 1: …``), as
+  :mod:`clausegate.review.document.docx_extras` says; an ``altChunk`` import is not read and is reported
+  (``CG-DOCX-UNREAD-PART``, an integrity notice); field codes (``w:instrText``) are left out, their shown results
+  kept;
 * **tracked changes accepted**: ``w:ins``/``w:moveTo`` text is kept, ``w:del``/``w:moveFrom`` text dropped; each
   pending change is returned (kind, author, date, text, where) for the report (``CG-DOCX-TRACKED-CHANGES``);
 * **comments** (``word/comments.xml``) with the text they are anchored to (``CG-DOCX-COMMENTS``);
-* **hidden text** (``w:vanish``, white text on no shading, a size of 2 pt or less, directly or through a style) is
-  left out of the text and reported per paragraph, ``CG-DOCX-HIDDEN-TEXT``: an integrity notice that gates the review
-  like hidden text in a PDF;
+* **hidden text** (:mod:`clausegate.review.document.docx_hidden`: vanished, coloured like its highlight or shading,
+  too small or squeezed, directly or through a style) is left out of the text and reported per paragraph,
+  ``CG-DOCX-HIDDEN-TEXT``: an integrity notice that gates the review like hidden text in a PDF;
 * Word's list numbers ("8.5") are written before their paragraphs, so sections are found as in a PDF.
 
 Paragraphs with text are numbered 1, 2, … (¶) and joined with blank lines; the text is cut into parts ("pages") of
