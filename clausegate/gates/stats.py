@@ -11,9 +11,13 @@ Read from what the gates store, nothing of its own:
   attribute on the record or the decision, is counted; until such events exist the ack columns stay
   empty ("-") and reminders 0.  A role comes from the decision's ``role`` or the record's ``roles``
   (category -> role names), else "(no role)".
+* a **per-finding gate**'s answer rounds (``store.read_rounds``, filled into slots by
+  :func:`clausegate.gates.findings.progress`): one sample per finding and role, with the person who filled it,
+  so everyone who decided a finding in Slack is under "By reviewer" and each role under "By role".
 
-One :class:`GateSample` per gated category of a gate; :func:`summarise` groups them by category, role and
-reviewer (a gate counts once per reviewer and role).  Median and p90 are nearest-rank over the decided
+One :class:`GateSample` per gated category of a gate (per finding and role at a per-finding gate);
+:func:`summarise` groups them by category, role and reviewer (a gate counts once per group: decided when its last
+sample in the group is, open while one is).  Median and p90 are nearest-rank over the decided
 (acknowledged) gates.  SLA breach rate: the gates decided after their SLA deadline, escalated by the
 SLA sweeper, or still open past it, over every gate whose deadline has passed or that was decided.
 """
@@ -32,7 +36,7 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventOrder
 from pydantic import BaseModel, ConfigDict
 
-from clausegate.gates import store
+from clausegate.gates import findings, store
 from clausegate.gates.listing import format_delta
 from clausegate.gates.model import GateRecord, now_utc
 from clausegate.ops import audit
@@ -119,8 +123,18 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[max(math.ceil(q / 100 * len(ordered)) - 1, 0)]
 
 
+def _gate_once(samples: list[GateSample]) -> list[GateSample]:
+    """One sample per gate, whatever its categories, findings and roles: an open one if any, else the last decided."""
+    chosen: dict[tuple[str, str], GateSample] = {}
+    for s in samples:
+        kept = chosen.get((s.flow_run_id, s.gate))
+        if kept is None or (kept.decided_at is not None and (s.decided_at is None or s.decided_at > kept.decided_at)):
+            chosen[(s.flow_run_id, s.gate)] = s
+    return list(chosen.values())
+
+
 def _row(name: str, samples: list[GateSample], now: datetime) -> StatsRow:
-    gates = {(s.flow_run_id, s.gate): s for s in samples}.values()  # a gate once, whatever its categories
+    gates = _gate_once(samples)
     decide = [x for s in gates if (x := s.seconds_to_decide) is not None]
     ack = [x for s in gates if (x := s.seconds_to_acknowledge) is not None]
     known = [b for s in gates if (b := s.breached(now)) is not None]
@@ -161,12 +175,22 @@ def _role(record: GateRecord, decision: Any, category: str) -> str:
     return NO_ROLE
 
 
-def samples_of(record: GateRecord, decision, *, acknowledged_at: datetime | None = None,
-               reminders: int = 0) -> list[GateSample]:
-    """The samples of one gate (one per category) from its record and its accepted answer (or None)."""
+def samples_of(record: GateRecord, decision, *, acknowledged_at: datetime | None = None, reminders: int = 0,
+               rounds: list | None = None, assignments: dict | None = None) -> list[GateSample]:
+    """The samples of one gate (one per category) from its record and its accepted answer (or None); a per-finding
+    gate's from its answer ``rounds`` (``store.read_rounds``) and reassignments: one per finding and role."""
     ack = acknowledged_at or getattr(record, "acknowledged_at", None) or getattr(decision, "acknowledged_at", None)
     common = dict(flow_run_id=record.flow_run_id, gate=record.key, playbook=record.playbook,
                   opened_at=record.opened_at, sla_hours=record.sla_hours, acknowledged_at=ack, reminders=reminders)
+    if record.per_finding:
+        out = []
+        for fp in findings.progress(record, rounds or [], assignments).findings:
+            for role in fp.slots:
+                a = fp.answers.get(role)
+                done = dict(decided_at=a.decided_at, decision=a.decision, via=a.via, reviewer=a.reviewer) if a else {}
+                out.append(GateSample(category=fp.finding.category,
+                                      role=NO_ROLE if role == findings.ANY_ROLE else role, **common, **done))
+        return out
     if decision is not None:
         common.update(decided_at=decision.decided_at, decision=decision.decision, via=decision.via,
                       reviewer=decision.reviewer)
@@ -226,9 +250,12 @@ def collect(*, since: datetime, limit: int = 2000) -> list[GateSample]:
             for record in store.all_records(client, run.id):
                 if record.opened_at < since:
                     continue
-                decision = store.read_decision(client, run.id, record.key)
+                per_finding = record.per_finding
+                decision = None if per_finding else store.read_decision(client, run.id, record.key)
+                rounds = store.read_rounds(client, run.id, record.key) if per_finding else None
+                extras = store.read_extras(client, run.id, record.key).assignments if per_finding else None
                 samples += samples_of(record, decision, acknowledged_at=_mark(acks, record),
-                                      reminders=_mark(reminders, record, 0))
+                                      reminders=_mark(reminders, record, 0), rounds=rounds, assignments=extras)
     return samples
 
 
