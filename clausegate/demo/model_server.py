@@ -6,6 +6,7 @@
     server.requests[0].fault, server.calls; server.stop()
     server.billed_tokens(), server.billed_eur(3.0, 15.0)   # what it charged: delivered 200 answers only
     server.down("hang"); ...; server.up()   # an outage: every request hangs (or any fault kind) until up()
+    server.probes                           # GET /v1/models requests (the breaker's probe; not in requests/calls)
     FakeModelServer("openai", request_limit=2, limit_window_seconds=3)   # 2 requests per 3 s, then 429
     FakeModelServer("anthropic", max_output_tokens=1000)   # a larger max_tokens is refused (400), as for real
 
@@ -32,9 +33,9 @@ import random
 import threading
 import time
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from clausegate.demo.model_http import ModelHTTPServer
 from clausegate.demo.model_wire import (
     DEFAULT_API_KEY,
     ERRORS,
@@ -48,7 +49,7 @@ from clausegate.demo.model_wire import (
     estimate_tokens,
     fault_kind,
     json_or_none,
-    peer_gone,
+    models_body,
     prompts_of,
     rate_limit_headers,
     redacted,
@@ -98,10 +99,11 @@ class FakeModelServer:
         self.known_models = set(known_models) if known_models is not None else None
         self.context_window = context_window or (200_000 if protocol == "anthropic" else 128_000)
         self.requests: list[RecordedRequest] = []
+        self.probes: list[str] = []  # GET /v1/models: the fault of each ("ok" or the outage's kind)
         self._script: list[str] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", port), _Handler, fake=self)
+        self._httpd = ModelHTTPServer(("127.0.0.1", port), fake=self)
         self._thread: threading.Thread | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -193,6 +195,24 @@ class FakeModelServer:
         return "ok"
 
     # -- one request ---------------------------------------------------------------------
+    def handle_models(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        """``GET /v1/models`` (free, as for real): the model list, or the outage's fault while down()."""
+        with self._lock:
+            kind = self._outage or "ok"
+            self.probes.append(kind)
+        if path.split("?")[0] != "/v1/models":
+            kind = "not_found"
+        kind = self._auth_problem(headers) or kind
+        if kind == "hang":
+            self._released.wait(self.hang_seconds)
+        elif kind == "slow":
+            time.sleep(self.slow_seconds)
+        context = self._context(headers, None, len(self.probes))
+        if kind in ERRORS:
+            status = STATUS_OVERRIDES[self.protocol].get(kind, ERRORS[kind][0])
+            return status, {}, json.dumps(self._error_body(kind, context)).encode()
+        return 200, {}, json.dumps(models_body(self.protocol, sorted(self.known_models or {"fake-model"}))).encode()
+
     def handle(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
         """Decide and build the answer; records the request. Returns (status, headers, body)."""
         return self.handle_request(path, headers, raw)[1:]
@@ -317,54 +337,6 @@ class FakeModelServer:
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens},
         }
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, address: tuple[str, int], handler: type, *, fake: FakeModelServer) -> None:
-        self.fake = fake
-        super().__init__(address, handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        record = None
-        try:
-            record, status, extra, payload = self.server.fake.handle_request(self.path, headers, raw)
-        except Exception as exc:  # a broken responder is a 500, not a dropped connection
-            status, extra = 500, {}
-            error = {"type": "api_error", "message": f"fake responder failed: {exc!r}"}
-            payload = json.dumps({"error": error}).encode()
-        if peer_gone(self.connection):  # the client gave up (read timeout): nothing delivered, nothing charged
-            if record is not None:
-                record.delivered = False
-            self.close_connection = True
-            return
-        try:
-            self.send_response(status)
-            for name, value in {"content-type": "application/json", **extra}.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
-            self.close_connection = True
-            if record is not None:
-                record.delivered = False
-            return
-        if record is not None:
-            record.delivered = True
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read server.requests
-        return
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -170,6 +170,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.0f}ms" if seconds < 1 else f"{round(seconds, 3):g}s"
 
 
+def models_body(protocol: str, models: list[str]) -> dict:
+    """The answer of ``GET /v1/models`` in ``protocol``'s shape."""
+    if protocol == "anthropic":
+        return {"data": [{"type": "model", "id": m, "display_name": m} for m in models], "has_more": False}
+    return {"object": "list", "data": [{"object": "model", "id": m, "owned_by": "fake"} for m in models]}
+
+
 def json_or_none(raw: bytes) -> Any:
     try:
         return json.loads(raw or b"null")

@@ -10,7 +10,8 @@ that one request a client does three things:
   529, ...) or the rate-limit headers of an earlier answer, 200s included, saying a limit is used up
   (``ratelimits.pacing_wait``).  The cooldown is kept in this process and, inside a Prefect run, in
   the endpoint's shared state (the breaker's Prefect Variable), so parallel flow runs honour it too;
-* it tells the breaker how the request went.
+* it tells the breaker how the request went, and gives it the probe it sends when an open breaker's
+  cool-down is over (``probe``: ``GET /v1/models`` with a 5 s budget, free on both protocols).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from clausegate.providers.circuit import (
     DEFAULT_COOLDOWN_SECONDS,
     DEFAULT_FAILURES,
     OUTAGE_SECONDS,
+    PROBE_CONNECT_TIMEOUT,
+    PROBE_READ_TIMEOUT,
     BreakerState,
     CircuitBreaker,
     default_store,
@@ -116,11 +119,14 @@ class ModelClient:
         self.cooldowns = cooldowns or COOLDOWNS
         self.session = session or make_session()
         # Shared through Prefect inside a flow/task run (``circuit.default_store``).
+        if breaker is not None and breaker.probe is None:
+            breaker.probe = self.probe  # a breaker given without a probe sends this client's
         self.breaker = breaker or CircuitBreaker(default_store(), failures=breaker_failures,
                                                  cooldown_seconds=breaker_cooldown_seconds,
                                                  probe_seconds=connect_timeout + read_timeout,
                                                  outage_seconds=min(OUTAGE_SECONDS, 2 * read_timeout),
-                                                 provider=self.provider, block_name=block_name)
+                                                 provider=self.provider, block_name=block_name,
+                                                 probe=self.probe)
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r}, block={self.block_name!r})"
@@ -155,6 +161,22 @@ class ModelClient:
         body = self.build_body(system, user, model=target_model, max_tokens=max_tokens or self.max_output_tokens)
         response = self._post(url, body, seen, retried_here=fallback_url == url)
         return self._parsed(response, url)
+
+    def probe(self, url: str) -> str | None:
+        """Is the endpoint ``url`` there?  ``GET /v1/models`` next to it (free; both protocols have it) with
+        short timeouts: None when it answered (any HTTP answer that is not an outage failure), else what
+        went wrong.  The breaker sends it after a cool-down instead of risking a call's whole read timeout."""
+        models = url.removesuffix(self.path) + "/v1/models"
+        try:
+            response = self.session.get(models, headers=self.auth_headers(),
+                                        timeout=(PROBE_CONNECT_TIMEOUT, PROBE_READ_TIMEOUT))
+        except requests.RequestException as exc:
+            error = error_from_exception(exc, provider=self.provider, block_name=self.block_name, url=models)
+            return f"{error.code} (no answer within {PROBE_CONNECT_TIMEOUT + PROBE_READ_TIMEOUT:g} s)"
+        if response.ok:
+            return None
+        error = error_from_response(response, provider=self.provider, block_name=self.block_name)
+        return f"{error.code} (HTTP {response.status_code})" if is_outage_failure(error) else None
 
     # -- subclass hooks ------------------------------------------------------------------
     def auth_headers(self) -> dict[str, str]:

@@ -7,27 +7,22 @@ worker, flow-run process and batch chunk knows at once that a provider is down.
     breaker.record_success(url)                   # any other answer: the endpoint is reachable again
 
 A breaker is for outages, not for a provider that answers most calls.  An *outage failure* is no
-answer at all (timeout, refused or reset connection) or a 5xx / 529 "overloaded" answer.  It counts
-towards opening only once the call it belongs to cannot be saved by a retry on the same endpoint:
-the call's retry failed there too, or no retry will go there (its last attempt, or its retries go to
-the fallback endpoint).  A call that fails once and succeeds on retry therefore never counts, and
-any answer from the endpoint clears the count.  After ``failures`` counted failures, with nothing
-answered for at least ``outage_seconds`` (a storm answers other calls in between), the endpoint is
-skipped for ``cooldown_seconds``: a call raises :class:`ProviderCircuitOpen`
-(``CG-MODEL-CIRCUIT-OPEN``, permanent: no Prefect retry) without sending anything; the client sends
-it to the fallback endpoint instead when the block has one, else the review keeps its offline
-result.  After the cool-down the next call goes through as the one probe (half-open): its answer
-closes the breaker, its failure opens it again.  Calls arriving while the probe is in flight wait
-for its outcome (at most ``probe_wait_seconds``, then they go on) rather than fail.
-
-State: one Prefect Variable per endpoint, ``clausegate_breaker_<sha1(url)[:12]>``, value
-``{"endpoint", "failures", "open_until", "probe_until", "not_before", "since" (epoch s),
-"last_error", "calls"}`` (``calls``: failed attempts per call since the endpoint last answered; ``not_before``:
-the endpoint's rate-limit cooldown, shared by every process: see ``base.py``).  Reads and writes
-are a plain read-modify-write (no lock): concurrent calls can under-count a failure or two, which
-only delays the opening by as many calls.  A Prefect API problem never blocks a model call: the
-breaker then lets the call through (fails open) and logs why.  Outside a Prefect run (a bare client
-in a script or a unit test) the default store keeps nothing: pass a :class:`MemoryStore` there.
+answer at all (timeout, refused or reset connection) or a 5xx / 529 "overloaded" answer.  The breaker
+counts **calls**, not requests: a call (a Prefect task run and its retries) counts once, when a retry
+on the same endpoint cannot save it (its retry failed there too, or no retry will go there: its last
+attempt, or its retries go to the fallback endpoint).  A call that fails once and succeeds on retry
+never counts, a call whose three attempts all fail counts once, and any answer from the endpoint
+clears the count.  After ``failures`` distinct calls counted, with nothing answered for at least
+``outage_seconds`` (a storm answers other calls in between), the endpoint is skipped for
+``cooldown_seconds``: a call raises :class:`ProviderCircuitOpen` (``CG-MODEL-CIRCUIT-OPEN``,
+permanent: no Prefect retry) without sending anything; the client sends it to the fallback endpoint
+instead when the block has one, else the review keeps its offline result.  After the cool-down the
+next call first sends a short **probe** outside its own request (the client's ``GET /v1/models``, at
+most ``PROBE_*_TIMEOUT`` seconds; ``probe``): no answer re-opens the breaker for another cool-down and
+the call is skipped like the others (it loses only the probe's seconds, never a read timeout); an
+answer lets the call through as the trial (half-open): its answer closes the breaker, its failure
+opens it again.  Calls arriving while the probe or the trial is in flight wait for its outcome (at
+most ``probe_wait_seconds``, then they go on) rather than fail.
 """
 
 from __future__ import annotations
@@ -72,6 +67,8 @@ DEFAULT_COOLDOWN_SECONDS = 60.0
 OUTAGE_SECONDS = 5.0  # the endpoint must also have answered nothing for this long (a storm answers in between)
 PROBE_WAIT_SECONDS = 15.0  # how long a call waits for the half-open probe's outcome before it goes on
 PROBE_POLL_SECONDS = 0.5
+PROBE_CONNECT_TIMEOUT = 2.0  # the probe request's timeouts: a hanging endpoint costs the probing call <= 5 s
+PROBE_READ_TIMEOUT = 3.0
 CALLS_KEPT = 24  # calls remembered per endpoint (the Variable's value stays well under Prefect's 5000 chars)
 VARIABLE_PREFIX = "clausegate_breaker_"
 
@@ -85,6 +82,7 @@ class BreakerState(BaseModel):
     since: float = 0.0  # start of the first failed request since the endpoint last answered (epoch seconds)
     last_error: str = ""
     calls: dict[str, int] = {}  # failed attempts per call (task run) since the endpoint last answered
+    counted: list[str] = []  # the calls counted in ``failures`` (a call counts once)
 
     @property
     def tripped(self) -> bool:
@@ -176,7 +174,8 @@ class CircuitBreaker:
                  cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS, clock: Callable[[], float] = time.time,
                  provider: str = "", block_name: str = "", probe_seconds: float | None = None,
                  probe_wait_seconds: float = PROBE_WAIT_SECONDS, sleep: Callable[[float], None] = time.sleep,
-                 outage_seconds: float = OUTAGE_SECONDS) -> None:
+                 outage_seconds: float = OUTAGE_SECONDS,
+                 probe: Callable[[str], str | None] | None = None) -> None:
         self.store = store if store is not None else NullStore()
         self.failures = max(1, int(failures))
         self.cooldown_seconds = max(0.0, float(cooldown_seconds))
@@ -187,6 +186,7 @@ class CircuitBreaker:
         self.sleep = sleep
         self.provider = provider
         self.block_name = block_name
+        self.probe = probe  # probe(endpoint) -> None when it answered, else why not (see the module docstring)
 
     # -- the three hooks of a call ---------------------------------------------------------
     def before_call(self, endpoint: str, *, divert: bool = False) -> BreakerState | None:
@@ -201,9 +201,10 @@ class CircuitBreaker:
         now = self.clock()
         if state.open_until > now:
             raise self._open_error(endpoint, state, state.open_until - now)
-        if state.probe_until <= now:  # the cool-down is over and no probe is in flight: this call is the probe
+        if state.probe_until <= now:  # the cool-down is over and no probe is in flight: this call probes
             self._write(state.model_copy(update={"probe_until": now + self.probe_seconds}))
-            logger.info("%s: circuit breaker half-open for %s: one probe call goes through", self.provider, endpoint)
+            self._probe_or_reopen(endpoint, state)
+            logger.info("%s: circuit breaker half-open for %s: one trial call goes through", self.provider, endpoint)
             return state
         if divert:
             raise self._open_error(endpoint, state, state.probe_until - now, probing=True)
@@ -218,26 +219,28 @@ class CircuitBreaker:
         if not is_outage_failure(error):
             return False
         state = self._read(endpoint) or BreakerState(endpoint=endpoint)
-        calls = dict(state.calls)
+        calls, counted = dict(state.calls), list(state.counted)
         before = calls.pop(call, 0) if call else 0
         if call:
             calls[call] = before + 1
             while len(calls) > CALLS_KEPT:
                 calls.pop(next(iter(calls)))
-        # a call's first failure waits for its retry here; the retry failing too counts both
-        counted = 0 if (before == 0 and retried_here) else (2 if before == 1 else 1)
-        failures = state.failures + counted
+        # a call counts once: when its retry here failed too, or when no retry goes here
+        counts = call is None or (call not in counted and (before > 0 or not retried_here))
+        if counts and call:
+            counted = [*counted, call][-CALLS_KEPT:]
+        failures = state.failures + int(counts)
         now = self.clock()
         since = state.since or (started if started is not None else now)
         # a failed probe, or a call in flight when it opened, re-opens it
         opens = state.tripped or (failures >= self.failures and now - since >= self.outage_seconds)
         reason = getattr(error, "code", type(error).__name__)
         self._write(BreakerState(endpoint=endpoint, failures=failures, last_error=str(reason), calls=calls, since=since,
-                                 open_until=now + self.cooldown_seconds if opens else 0.0,
+                                 counted=counted, open_until=now + self.cooldown_seconds if opens else 0.0,
                                  not_before=state.not_before if state.not_before > now else 0.0))
         if opens:
-            logger.warning("%s: circuit breaker OPEN for %s after %d outage failures (%s); calls skipped for %.0f s",
-                           self.provider, endpoint, failures, reason, self.cooldown_seconds)
+            logger.warning("%s: circuit breaker OPEN for %s after outage failures of %d calls (%s); calls skipped for "
+                           "%.0f s", self.provider, endpoint, failures, reason, self.cooldown_seconds)
         return opens
 
     def record_success(self, endpoint: str) -> None:
@@ -269,6 +272,27 @@ class CircuitBreaker:
         return self._read(endpoint)
 
     # -- internals ---------------------------------------------------------------------------
+    def _probe_or_reopen(self, endpoint: str, state: BreakerState) -> None:
+        """Send the short probe (when the client gave one): no answer re-opens the breaker for another
+        cool-down and raises ProviderCircuitOpen, so the call loses the probe's seconds, not a read timeout."""
+        if self.probe is None:
+            return
+        try:
+            problem = self.probe(endpoint)
+        except Exception as exc:  # a broken probe must not stop the call: the trial call decides
+            logger.warning("%s: the probe of %s failed to run (%s); the call goes through", self.provider, endpoint,
+                           type(exc).__name__)
+            return
+        if problem is None:
+            return
+        now = self.clock()
+        reopened = state.model_copy(update={"open_until": now + self.cooldown_seconds, "probe_until": 0.0,
+                                            "last_error": f"probe: {problem}"})
+        self._write(reopened)
+        logger.warning("%s: circuit breaker stays OPEN for %s: the probe got %s; calls skipped for %.0f s",
+                       self.provider, endpoint, problem, self.cooldown_seconds)
+        raise self._open_error(endpoint, reopened, self.cooldown_seconds)
+
     def _await_probe(self, endpoint: str, state: BreakerState) -> BreakerState | None:
         deadline = self.clock() + min(self.probe_wait_seconds, state.probe_until - self.clock())
         logger.info("%s: circuit breaker half-open for %s: waiting for the probe call's outcome", self.provider,
@@ -289,8 +313,8 @@ class CircuitBreaker:
     def _open_error(self, endpoint: str, state: BreakerState, left: float, *, probing: bool = False):
         why = "a probe call is in flight" if probing else f"skipped for another {left:.0f} s"
         return ProviderCircuitOpen(
-            f"{self.provider or 'provider'} endpoint {endpoint} {why}: circuit breaker open after "
-            f"{state.failures} outage failures (last: {state.last_error or 'unknown'}).",
+            f"{self.provider or 'provider'} endpoint {endpoint} {why}: circuit breaker open after outage "
+            f"failures of {state.failures} calls (last: {state.last_error or 'unknown'}).",
             hint=f"the call goes to the fallback endpoint when block '{self.block_name}' has one "
                  f"(fallback_base_url), else the review keeps its offline result. Check the provider's status "
                  f"and base_url; the breaker closes by itself after the cool-down "

@@ -1,7 +1,8 @@
 """The per-provider circuit breaker in the contract-review flow, against a fake provider that hangs.
 
 Its state lives in Prefect (a Variable per endpoint), so it is shared by every process: a batch
-during an outage costs the first contract N timeouts and every later one nothing."""
+during an outage costs the calls that fail until ``breaker_failures`` distinct calls have failed (each
+with all the attempts a retry sends to that endpoint), and every later contract nothing."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def contracts(tmp_path, n: int, tag: str):
 def test_an_outage_costs_a_batch_seconds_not_minutes(tmp_path, hung):
     read_timeout, retries = 3.0, 3
     block = save_block("anthropic", hung, read_timeout_seconds=read_timeout, connect_timeout_seconds=1.0,
-                       breaker_failures=3, breaker_cooldown_seconds=300)
+                       breaker_failures=2, breaker_cooldown_seconds=300)
     book = playbook(tmp_path, block)  # extract: retries 3, retry delays 0.1 s
     wall, model_step, results = [], [], []
     for pdf in contracts(tmp_path, 5, "batch"):
@@ -86,34 +87,37 @@ def test_an_outage_costs_a_batch_seconds_not_minutes(tmp_path, hung):
           f"{[round(s, 2) for s in wall]} s; without the breaker each model step waits "
           f">= {(retries + 1) * read_timeout:g} s on the provider")
 
-    assert hung.calls == 3, "after 3 outage failures no request may reach the hung provider"
+    # the breaker counts calls, not requests: the first contract's 4 attempts are one failed call, the second
+    # contract's call (its retry failed too) the other one; then nothing reaches the hung provider
+    assert hung.calls == (retries + 1) + 2, hung.calls
     for result in results:
         assert result.status == "degraded" and result.clauses and all(c.source == "offline" for c in result.clauses)
+    for result in results[1:]:
         assert {"CG-MODEL-CIRCUIT-OPEN", "CG-MODEL-DEGRADED"} <= {w.code for w in result.warnings}
-    assert model_step[0] >= 3 * read_timeout  # the first contract pays the three timeouts
-    # the others pay none of them: together they cost less than one contract would without the breaker
+    assert model_step[0] >= (retries + 1) * read_timeout  # the first contract pays its four timeouts
+    # the later ones pay none of them: together they cost less than one contract would without the breaker
     # (the margin is Prefect's own overhead on a busy machine: typically 0.1-0.4 s per contract)
     without_breaker = (retries + 1) * read_timeout
-    assert sum(model_step[1:]) < without_breaker and max(model_step[1:]) < without_breaker / 3, model_step
+    assert sum(model_step[2:]) < without_breaker and max(model_step[2:]) < without_breaker / 3, model_step
 
     # the state is in Prefect, not in this process: a breaker with no memory of its own sees it open
     state = breaker_state(hung)
-    assert state["failures"] >= 3 and state["open_until"] > time.time() and state["last_error"] == "CG-MODEL-TIMEOUT"
+    assert state["failures"] >= 2 and state["open_until"] > time.time() and state["last_error"] == "CG-MODEL-TIMEOUT"
     with pytest.raises(ProviderCircuitOpen):
-        CircuitBreaker(PrefectVariableStore(), failures=3).before_call(hung.url + "/v1/messages")
+        CircuitBreaker(PrefectVariableStore(), failures=2).before_call(hung.url + "/v1/messages")
 
 
 def test_the_breaker_closes_after_the_cooldown_when_the_provider_answers(tmp_path, hung):
     cooldown = 4.0
     block = save_block("anthropic", hung, read_timeout_seconds=0.5, connect_timeout_seconds=0.5,
-                       breaker_failures=2, breaker_cooldown_seconds=cooldown)
+                       breaker_failures=1, breaker_cooldown_seconds=cooldown)
     book = playbook(tmp_path, block)
     first, second = contracts(tmp_path, 2, "close")
     state, _ = review(tmp_path, first, book, out="first")
-    opened = time.monotonic()
-    assert state.result().status == "degraded" and hung.calls == 2
+    opened, sent = time.monotonic(), hung.calls
+    assert state.result().status == "degraded" and sent < 4  # opened before the call's last attempt
     with pytest.raises(ProviderCircuitOpen):  # skipped during the cool-down
-        CircuitBreaker(PrefectVariableStore(), failures=2).before_call(hung.url + "/v1/messages")
+        CircuitBreaker(PrefectVariableStore(), failures=1).before_call(hung.url + "/v1/messages")
 
     hung.up()
     time.sleep(max(0.0, cooldown - (time.monotonic() - opened)) + 0.2)
@@ -121,7 +125,7 @@ def test_the_breaker_closes_after_the_cooldown_when_the_provider_answers(tmp_pat
     assert state.is_completed(), state.message
     result = state.result()
     assert result.status != "degraded" and any(c.source == "model" for c in result.clauses)
-    assert hung.calls == 3  # the half-open probe, answered
+    assert hung.calls == sent + 1 and hung.probes == ["ok"]  # the probe answered, then the trial call, answered
     assert breaker_state(hung)["failures"] == 0 and breaker_state(hung)["open_until"] == 0
 
 
@@ -185,7 +189,7 @@ def test_a_529_outage_opens_the_breaker_like_a_hang(tmp_path):
     server.down("529")  # overloaded, on every attempt: an outage the retries do not cure
     try:
         # the breaker also wants 2 x read timeout (0.5 s) without an answer: a storm answers in between
-        block = save_block("anthropic", server, read_timeout_seconds=0.25, breaker_failures=3,
+        block = save_block("anthropic", server, read_timeout_seconds=0.25, breaker_failures=2,
                            breaker_cooldown_seconds=300)
         book = playbook(tmp_path, block)  # extract: retries 3 (4 attempts), retry delays 0.1 s
         results, sent = [], []
@@ -194,6 +198,7 @@ def test_a_529_outage_opens_the_breaker_like_a_hang(tmp_path):
             state, _ = review(tmp_path, pdf, book)
             results.append(state.result())
             sent.append(server.calls - before)
+        # two failed calls (each all its attempts) open it: the third contract sends nothing
         assert sent[-1] == 0 and sum(sent) < 3 * 4, f"requests per contract: {sent} (4 each without the breaker)"
         assert all(r.status == "degraded" for r in results)
         assert {"CG-MODEL-CIRCUIT-OPEN"} <= {w.code for w in results[-1].warnings}
