@@ -83,6 +83,9 @@ def gates(
                       f"Slack {slack}", highlight=False)
         console.print(f"  {escape(record.filename)}: {len(record.findings)} finding(s): "
                       f"{escape(', '.join(record.categories))}", highlight=False)
+        if not record.per_finding:  # a per-finding gate's lines (below) say the same and who decides
+            for line in finding_lines(record):
+                console.print(f"    {escape(line)}", highlight=False)
         acks = ", ".join(f"{a.get('reviewer')} at {str(a.get('at', ''))[:16].replace('T', ' ')} UTC"
                          for a in gate.extras.acks)
         console.print(f"  acknowledged: {escape(acks) if acks else '[yellow]not yet[/yellow]'}"
@@ -97,6 +100,28 @@ def gates(
                   "(a per-finding gate: [bold]--finding F1[/bold]; findings with a role: in Slack)")
 
 
+QUOTE_START = 60  # characters of a finding's quote in `clausegate gates`: enough to tell two of a category apart
+
+
+def finding_lines(record) -> list[str]:
+    """One line per finding: id, category, page (a PDF's; a .docx's § / ¶ or a text's span opens its quote) and
+    the start of the quote, so two findings of one category differ; a sealed text (strict mode) is not shown."""
+    from clausegate.review.redact import SEALED_TEXT  # local import: keeps CLI start-up lean
+
+    lines = []
+    for f in record.findings:
+        parts = [f"{f.id} {f.category}".strip()]
+        if f.pages:
+            parts.append(f"p. {','.join(map(str, f.pages[:3]))}")
+        text = " ".join(f.text.split())
+        if f.sealed_text is None and text != SEALED_TEXT:
+            parts.append(f'"{text[:QUOTE_START].rstrip()}{"…" if len(text) > QUOTE_START else ""}"')
+        else:
+            parts.append("(text sealed: `clausegate gate-text RUN`)")
+        lines.append(" · ".join(parts))
+    return lines
+
+
 def gate_progress_lines(record) -> list[str]:
     """One line per finding of a per-finding gate: id, category, who decides, what is decided so far."""
     from prefect.client.orchestration import get_client  # local import: Prefect; keeps CLI start-up lean
@@ -106,8 +131,9 @@ def gate_progress_lines(record) -> list[str]:
 
     with get_client(sync_client=True) as client:
         prog, _ = current_progress(client, record)
-    return [f"{fp.finding.id} {fp.finding.category} ({' and '.join(fp.roles) or 'anyone'}): {describe_slots(fp)}"
-            for fp in prog.findings]
+    labels = dict(zip((f.id for f in record.findings), finding_lines(record), strict=True))
+    return [f"{labels.get(fp.finding.id, fp.finding.id)} ({' and '.join(fp.roles) or 'anyone'}): "
+            f"{describe_slots(fp)}" for fp in prog.findings]
 
 
 @app.command()
