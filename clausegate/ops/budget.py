@@ -263,6 +263,7 @@ class SpendMeter:
     _carried: dict[str, list[Cost]] = field(default_factory=dict)  # paid by this review before a resume
     _reused: dict[str, list[Cost]] = field(default_factory=dict)  # paid by another review (cache)
     _task_runs: set[str] = field(default_factory=set)
+    _reused_runs: set[str] = field(default_factory=set)  # the task runs of ``_reused``
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def paid(self, step: str, task_run: str, cost: Cost) -> None:
@@ -278,7 +279,17 @@ class SpendMeter:
             if task_run in self._task_runs or not paid_by:
                 return
             self._task_runs.add(task_run)
+            if review != self.key:
+                self._reused_runs.add(task_run)
             (self._carried if review == self.key else self._reused).setdefault(step, []).append(cost)
+
+    def discard_reused(self) -> None:
+        """Forget the results received from another review's cache: this review did not use them (it
+        computes its own), so its report must not show them as reused."""
+        with self._lock:
+            self._reused.clear()
+            self._task_runs -= self._reused_runs
+            self._reused_runs.clear()
 
     def own(self) -> Cost:
         """Everything this review paid so far (the run budget's measure)."""

@@ -128,6 +128,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                            key_terms)
             if moved is None:
                 model_gate, unconfirmed, degraded = [], [], False
+                meter.discard_reused()  # the reused answers are not this review's: it computes its own
                 continue
             extraction = extraction.model_copy(update={"clauses": moved.clauses,
                                                        "notices": moved.notices[:len(extraction.notices)]})

@@ -6,6 +6,11 @@ re-saved PDF, or another file with the same text, reuses the earlier computation
 sha256 of the pages as the pre-filter reads them, normalised:
 
 * Unicode NFKC (ligatures, full-width forms and non-breaking spaces become their plain forms);
+* hyphens inside a word are dropped, with the whitespace after one: soft hyphens (U+00AD) everywhere, and
+  a hyphen between a letter and a lower-case letter (``one-third``, ``one-`` at a line or paragraph end then
+  ``third``, ``termi-``/``nation``), so a PDF's line-end hyphenation, the .docx of its words and the
+  pre-filter's re-joined words (``passages``: a line-end hyphen joins words) read the same (``onethird``).
+  This is an identity, never shown: the report quotes the contract's own text;
 * every run of whitespace (line breaks included) becomes one space, trimmed at both ends;
 * page breaks are KEPT: each page enters with its number.  A page number is a citation (every finding
   and passage names its page), so a result computed on another pagination is re-located before it is
@@ -35,9 +40,12 @@ from typing import Protocol
 
 from clausegate.review.furniture import strip_furniture
 
-CONTENT_ID_VERSION = 1  # the same for content_id
-TEXT_ID_VERSION = 1  # bump when the normalisation changes: every text-keyed cache entry is then new
+CONTENT_ID_VERSION = 2  # the same for content_id
+TEXT_ID_VERSION = 2  # bump when the normalisation changes: every text-keyed cache entry is then new
 _WHITESPACE = re.compile(r"\s+")
+_SOFT_HYPHEN = re.compile("\u00ad\\s*")
+# a hyphen (or Unicode hyphen) after a letter, maybe at a line end (or a paragraph's), before a lower-case letter
+_WORD_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011]\s*(?=[a-z\u00df-\u00f6\u00f8-\u00ff])")
 
 
 class _PageLike(Protocol):
@@ -47,8 +55,10 @@ class _PageLike(Protocol):
 
 
 def normalise(text: str) -> str:
-    """``text`` as ``text_id`` sees it: NFKC, whitespace runs collapsed to one space, trimmed."""
-    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+    """``text`` as ``text_id`` sees it: NFKC, hyphens inside words dropped, whitespace runs collapsed to one
+    space, trimmed (module doc)."""
+    text = _WORD_HYPHEN.sub("", _SOFT_HYPHEN.sub("", unicodedata.normalize("NFKC", text)))
+    return _WHITESPACE.sub(" ", text).strip()
 
 
 def text_id(pages: Iterable[_PageLike]) -> str:

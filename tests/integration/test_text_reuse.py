@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import io
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -197,3 +198,52 @@ def test_the_same_bytes_under_another_name_are_reported_under_this_name(tmp_path
         reviews.append(state.result())
     assert [r.filename for r in reviews] == ["msa.pdf", "copy.pdf"]
     assert [p.name.split("-")[0] for p in (tmp_path / "copy").glob("*.json")] == ["copy"]
+
+
+# ------------------------------------------------------------------ issue 29: a real CUAD contract in three formats
+
+FUEL = "USASYNTHETICFUELCORP_10_21_2010-EX-10.10-STRATEGIC ALLIANCE AGREEMENT"
+
+
+@pytest.mark.skipif(not _docx_reader_available(), reason="DOCX parsing is not available on this branch")
+def test_a_cuad_contracts_words_as_docx_and_as_pasted_text_ask_the_model_nothing(tmp_path, anthropic, cuad_dir):
+    """A real 20-page CUAD contract reviewed as its PDF, then its words as a .docx (one paragraph a line, as
+    tools/cuad_to_docx.py writes one) and as pasted text: both reuse the PDF's review, 0 new model calls.  The
+    relocation failed on one passage ("(iii) As fuel supply manager…", where the PDF's line-end hyphen
+    "one-/third" is re-joined "onethird" by the pre-filter), so each computed its own."""
+    from clausegate.review.document.formats import parse_document
+    from clausegate.review.schemas import ContractSource
+    from tools.cuad_to_docx import docx_bytes
+
+    entry = next(e for e in json.loads((cuad_dir / "manifest.json").read_text()) if e["txt"].endswith(FUEL + ".txt"))
+    pdf = cuad_dir / entry["pdf"]
+    parsed = parse_document(ContractSource(path=str(pdf), contract_id=_sha(pdf), size_bytes=pdf.stat().st_size,
+                                           filename=pdf.name))
+    words = "\n".join(page.text for page in parsed.pages)
+    assert "As fuel supply manager" in " ".join(words.split()) and re.search(r"one-\s*\n\s*third", words)
+    docx, text = tmp_path / "fuel.docx", tmp_path / "fuel.txt"
+    docx.write_bytes(docx_bytes(words))
+    text.write_text(words)
+
+    book = tmp_path / "fuel-playbook.yaml"  # the categories whose passages hold "(iii) As fuel supply manager…"
+    book.write_text(f"""
+name: test-fuel
+categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability]
+high_risk: [Revenue/Profit Sharing, Uncapped Liability]
+steps:
+  extract: {{extractor: "{save_block('anthropic', anthropic)}", retries: 1, retry_delay_seconds: [0.1]}}
+""")
+    book = str(book)
+    first, _ = review(tmp_path, pdf, book)
+    assert first.is_completed(), first.message
+    one, calls = first.result(), anthropic.calls
+    assert calls > 0 and one.cost.calls == calls, "the PDF's review must ask the model"
+    for again in (docx, text):
+        state, _ = review(tmp_path, again, book)
+        assert state.is_completed(), state.message
+        two = state.result()
+        assert anthropic.calls == calls, f"{again.name} made {anthropic.calls - calls} new model calls"
+        assert two.reused_from is not None and two.reused_from.filename == pdf.name
+        assert two.cost.calls == 0 and two.cost.reused_calls == one.cost.calls
+        assert sorted((c.category, c.source) for c in two.clauses) == sorted((c.category, c.source)
+                                                                            for c in one.clauses)
