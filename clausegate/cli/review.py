@@ -182,7 +182,11 @@ def _review_file(file: Path, playbook: str, out: Path, extractor: str | None) ->
         raise typer.Exit(1)
     result = state.result()
     console.print(findings_table(result))
-    if result.missing_categories:
+    if result.scope == "clause":
+        from clausegate.review.report_formats import CLAUSE_NOTE  # local import: keeps CLI start-up lean
+
+        console.print(CLAUSE_NOTE)
+    elif result.missing_categories:
         console.print(f"Missing ({len(result.missing_categories)}): " + ", ".join(result.missing_categories))
     for warning in result.warnings:
         console.print(f"[yellow]{warning.code}[/yellow] {warning.message}")

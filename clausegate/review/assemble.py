@@ -131,7 +131,10 @@ def assemble_review(
     # the playbook's positions: a finding that deviates from the standard, or a required clause that is
     # missing, goes to the gate when its position says so (gate_on); a missing one is listed without a quote
     positions = list(positions)
+    scope = "clause" if is_single_clause(parsed) else "contract"
     checks = check_positions(clauses, positions)
+    if scope == "clause":  # one clause lacks every other clause by nature: nothing is "missing" from it
+        checks = [c for c in checks if c.verdict != "missing"]
     gated_found += [c for c in gating_categories(checks, positions) if c not in gated_found]
     warnings = [*parsed.notices, *found.notices, *(own.notices if own else []), *notices]
     if integrity_warnings(warnings):
@@ -148,7 +151,8 @@ def assemble_review(
         status="complete",
         extractor=found.extractor,
         clauses=clauses,
-        missing_categories=[c for c in checked if c not in present and c not in possible],
+        missing_categories=[] if scope == "clause" else [c for c in checked if c not in present and c not in possible],
+        scope=scope,
         gated_categories=gated_found,
         pages_total=len(parsed.pages),
         pages_kept=kept.pages_kept,
@@ -164,6 +168,14 @@ def assemble_review(
         revisions=revisions,
         comments=comments,
     )
+
+
+CLAUSE_WORDS = 300  # a pasted text shorter than this is one clause (or a few), not a contract
+
+
+def is_single_clause(parsed: ParsedDocument) -> bool:
+    """A plain text (``--text``, stdin, a .txt) of fewer than :data:`CLAUSE_WORDS` words."""
+    return parsed.format == "text" and sum(len(p.text.split()) for p in parsed.pages) < CLAUSE_WORDS
 
 
 def integrity_warnings(warnings: Iterable[Notice]) -> list[Notice]:

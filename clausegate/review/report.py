@@ -11,7 +11,7 @@ from pathlib import Path
 from clausegate.errors import ReportWriteError
 from clausegate.review.document.codes import INTEGRITY_CODES
 from clausegate.review.money import eur_digits, eur_text
-from clausegate.review.report_formats import document_line, markup_sections, where
+from clausegate.review.report_formats import CLAUSE_NOTE, document_line, markup_sections, where
 from clausegate.review.schemas import Cost, Notice, Review
 
 CLAUSE_TEXT_LIMIT = 400
@@ -170,7 +170,9 @@ def render_markdown(review: Review) -> str:
                           f"({', '.join(k.categories_sent) or 'none'}); prompt {k.prompt_tokens_sent:,} tokens vs. "
                           f"{k.prompt_tokens_naive:,} for the whole document with every category; "
                           f"model calls saved: {k.model_calls_saved}" + (" · **[TRUNCATED]**" if k.truncated else "")]
-    if review.failure is None:
+    if review.failure is None and review.scope == "clause":
+        lines += ["", CLAUSE_NOTE]
+    elif review.failure is None:
         lines += ["", f"## Missing categories ({len(review.missing_categories)})", ""]
         lines.append(", ".join(review.missing_categories) or "None: every category was found.")
     others = [w for w in review.warnings if w.code not in INTEGRITY_CODES]

@@ -13,6 +13,10 @@ def md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+CLAUSE_NOTE = ("This text is a single clause, not a whole contract: what it contains is listed; no category is "
+               "reported missing (review the whole contract for that).")
+
+
 def pages_text(pages: list[int]) -> str:
     if len(pages) == 1:
         return f"p. {pages[0]}"

@@ -320,6 +320,9 @@ class Review(_Model):
     extractor: str
     clauses: list[Clause] = []
     missing_categories: list[str] = []
+    scope: Literal["contract", "clause"] = Field(
+        "contract", description="clause: a short pasted text (clausegate.review.assemble.CLAUSE_WORDS): what it has "
+                                "is listed, no category (nor required position) is reported missing")
     gated_categories: list[str] = []
     pages_total: int = 0
     pages_kept: list[int] = []

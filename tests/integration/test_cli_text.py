@@ -88,3 +88,20 @@ def test_sigterm_while_stdin_is_read_stops_the_command_at_once(tmp_path):
     output = proc.stdout.read().decode()
     assert code == 2 and "stopped by SIGTERM while reading stdin" in output, (code, output[-2000:])
     assert not (tmp_path / "out").exists()
+
+
+def test_a_single_clause_is_not_a_contract_missing_every_other_category(prefect_server, tmp_path):
+    """Issue 29 (f): one pasted clause is said to be a clause, lists what it has and reports no category missing
+    (before: "Missing (40): …" in the output, and 40 names in the report)."""
+    scratch, out = tmp_path / "tmp", tmp_path / "out"
+    scratch.mkdir()
+    done = clausegate("review", "--text", CLAUSE + " This cap applies to every claim.", "--playbook", "default",
+                      "--out", str(out), tmpdir=scratch)
+    output = " ".join((done.stdout.decode() + done.stderr.decode()).split())
+    assert done.returncode == 0, output[-3000:]
+    assert "Missing (" not in output and "a single clause" in output, output[-3000:]
+    assert "Cap on Liability" in output, output[-3000:]
+    report = json.loads(next(out.glob("*.json")).read_text())
+    assert report["scope"] == "clause" and report["missing_categories"] == [], report["missing_categories"]
+    markdown = next(out.glob("*.md")).read_text()
+    assert "## Missing categories" not in markdown and "a single clause" in markdown
