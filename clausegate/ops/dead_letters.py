@@ -138,15 +138,21 @@ def _requeue_kind(run, history: list) -> Literal["once", "again"] | None:
     attempt's late exit or the requeued run stuck behind it, not a failure of the contract; allowed once), None
     (the requeued attempt ran and crashed: a dead letter)."""
     requeues = [s.timestamp for s in history if s.is_scheduled() and (s.message or "").startswith(REQUEUED_CODE)]
+    ran = bool(requeues) and any(s.is_running() and s.timestamp > requeues[-1] for s in history)
     if not requeues:
         return "once"
-    ran = any(s.is_running() and s.timestamp > requeues[-1] for s in history)
     return "again" if not ran and REQUEUED_AGAIN not in run.tags else None
 
 
 def requeue(client, run, message: str, *, crash: str, how: str) -> Handled:
-    """Set the run Scheduled again (``CG-RUN-REQUEUED: message``) and audit it: its stale attempt is gone."""
+    """Set the run Scheduled again (``CG-RUN-REQUEUED: message``) and audit it: its stale attempt is gone. Not when
+    another handler (a triggered run and a sweep, or two sweeps after a restart) requeued it meanwhile: a forced
+    Scheduled would overwrite the attempt that requeue started."""
     rid = str(run.id)
+    now = client.read_flow_run(run.id).state
+    if now is None or not (now.is_crashed() or now.is_cancelling() or now.is_cancelled()):
+        return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="skipped",
+                       reason=f"requeued by another handler meanwhile (it is {now.name if now else 'gone'})")
     client.set_flow_run_state(run.id, Scheduled(message=f"{REQUEUED_CODE}: {message}"), force=True)
     audit.record(audit.audit_event("run.requeued", actor=ACTOR, flow_run_id=rid, crash=crash[:500],
                                    stale_attempt=how, attempt=run.run_count))
@@ -337,8 +343,7 @@ def worker_online(client, pool: str, name: str) -> bool:
 
 
 def worker_started_since(client, name: str, since: datetime) -> bool:
-    """A worker of that name started after ``since`` (Prefect's ``prefect.worker.started`` event): the process that
-    claimed a run before then is gone, and with it its slots (a killed worker's ``clausegate down && up``)."""
+    """A worker of that name started after ``since`` (its ``prefect.worker.started`` event): it holds no older slot."""
     page = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
                                           event=EventNameFilter(name=["prefect.worker.started"])), limit=50)
     return any(e.resource.get("prefect.resource.name") == name for e in page.events)

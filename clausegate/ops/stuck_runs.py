@@ -60,7 +60,7 @@ class Found(BaseModel):
 
     flow_run_id: str
     state: str
-    action: str  # "crashed" (dead-letters takes it from there) or "requeued" (an interrupted requeue completed)
+    action: str  # crashed (dead-letters takes it from there), requeued (an interrupted requeue completed), skipped
     reason: str
 
 
@@ -151,7 +151,7 @@ def interrupted_requeue(client, run, now: datetime, settle_seconds: float) -> Fo
     how = f"the requeue after stopping its hung attempt was interrupted (the run stayed {run.state.message!r})"
     handled = dead_letters.requeue(client, run, f"{how}; requeue completed by the stuck-run sweep",
                                    crash=before.message or "", how=how)
-    return Found(flow_run_id=str(run.id), state=run.state_name or "?", action="requeued", reason=handled.reason)
+    return Found(flow_run_id=str(run.id), state=run.state_name or "?", action=handled.outcome, reason=handled.reason)
 
 
 def sweep(client, *, flow_name: str = "contract-review", tags: list[str] | None = None,
