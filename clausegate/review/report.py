@@ -82,8 +82,11 @@ def _position_lines(review: Review) -> list[str]:
     if not review.positions:
         return []
     lines = ["", "## Against the playbook's positions", "", "| Category | Where | Verdict | Why |", "|---|---|---|---|"]
-    for check in review.positions:
-        where = _pages(check.pages) if check.pages else "not found"
+    for check in review.positions:  # a PDF's page; a .docx's § and ¶, a text's span, as elsewhere in the report
+        found = review.clauses[check.clause] if check.clause is not None and check.clause < len(review.clauses) \
+            else None
+        where = (_md_cell(_where(found)) if found and review.format != "pdf" else
+                 _pages(check.pages) if check.pages else "not found")
         lines.append(f"| {check.category} | {where} | **{check.verdict}** | {_md_cell(check.reason)} |")
     return lines
 
