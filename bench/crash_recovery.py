@@ -21,6 +21,7 @@ import argparse
 import os
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,11 +63,28 @@ def _pid(paths, name: str) -> int | None:
     return found.pid if found is not None and found.alive() else None
 
 
-def _client_env(state: dict) -> None:
+def _prefect(state: dict):
+    """Prefect client settings for the stack (Prefect read its settings at import: set them for the block)."""
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
     from clausegate.security import credentials
 
-    os.environ["PREFECT_API_URL"] = state["api_url"]
-    os.environ["PREFECT_API_AUTH_STRING"] = credentials.api_auth_string() or ""
+    return temporary_settings(updates={PREFECT_API_URL: state["api_url"],
+                                       PREFECT_API_AUTH_STRING: credentials.api_auth_string() or ""})
+
+
+def _key(state: dict, tasks: int) -> str:
+    """An inbox key made by the command a person runs (`clausegate inbox keys create`) against the stack."""
+    from clausegate.security import credentials
+
+    env = {**os.environ, "PREFECT_API_URL": state["api_url"],
+           "PREFECT_API_AUTH_STRING": credentials.api_auth_string() or ""}
+    made = subprocess.run([sys.executable, "-m", "clausegate.cli", "inbox", "keys", "create", "--sender",
+                           "crash-bench", "--rate-per-minute", str(max(60, 2 * tasks))], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    if made.returncode != 0:
+        raise SystemExit(f"no inbox key: {made.stdout}{made.stderr}")
+    return made.stdout.strip().splitlines()[-1].strip()
 
 
 def _submit(gateway: str, key: str, n: int) -> str:
@@ -148,7 +166,6 @@ def main() -> int:
     os.environ["CLAUSEGATE_STUCK_SECONDS"] = str(args.stuck_seconds)
     for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING", "PREFECT_SERVER_DATABASE_CONNECTION_URL"):
         os.environ.pop(name, None)
-    from clausegate.inbox import keys
     from clausegate.stack.lifecycle import down, up
     from clausegate.stack.state import StackOptions, StackPaths
 
@@ -160,18 +177,15 @@ def main() -> int:
         began = time.monotonic()
         down(paths, echo=lambda m: None)
         state = up(options, paths, echo=lambda m: None)
-        _client_env(state)
         print(f"  {why}: clausegate down && up in {time.monotonic() - began:.0f} s (load {os.getloadavg()[0]:.1f})",
               flush=True)
         return state
 
     began = time.monotonic()
     state = up(options, paths, echo=lambda m: None)
-    _client_env(state)
     gateway = state["gateway_url"]
     print(f"stack up in {time.monotonic() - began:.0f} s; gateway {gateway}", flush=True)
-    key, record = keys.new_key("crash-bench", admin=False, rate_per_minute=max(60, args.tasks * 2))
-    keys.save(record)
+    key = _key(state, args.tasks)
     failed = True
     try:
         tasks = [_submit(gateway, key, n) for n in range(args.tasks)]
@@ -206,11 +220,12 @@ def main() -> int:
         codes = Counter((v.get("error") or {}).get("code") for v in seen.values() if v.get("status") == "failed")
         stuck = [t for t, v in seen.items() if v.get("status") in ("pending", "processing", "cancelled")]
         lost = [t for t, v in seen.items() if str(v.get("status", "")).startswith(("http-", "unreachable"))]
-        twice = _twice(tasks)
+        with _prefect(state):
+            twice, actions = _twice(tasks), _actions()
         done = count["done"] + count["escalated"]
         print(f"\n{len(tasks)} tasks, {settled_after:.1f} min after the last fault: {done} done, "
               f"{count['waiting_for_human']} waiting at a gate, {count['failed']} failed {dict(codes)}, "
-              f"{len(stuck)} stuck, {len(lost)} lost, {len(twice)} reviewed twice; recovery: {dict(_actions())}")
+              f"{len(stuck)} stuck, {len(lost)} lost, {len(twice)} reviewed twice; recovery: {dict(actions)}")
         for task in stuck:
             print(f"  stuck {task}: {seen[task].get('status')} ({seen[task].get('state')})")
         failed = bool(stuck or lost or twice)
