@@ -111,12 +111,17 @@ def main() -> int:
             killed_at = datetime.now(UTC)
             start = time.monotonic()
             os.kill(before[victim], signal.SIGKILL)
-            answered = None
+            answered, first = None, {}
             while time.monotonic() - start < args.timeout:
-                now = {r.name: r for r in records(read_state(paths))}
-                new = now.get(victim)
-                if new and new.pid != before[victim] and new.alive() and all(
-                        probes(read_state(paths), auth, killed_at).values()):
+                new = {r.name: r for r in records(read_state(paths))}.get(victim)
+                replaced = bool(new and new.pid != before[victim] and new.alive())
+                if replaced:
+                    first.setdefault("restarted", time.monotonic() - start)
+                passed = probes(read_state(paths), auth, killed_at)
+                for part, ok in passed.items():
+                    if ok and replaced:
+                        first.setdefault(part, time.monotonic() - start)
+                if replaced and all(passed.values()):
                     answered = time.monotonic() - start
                     break
                 time.sleep(0.25)
@@ -127,6 +132,8 @@ def main() -> int:
             print(f"{victim:11s} kill -9 -> answering again in "
                   + (f"{answered:5.1f} s" if answered is not None else f"> {args.timeout:.0f} s (never)")
                   + f"; others restarted: {', '.join(others) or 'none'}  (load {os.getloadavg()[0]:.1f})",
+                  flush=True)
+            print("            first seen after the kill: " + ", ".join(f"{k} {v:.1f} s" for k, v in first.items()),
                   flush=True)
     finally:
         results = down(paths, echo=lambda m: None)

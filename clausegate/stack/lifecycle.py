@@ -68,7 +68,7 @@ def _start_missing(state: dict[str, Any], missing: tuple[str, ...], options: Sta
                    echo: Echo) -> dict[str, Any]:
     """Start the processes of a partly running stack that are not running, with the options it was started
     with; the running ones are left alone."""
-    saved = starters.saved_options(state, options.extra_env)
+    saved = starters.saved_options(state, options.extra_env, fallback=options)
     kept = [f"{r.name} pid {r.pid}" for r in records(state) if r.alive()]
     echo(f"the stack is partly running ({', '.join(kept)}): starting only {', '.join(missing)}, with the options "
          "it was started with")

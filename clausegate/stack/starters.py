@@ -152,8 +152,12 @@ def start_one(name: str, options: StackOptions, paths: StackPaths, state: dict[s
                          hint="`clausegate down && clausegate up`")
 
 
-def saved_options(state: dict[str, Any], extra_env: dict[str, str] | None = None) -> StackOptions:
-    """The options the stack was started with (``stack.json``; ``extra_env`` is never written there)."""
+def saved_options(state: dict[str, Any], extra_env: dict[str, str] | None = None,
+                  fallback: StackOptions | None = None) -> StackOptions:
+    """The options the stack was started with (``stack.json``; ``extra_env`` is never written there); a state
+    written before they were saved there gives ``fallback`` (the options of the `up` that asks)."""
+    if "options" not in state and fallback is not None:
+        return fallback
     fields = {k: v for k, v in (state.get("options") or {}).items() if k in StackOptions.__dataclass_fields__}
     return StackOptions(**{**fields, "extra_env": dict(extra_env or {})})
 

@@ -4,6 +4,7 @@ starter injected), including that `down` stops it first and nothing is restarted
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from clausegate.stack.lifecycle import down
 from clausegate.stack.processes import ProcessRecord, process_start_time, records, start_process, stop_process
-from clausegate.stack.state import StackPaths, read_state, write_state
+from clausegate.stack.starters import options_to_save, saved_options
+from clausegate.stack.state import StackOptions, StackPaths, read_state, write_state
 from clausegate.stack.supervise import SUPERVISOR, Backoff, Book, plan_up, supervise
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,3 +140,15 @@ def test_down_stops_the_supervisor_first_and_nothing_is_restarted_after(tmp_path
     assert {name for name, _, _ in results} == {SUPERVISOR, "sleeper-a", "sleeper-b"}
     assert not sup.alive() and not b.alive()
     assert read_state(paths)["processes"] == []
+
+
+def test_restarts_use_the_options_up_was_given_and_never_write_extra_env():
+    options = StackOptions(port=4300, gateway_port=8800, worker_limit=3, warm_start=False,
+                           extra_env={"PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql://u:secret@db/prefect"})
+    state = {"options": options_to_save(options)}
+    assert "secret" not in json.dumps(state)
+    again = saved_options(json.loads(json.dumps(state)), extra_env=options.extra_env)
+    assert again == options
+    assert saved_options(state).extra_env == {}
+    older = StackOptions(port=4400)  # a stack.json written before the options were saved: the asking `up`'s
+    assert saved_options({"processes": []}, fallback=older) is older
