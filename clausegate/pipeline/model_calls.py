@@ -202,6 +202,15 @@ def _forget_paid(task_run_id: str) -> None:
         _PAID.pop(task_run_id, None)
 
 
+def _release(hold: Hold | None) -> None:
+    """Release a request's reservation (it was not sent, or got no answer); never hides the request's own error."""
+    try:
+        settle(hold, 0.0)
+    except Exception as error:  # the reservation then expires by itself (budget.reserve's hold_seconds)
+        get_run_logger().warning("the budget reservation of a model request was not released (%s); it expires "
+                                 "by itself", type(error).__name__)
+
+
 class _Metered:
     """The block's client as a model task uses it.  Each request's worst case is reserved first
     (``before_send``, which may refuse it); each answer the provider billed is handed to ``on_paid``
@@ -228,7 +237,7 @@ class _Metered:
         try:
             response = self._client.complete(system, user, max_tokens=max_tokens, **options)
         except BaseException:
-            settle(hold, 0.0)  # no answer, nothing billed: release the reservation
+            _release(hold)  # no answer, nothing billed
             raise
         self._answers[key] = response
         self._on_paid(response, hold)
@@ -270,7 +279,7 @@ def call_model(ref: ProviderRef, system: str, user: str, schema, max_tokens: int
             try:
                 rate_limit(RATE_LIMIT)
             except BaseException:
-                settle(hold, 0.0)
+                _release(hold)
                 raise
         sent.append(True)
         return hold
