@@ -192,8 +192,9 @@ class CircuitBreaker:
     def before_call(self, endpoint: str, *, divert: bool = False) -> BreakerState | None:
         """Raise ProviderCircuitOpen while ``endpoint`` is in its cool-down; else return the state read.
 
-        Half-open, the first caller becomes the probe; a caller arriving while the probe is in flight
-        waits for its outcome (``probe_wait_seconds`` at most, then it goes on), or, with ``divert``
+        Half-open, the first caller sends the probe (``probe``; no answer: re-opened, and this call
+        raises too) and goes through as the trial; a caller arriving while the probe or the trial is in
+        flight waits for its outcome (``probe_wait_seconds`` at most, then it goes on), or, with ``divert``
         (it has another endpoint to go to), raises ProviderCircuitOpen at once."""
         state = self._read(endpoint)
         if state is None or not state.tripped:
