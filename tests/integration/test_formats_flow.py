@@ -20,7 +20,7 @@ from clausegate.gates.model import findings_of
 from flows.contract_review import contract_review
 from tests.support import docx_factory as d
 from tests.support import model_flow
-from tests.support.contracts import LIABILITY_PAGES, SUPPLY_PAGES
+from tests.support.contracts import GATED_PAGES, LIABILITY_PAGES, SUPPLY_PAGES
 from tests.support.flow_runs import steps_by_state, task_states
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -79,6 +79,17 @@ def test_hidden_text_in_a_word_draft_asks_a_person(tmp_path):
     assert review.gated_categories[0] == "Document integrity" and review.status != "complete"
     assert secret not in json.dumps([c.text for c in review.clauses])
     assert any(w.code == "CG-DOCX-HIDDEN-TEXT" for w in review.warnings)
+
+
+def test_an_uncapped_liability_clause_in_a_text_box_is_reviewed_and_asks_a_person(tmp_path):
+    """Issue 29: the same contract with its uncapped-liability clause moved into a text box ended `complete`."""
+    uncapped, payment = GATED_PAGES[2].split("\n")
+    body = [d.para(d.run(line)) for line in GATED_PAGES[0].split("\n")] + [d.para(d.run(payment))]
+    path = d.make_docx(tmp_path / "boxed.docx", body + [d.para(d.drawing_textbox(d.para(d.run(uncapped))))])
+    state, _ = run(path, tmp_path / "reports")
+    review = state.result()
+    assert "Uncapped Liability" in review.gated_categories and review.status != "complete", review.status
+    assert any(c.category == "Uncapped Liability" and "shall be unlimited" in c.text for c in review.clauses)
 
 
 def test_a_macro_enabled_document_stops_the_run_with_its_code(tmp_path):
