@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -82,15 +85,60 @@ def summary_table(summary, width: int = 80) -> Table:
 
 
 def totals_line(summary) -> str:
+    """The totals; contracts that need a person are counted where they are: waiting at a gate (asked in Slack and
+    the UI), or reviewed but not asked (``pending_decision``: no contract-review deployment to ask in)."""
     t, b = summary.totals, summary.breakdown
-    return (f"{t.contracts} contracts: {t.reviewed} reviewed, {t.failed} failed, {t.waiting} waiting, "
-            f"{t.skipped} skipped · {t.clauses} clauses · {t.gates_waiting} gates · {eur_digits(t.cost_eur)} € · "
+    deferred = sum(1 for r in summary.rows if r.status == "reviewed" and r.review_status == "pending_decision")
+    need = f"{deferred} need a person but not asked (pending_decision), " if deferred else ""
+    return (f"{t.contracts} contracts: {t.reviewed} reviewed, {t.failed} failed, {t.waiting} waiting at a gate, "
+            f"{need}{t.skipped} skipped · {t.clauses} clauses · {t.gates_waiting} gates · {eur_digits(t.cost_eur)} € · "
             f"{t.contracts_per_minute:.1f} contracts/min ({t.wall_seconds:.1f} s, {b.reviews_at_once:.1f} at once)")
+
+
+class ProgressFromLogs(logging.Filter):
+    """Console only (Prefect's console handler; the run's logs in the API keep every line): the batch's
+    per-contract records (``PROGRESS_EXTRA``) drive ``progress``; Prefect's INFO lines of the flow and task runs
+    (one per task) are not printed; warnings and errors still are."""
+
+    def __init__(self, progress: Progress, task_id, extra: str, count: str) -> None:
+        super().__init__()
+        self.progress, self.task_id, self.extra, self.count = progress, task_id, extra, count
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        event = getattr(record, self.extra, None)
+        if event == "more":
+            total = self.progress.tasks[0].total or 0
+            self.progress.update(self.task_id, total=total + int(getattr(record, self.count, 0)))
+        elif event == "done":
+            self.progress.advance(self.task_id)
+        runs = record.name.startswith(("prefect.flow_runs", "prefect.task_runs"))
+        return not (runs and record.levelno < logging.WARNING)
+
+
+@contextmanager
+def progress_bar():
+    """A rich progress bar of the contracts reviewed, fed by the batch run's log records (``ProgressFromLogs``)."""
+    from clausegate.pipeline.batch import PROGRESS_COUNT, PROGRESS_EXTRA  # local import: Prefect; lean start-up
+
+    progress = Progress(TextColumn("reviewing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=False)
+    task_id = progress.add_task("reviewing", total=0)
+    only = ProgressFromLogs(progress, task_id, PROGRESS_EXTRA, PROGRESS_COUNT)
+    handlers = logging.getLogger().handlers  # Prefect's console handler sits on the root logger
+    for handler in handlers:
+        handler.addFilter(only)
+    try:
+        with progress:
+            yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(only)
 
 
 @app.command("batch")
 def batch_command(
-    folder: Annotated[Path, typer.Argument(help="folder of contract PDFs (searched recursively)")],
+    folder: Annotated[Path, typer.Argument(help="folder of contracts: PDFs and Word .docx files, searched "
+                                                "recursively (text files: list them in a manifest, list:FILE)")],
     playbook: Annotated[str, typer.Option(help="built-in playbook name or path to a YAML playbook")] = "default",
     out: Annotated[Path, typer.Option(help="folder for reports; the batch summary goes to OUT/batches/")] = Path(
         "reports"),
@@ -107,7 +155,8 @@ def batch_command(
     limit: Annotated[int | None, typer.Option(help="review at most N new contracts")] = None,
     timeout_minutes: Annotated[float, typer.Option(help="stop waiting after this long (runs keep going)")] = 360,
 ) -> None:
-    """Review every new PDF in FOLDER (skips contracts already reviewed, by content hash)."""
+    """Review every new contract (PDF or Word .docx) in FOLDER (skips contracts already reviewed, by content
+    hash)."""
     from prefect import flow  # local import: keeps CLI start-up lean
 
     from clausegate.batch.dispatch import DEFAULT_DEPLOYMENT, NO_DEPLOYMENT  # local import: keeps CLI start-up lean
@@ -144,10 +193,11 @@ def batch_command(
 
     quiet_if_temporary_server()
     batch_flow = flow(**BATCH_FLOW_OPTIONS)(async_body(review_batch))  # async: clausegate/pipeline/sync_body.py
-    state = asyncio.run(batch_flow(str(folder.expanduser().resolve()), playbook, str(out.expanduser().resolve()),
-                                   extractor=extractor, work_queue=queue, max_in_flight=max_in_flight,
-                                   retry_failed=retry_failed, limit=limit, timeout_minutes=timeout_minutes,
-                                   poll_seconds=1.0, deployment=gate_deployment, return_state=True))
+    with progress_bar():
+        state = asyncio.run(batch_flow(str(folder.expanduser().resolve()), playbook, str(out.expanduser().resolve()),
+                                       extractor=extractor, work_queue=queue, max_in_flight=max_in_flight,
+                                       retry_failed=retry_failed, limit=limit, timeout_minutes=timeout_minutes,
+                                       poll_seconds=1.0, deployment=gate_deployment, return_state=True))
     if not state.is_completed():
         console.print(f"[red]{state.message}[/red]")
         raise typer.Exit(2)

@@ -77,6 +77,8 @@ def run_count(contracts: int, max_in_flight: int, max_parallel_runs: int) -> int
 
 # The one definition of the nightly-batch flow's options (flows/nightly_batch.py, `clausegate batch`).
 BATCH_FLOW_OPTIONS = {"name": "nightly-batch", "validate_parameters": True}
+# A log record's extra for `clausegate batch`'s progress bar: "more" (PROGRESS_COUNT contracts to go) or "done"
+PROGRESS_EXTRA, PROGRESS_COUNT = "clausegate_batch_progress", "clausegate_batch_count"
 
 
 def review_batch(
@@ -110,7 +112,8 @@ def review_batch(
     phases["discover"], lap = round(time.monotonic() - lap, 2), time.monotonic()
     runs = run_count(len(todo), max_in_flight, max_parallel_runs) if this_deployment.id else 1
     logger.info("%d contracts to review, %d skipped/decided; as tasks of %s (%d at a time)", len(todo), len(decided),
-                f"this run and {runs - 1} chunk run(s)" if runs > 1 else "this run", max_in_flight)
+                f"this run and {runs - 1} chunk run(s)" if runs > 1 else "this run", max_in_flight,
+                extra={PROGRESS_EXTRA: "more", PROGRESS_COUNT: len(todo)})
     review = partial(review_contract, playbook=playbook, extractor=extractor, out_dir=out, ask_person=False)
     claims = _claims(source, runs, Path(out) / "batches")  # runs share the list: each contract to the first claim
     if claims is not None and runs == 1:  # a chunk run: the batch run reports the skipped ones
@@ -146,12 +149,13 @@ def review_batch(
 
 def _progress(logger, event: str, candidate: Candidate | None, row: ContractOutcome | None) -> None:
     if event == "done" and row is not None:
+        done = {"extra": {PROGRESS_EXTRA: "done"}}  # `clausegate batch` advances its progress bar on these
         if row.status in ("failed", "not-submitted", "unfinished"):
-            logger.warning("%s: %s %s %s", row.file, row.status, row.error_code, row.detail[:200])
+            logger.warning("%s: %s %s %s", row.file, row.status, row.error_code, row.detail[:200], **done)
         else:
             logger.info("%s: %s%s, %s clauses, %d gates waiting (%s)", row.file, row.status,
                         f" ({row.review_status})" if row.review_status else "", row.clauses, row.gates_waiting,
-                        row.worker or "-")
+                        row.worker or "-", **done)
     elif event == "poll-error" and row is not None:
         logger.warning("polling failed (will retry): %s", row.detail)
 
@@ -190,7 +194,8 @@ def _ask_people(rows: list[ContractOutcome], candidates: list[Candidate], *, pla
         return rows
     by_id = {c.contract_id[:12]: c for c in candidates}
     again = [by_id[r.contract_id] for r in pending if r.contract_id in by_id]
-    logger.info("%d contract(s) need a person: sending them as %s runs", len(again), deployment)
+    logger.info("%d contract(s) need a person: sending them as %s runs", len(again), deployment,
+                extra={PROGRESS_EXTRA: "more", PROGRESS_COUNT: len(again)})
     asked = run_batch(again, dispatcher, max_in_flight=max_in_flight, poll_seconds=poll_seconds,
                       timeout_seconds=max(1.0, deadline - time.monotonic()), on_progress=partial(_progress, logger))
     return [r for r in rows if r not in pending] + asked

@@ -445,3 +445,34 @@ def test_cli_batch_without_a_deployment_leaves_gated_contracts_pending(tmp_path)
     assert any(w["code"] == "CG-GATE-DEFERRED" for w in report["warnings"])
     todo, _ = plan_batch(load_source(inbox).discover(), playbook=report["playbook"], out_dir=out)
     assert [c.filename for c in todo] == ["contract-00.pdf"]  # pending_decision is not "already reviewed"
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_cli_batch_shows_a_progress_bar_and_says_who_waits(tmp_path):
+    """Issue 29 (h), a real `clausegate batch` process: one progress bar instead of Prefect's INFO line per task
+    (before: 5+ "Task run … Finished in state Completed()" lines per contract), a totals line that counts the
+    contracts needing a person next to their gates (before: "0 waiting … 3 gates"), and a --help that names
+    .docx (before: "every new PDF")."""
+    import os
+    import subprocess
+    import sys
+
+    inbox, out = tmp_path / "inbox", tmp_path / "reports"
+    contracts(inbox, 3)
+    book = tmp_path / "batch-gated.yaml"
+    book.write_text("name: batch-gated\ndescription: a gate on governing law\ncategories: [Governing Law]\n"
+                    "gates:\n  - category: Governing Law\n    sla_hours: 24\n    reason: test gate\n")
+    env = {**os.environ, "COLUMNS": "100"}
+    done = subprocess.run([sys.executable, "-m", "clausegate.cli", "batch", str(inbox), "--playbook", str(book),
+                           "--out", str(out), "--local"], capture_output=True, text=True, env=env, timeout=400)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "Task run '" not in output and "Finished in state" not in output, output[-3000:]
+    assert "3/3" in output and "reviewing" in output, output[-3000:]
+    flat = " ".join(output.split())  # the totals line wraps at the terminal's width
+    assert "3 contracts: 3 reviewed, 0 failed, 0 waiting at a gate, 3 need a person but not asked " \
+           "(pending_decision)" in flat, flat[-2000:]
+    helped = subprocess.run([sys.executable, "-m", "clausegate.cli", "batch", "--help"], capture_output=True,
+                            text=True, env=env, timeout=120)
+    text = " ".join(helped.stdout.split())
+    assert "every new PDF" not in text and ".docx" in text, text
