@@ -77,6 +77,14 @@ def _model_sections(review: Review) -> list[str]:
     return lines
 
 
+def _clause_lines(clause) -> list[str]:
+    """A finding as a line (category, place, confidence) with its quote on a line of its own: a table cell would
+    be squeezed (the Prefect UI cut a quote column after ~25 characters at a 1400-pixel window)."""
+    mark = (" *(team-defined)*" if clause.custom else "") + (" **(disputed)**" if clause.dispute else "")
+    return [f"**{clause.category}**{mark} · {_md_cell(_where(clause))} · confidence {clause.confidence:.2f}", "",
+            f"> {_cut(clause.text)}", ""]
+
+
 def _position_lines(review: Review) -> list[str]:
     """Each finding against the playbook's position, and the required clauses not found."""
     if not review.positions:
@@ -136,22 +144,17 @@ def render_markdown(review: Review) -> str:
     for clause in found:
         by_category[clause.category].append(clause)
     lines += ["", f"## Clauses found ({len(found)} in {len(by_category)} categories)", ""]
-    column = "Page" if review.format == "pdf" else "Where"
     if by_category:
-        lines += [f"| Category | {column} | Confidence | Text |", "|---|---|---|---|"]
-        for category, clauses in by_category.items():
+        for clauses in by_category.values():  # grouped by category, in the review's order
             for clause in clauses:
-                mark = (" *(team-defined)*" if clause.custom else "") + (" **(disputed)**" if clause.dispute else "")
-                lines.append(f"| {category}{mark} | {_where(clause)} | {clause.confidence:.2f} "
-                             f"| {_md_cell(_cut(clause.text))} |")
+                lines += _clause_lines(clause)
     else:
         lines.append("No clauses of the playbook's categories were found.")
     possible = [c for c in review.clauses if c.possible]
     if possible:
-        lines += ["", f"## Possible clauses ({len(possible)}): scored near the threshold, check them", "",
-                  f"| Category | {column} | Confidence | Text |", "|---|---|---|---|"]
-        lines += [f"| {c.category}{' *(team-defined)*' if c.custom else ''} | {_where(c)} | {c.confidence:.2f} "
-                  f"| {_md_cell(_cut(c.text))} |" for c in possible]
+        lines += ["", f"## Possible clauses ({len(possible)}): scored near the threshold, check them", ""]
+        for clause in possible:
+            lines += _clause_lines(clause)
     if review.suggestions:
         lines += ["", "## Suggested redlines and questions for the counterparty", ""]
         for x in review.suggestions:

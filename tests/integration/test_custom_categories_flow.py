@@ -57,7 +57,7 @@ def test_a_custom_category_is_a_finding_of_the_review_and_only_where_the_contrac
     assert 0.5 <= custom[0].confidence <= 1.0  # at or above its threshold: 0.5 or more (custom_categories.confidence)
     assert "Confidentiality" in review.missing_categories and "Indemnification" not in review.missing_categories
     assert [c["custom"] for c in report["clauses"] if c["category"] == "Indemnification"] == [True]
-    assert "| Indemnification *(team-defined)* | § 6 Indemnity, p. 2 |" in markdown
+    assert "**Indemnification** *(team-defined)* · § 6 Indemnity, p. 2 · confidence" in markdown
 
     plain, report, _ = review_pdf(tmp_path, "without", WITHOUT, BOOK)
     assert not any(c.custom for c in plain.clauses) and not any(c["custom"] for c in report["clauses"])
