@@ -11,7 +11,8 @@ how many failed all their attempts.  The endpoint answers most requests: the bre
 Part 2, **hang**: the fake hangs on every request (no answer at all) and its breaker is open, with a
 cool-down of 3 s; ``--hang`` contracts are reviewed, each after the cool-down is over (so each one
 meets the half-open breaker: the worst case), then the same contracts offline.  It prints the seconds
-each review lost to the hanging provider (its time minus the offline review's).  With a read timeout
+each review lost to the hanging provider (its time minus the offline review's) and the seconds of its
+model step (the Prefect task runs that ask the model: the probe's wait is in there).  With a read timeout
 of ``--read-timeout`` seconds (the blocks' default is 120), the goal is <= 5 s per contract.
 
 Uses PREFECT_API_URL if set, else a temporary local server.  Contracts: held-out CUAD PDFs when
@@ -72,7 +73,18 @@ def review(pdf: Path, book: str, out: Path):
 
     started = time.perf_counter()
     state = asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(out), return_state=True))
-    return state.result(), time.perf_counter() - started
+    return state.result(), time.perf_counter() - started, state.state_details.flow_run_id
+
+
+def model_step_seconds(flow_run_id) -> float:
+    """Seconds the review's model-extraction task runs took (first attempt to final state); 0 without one."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    return sum((r.end_time - r.start_time).total_seconds() for r in runs
+               if r.name.startswith("ask-extraction-model") and r.start_time and r.end_time)
 
 
 @flow(name="bench-model-faults")
@@ -145,15 +157,17 @@ def run_hang(pdfs: list[Path], work: Path, read_timeout: float) -> dict:
         opener = CircuitBreaker(PrefectVariableStore(), failures=3, cooldown_seconds=cooldown, outage_seconds=0)
         for _ in range(3):  # the endpoint has been down for a while: its breaker is open
             opener.record_failure(endpoint, ProviderTimeout("no answer"))
-        hung, degraded = [], 0
+        hung, steps, degraded = [], [], 0
         for pdf in pdfs:
             state = PrefectVariableStore().read(endpoint)
             time.sleep(max(0.0, state.open_until - time.time()) + 0.2 if state else 0.0)  # the cool-down is over
-            result, seconds = review(pdf, book, work / "out-hang")
+            result, seconds, run = review(pdf, book, work / "out-hang")
             hung.append(seconds)
+            steps.append(model_step_seconds(run))
             degraded += result.status == "degraded"
         lost = [h - o for h, o in zip(hung, offline, strict=True)]
-        return dict(n=len(pdfs), lost=lost, offline=offline, hung=hung, degraded=degraded, calls=server.calls)
+        return dict(n=len(pdfs), lost=lost, offline=offline, hung=hung, steps=steps, degraded=degraded,
+                    calls=server.calls, probes=len(getattr(server, "probes", [])))
     finally:
         server.up()
         server.stop()
@@ -182,7 +196,9 @@ def main() -> None:
               f"review after it), read timeout {args.read_timeout:g} s")
         print(f"  seconds lost per contract: {[round(s, 1) for s in r['lost']]} (median "
               f"{statistics.median(r['lost']):.1f}); offline {statistics.median(r['offline']):.1f} s, with the hang "
-              f"{statistics.median(r['hung']):.1f} s; degraded {r['degraded']}/{r['n']}; model requests {r['calls']}")
+              f"{statistics.median(r['hung']):.1f} s; degraded {r['degraded']}/{r['n']}; model requests {r['calls']}, "
+              f"probes {r['probes']}")
+        print(f"  the model step's own seconds per contract: {[round(s, 1) for s in r['steps']]} (0: no model call)")
 
 
 if __name__ == "__main__":
