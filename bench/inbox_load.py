@@ -21,6 +21,15 @@
 
 Prints p50 / p95 / max, accepted / refused / lost, and the issue-12 target (p95 <= 2 s at 20 parallel
 clients, nothing lost) with met / not met.  The machine is shared: compare runs made together.
+
+    python bench/inbox_load.py --reads 60 [--limit 100]      # reading: the list and the single task view
+
+``--reads N`` measures reading instead (issue 29: ``GET /inbox/tasks?limit=100`` over 60 tasks with reviews
+took over 60 s): the stack with a worker reviews one contract on a playbook without gates (a team playbook in
+``CLAUSEGATE_INBOX_PLAYBOOKS_DIR``), then N - 1 more tasks are created Completed with that run's persisted
+(sealed) review as their result, so every one is a task with a real review to decode.  It times
+``GET /inbox/tasks?limit=L`` three times (the first is cold: no outcome recorded on the runs yet) and
+``GET /inbox/tasks/{id}`` on 10 tasks, and prints each with the load average.
 """
 
 from __future__ import annotations
@@ -206,6 +215,97 @@ def report(n: int, per_client: int, results: list[dict], wall: float, lost: dict
             "load_avg": os.getloadavg()[0]}
 
 
+READ_PLAYBOOK = """\
+name: bench-read
+description: every CUAD category (a full-size review), no human gates (runs complete instead of waiting)
+categories: all
+high_risk: [Uncapped Liability, Cap on Liability, Liquidated Damages, Minimum Commitment]
+"""
+
+
+def seed_done(client: httpx.Client, key: str, pdf: tuple[str, bytes], topic: str, deadline: float = 1800) -> str:
+    """One task reviewed by the worker (no gates): its id once it is done."""
+    auth = {"Authorization": f"Bearer {key}"}
+    r = client.post("/inbox/tasks", headers=auth, files={"file": pdf}, data={"playbook": "bench-read", "topic": topic})
+    if r.status_code not in (200, 201):
+        raise SystemExit(f"seed submission refused: {r.text[:500]}")
+    task_id, t0, status = r.json()["task_id"], time.perf_counter(), "pending"
+    while time.perf_counter() - t0 < deadline:
+        status = client.get(f"/inbox/tasks/{task_id}", headers=auth).json()["status"]
+        if status in ("done", "escalated", "failed", "cancelled"):
+            break
+        time.sleep(2)
+    print(f"seed review {task_id}: {status} after {time.perf_counter() - t0:.0f} s")
+    if status != "done":
+        raise SystemExit("the seed review did not end done; see the worker's log")
+    return task_id
+
+
+def copy_result(data: dict, storage: Path) -> dict:
+    """The seed's result metadata for a copy of its result file under a new key (each clone decodes its own file:
+    Prefect caches a result read by its key)."""
+    key = Path(data["storage_key"])
+    source = key if key.is_absolute() else storage / key
+    target = source.with_name(uuid.uuid4().hex)
+    target.write_bytes(source.read_bytes())
+    return {**data, "storage_key": str(target) if key.is_absolute() else target.name}
+
+
+async def clone_done(seed_id: str, n: int, storage: Path) -> list[str]:
+    """n Completed runs of the deployment with the seed run's tags, labels, parameters and persisted result (raw API:
+    the client's state helpers drop result metadata).  Each is created Scheduled for the year 2100 (no worker takes it)
+    and then set Completed."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as prefect:
+        seed = (await prefect.request("GET", "/flow_runs/{id}", path_params={"id": seed_id})).json()
+        later = {"type": "SCHEDULED", "name": "Scheduled", "state_details": {"scheduled_time": "2100-01-01T00:00:00Z"}}
+        ids = []
+        for _ in range(n):
+            done = {"type": "COMPLETED", "name": "Completed", "data": copy_result(seed["state"]["data"], storage)}
+            r = await prefect.request("POST", "/deployments/{id}/create_flow_run", path_params={
+                "id": seed["deployment_id"]}, json={"tags": seed["tags"], "parameters": seed["parameters"],
+                                                    "labels": seed.get("labels") or {}, "state": later})
+            run_id = r.json()["id"]
+            await prefect.request("POST", "/flow_runs/{id}/set_state", path_params={"id": run_id},
+                                  json={"state": done, "force": True})
+            ids.append(run_id)
+    return ids
+
+
+def timed_get(client: httpx.Client, path: str, key: str, **params) -> tuple[float, httpx.Response]:
+    t0 = time.perf_counter()
+    response = client.get(path, headers={"Authorization": f"Bearer {key}"}, params=params)
+    return time.perf_counter() - t0, response
+
+
+def reads(args, gateway_url: str, key: str, files: list[tuple[str, bytes]], storage: Path) -> dict:
+    topic = f"bench-read-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=gateway_url, timeout=600) as client:
+        seed = seed_done(client, key, files[0], topic)
+        ids = [seed] + asyncio.run(clone_done(seed, args.reads - 1, storage))
+        print(f"{len(ids)} tasks with reviews (sender {SENDER}); load avg {os.getloadavg()[0]:.1f}")
+        lists = []
+        for attempt in ("cold", "warm", "warm"):
+            seconds, r = timed_get(client, "/inbox/tasks", key, limit=args.limit, topic=topic)
+            items = r.json().get("tasks", []) if r.status_code == 200 else []
+            lists.append(round(seconds, 2))
+            print(f"  GET /inbox/tasks?limit={args.limit} ({attempt}): {r.status_code}, {len(items)} tasks "
+                  f"({sum(1 for t in items if t['status'] == 'done')} done) in {seconds:.2f} s "
+                  f"({len(r.content) / 1024:.0f} KB); load avg {os.getloadavg()[0]:.1f}")
+        singles = []
+        for task_id in ids[:10]:
+            seconds, r = timed_get(client, f"/inbox/tasks/{task_id}", key)
+            singles.append(seconds)
+            if r.status_code != 200 or r.json().get("review") is None:
+                print(f"  single view {task_id}: {r.status_code} without a review: {r.text[:300]}")
+        print(f"  GET /inbox/tasks/{{id}} x {len(singles)}: p50 {percentile(singles, 0.5):.2f} s, max "
+              f"{max(singles):.2f} s; load avg {os.getloadavg()[0]:.1f}")
+    return {"tasks": len(ids), "limit": args.limit, "list_seconds": lists,
+            "single_p50": round(percentile(singles, 0.5), 3), "single_max": round(max(singles), 3),
+            "load_avg": os.getloadavg()[0]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=TARGET_N, help="parallel clients")
@@ -221,12 +321,19 @@ def main() -> None:
                     help="the stack's database (as `clausegate up --database`)")
     ap.add_argument("--keep", action="store_true", help="leave the stack running")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--reads", type=int, help="measure the list and the single view over this many reviewed tasks")
+    ap.add_argument("--limit", type=int, default=100, help="--reads: the list's page size")
     args = ap.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="clausegate-inbox-load-"))
     paths = None
     if args.gateway_url is None:
         os.environ["CLAUSEGATE_SECRETS_DIR"] = str(base / "secrets")  # this stack's own credential and keys
+    if args.reads:
+        args.worker = True  # the seed review
+        (base / "playbooks").mkdir()
+        (base / "playbooks" / "bench-read.yaml").write_text(READ_PLAYBOOK)
+        os.environ.setdefault("CLAUSEGATE_INBOX_PLAYBOOKS_DIR", str(base / "playbooks"))  # the stack's gateway
     files = pick(args.n * args.per_client + 1, args.seed, base, args.pdfs)
     warmup, files = files[0], files[1:]
     print(f"bench/inbox_load: {args.n} clients x {args.per_client}, {len(files)} distinct PDFs "
@@ -246,6 +353,14 @@ def main() -> None:
 
                 key, record = keys.new_key(SENDER, rate_per_minute=100_000, note="bench/inbox_load.py")
                 keys.save(record)
+            if args.reads:
+                if paths is None and not os.environ.get("PREFECT_LOCAL_STORAGE_PATH"):
+                    raise SystemExit("--reads with --gateway-url needs PREFECT_LOCAL_STORAGE_PATH (its storage)")
+                storage = Path(os.environ.get("PREFECT_LOCAL_STORAGE_PATH") or paths.prefect_home / "storage")
+                figures = reads(args, gateway_url, key, files, storage)
+                if args.json:
+                    args.json.write_text(json.dumps(figures, indent=2))
+                return
             topic = f"bench-{uuid.uuid4().hex[:8]}"
             with httpx.Client(base_url=gateway_url, timeout=120) as client:
                 t0 = time.perf_counter()

@@ -267,9 +267,10 @@ class Inbox:
 
     async def view(self, run: FlowRun, *, light: bool = False) -> TaskDetail:
         """The task's view; ``light`` (a list's item): no review, no gate record or state history read, and a
-        Completed run's review decoded only when its outcome is not recorded on the run yet (views.py)."""
+        Completed run's review decoded only when its outcome is not on the run (views.py); a list writes nothing."""
         state_type = run.state_type.value if run.state_type else None
-        known = views.known_outcome(run) if light and state_type == "COMPLETED" else None
+        recorded = views.known_outcome(run) if state_type == "COMPLETED" else None
+        known = recorded if light else None
         wanted = ("COMPLETED",) if light else ("COMPLETED", "FAILED")
         review = await self._review(run) if state_type in wanted and known is None else None
         message = self.public(run.state.message if run.state else "")
@@ -295,7 +296,7 @@ class Inbox:
             error=TaskError(code=code, message=message or "the run failed without a message") if code else
             views.recorded_error(known[1]) if known else None,
             review=review, message=MessageLink.of_labels(getattr(run, "labels", None)), links=self._links(str(run.id)))
-        if state_type == "COMPLETED" and known is None and isinstance(review, Review):
+        if state_type == "COMPLETED" and recorded is None and isinstance(review, Review) and not light:
             await views.record_outcome(self.prefect, run, view)
         view.review = None if light else view.review  # a list carries no review: GET the task for it
         if state_type == "PAUSED":

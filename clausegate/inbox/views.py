@@ -7,9 +7,11 @@ hash from submission, and the outcome of a finished review remembered on its run
 * ``contract.sha256`` comes from the run's ``clausegate.inbox.sha256`` label, set at submission (every kind:
   PDF, .docx, text), so it is known before the review ends.
 * The status of a Completed run depends on its review (done, escalated, or failed without a decision).  The
-  first view that decodes that review writes the outcome to the run's ``clausegate.inbox.outcome`` label
-  (``<state id>|<status>|<code>``; labels are merged, never replaced); ``GET /inbox/tasks`` reads the label
-  and decodes no review of a run that has one.
+  contract-review run labels itself with its review's outcome as it completes (``clausegate.review.outcome``,
+  :mod:`clausegate.pipeline.outcome`); for a run without that label (reviewed before it existed) the first single
+  view, which decodes the review anyway, writes ``clausegate.inbox.outcome`` (``<state id>|<status>|<code>``;
+  labels are merged, never replaced).  ``GET /inbox/tasks`` reads either and decodes no review of a run that has
+  one (it writes nothing: a run with neither is decoded for its status, as before).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from clausegate.gates import store
 from clausegate.gates.model import GateRecord
 from clausegate.inbox.connection import SharedClient
 from clausegate.inbox.status import LABEL, NO_DECISION, GateWaiting, TaskError, TaskView
+from clausegate.pipeline.outcome import OUTCOME_LABEL as REVIEW_LABEL  # written by the run itself
 
 log = logging.getLogger("clausegate.inbox")
 
@@ -109,9 +112,27 @@ def labels_of(run: FlowRun) -> dict:
     return dict(getattr(run, "labels", None) or {})
 
 
+def _from_review_label(value: str) -> tuple[str, str | None] | None:
+    """(status, code) from the run's own ``status|gated|decided`` label, by the rule of ``status.undecided``."""
+    parts = value.split("|")
+    if len(parts) != 3 or not parts[0]:
+        return None
+    status, gated, decided = parts
+    if status == "needs_legal":
+        return "escalated", None
+    if status == "pending_decision" or (gated == "1" and decided == "0" and status in ("complete",
+                                                                                          "changes_requested")):
+        return "failed", NO_DECISION
+    return "done", None
+
+
 def known_outcome(run: FlowRun) -> tuple[str, str | None] | None:
-    """(status, error code) of a Completed run as a view recorded it for this state; None when not recorded."""
-    value = str(labels_of(run).get(OUTCOME_LABEL, ""))
+    """(status, error code) of a Completed run from its labels (the run's own, else a view's record of this
+    state); None when neither is there."""
+    labels = labels_of(run)
+    if labels.get(REVIEW_LABEL):
+        return _from_review_label(str(labels[REVIEW_LABEL]))
+    value = str(labels.get(OUTCOME_LABEL, ""))
     state_id, _, rest = value.partition("|")
     status, _, code = rest.partition("|")
     if run.state is None or state_id != str(run.state.id) or status not in ("done", "escalated", "failed"):

@@ -35,6 +35,7 @@ from clausegate.gates import run_gate
 from clausegate.ops.budget import start_meter, stop_meter
 from clausegate.pipeline.attempts import ensure_current, fenced_exit
 from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
+from clausegate.pipeline.outcome import record_outcome
 from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
 from clausegate.review import assemble
@@ -184,6 +185,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         # No data: a Failed state's result must be an exception (the partial review is in the report).
         return Failed(message=f"{review.failure.code} at step '{review.failure.step}': {review.failure.message} "
                               f"Partial report: {paths[0]}")
+    if ask_person:  # a contract-review run of its own (a batch's reviews are tasks of the batch's run)
+        record_outcome(review)  # the inbox's list reads it instead of decoding the review
     return review
 
 

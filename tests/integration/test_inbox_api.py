@@ -399,19 +399,28 @@ def test_the_contract_hash_is_known_from_submission_for_every_kind(env, tmp_path
 
 def test_the_list_carries_no_review_and_decodes_none_it_has_recorded(env, tmp_path, monkeypatch):
     """Issue 29: a list of 100 tasks decoded every task's review (60 s at load 13).  A list item carries no review;
-    a Completed run's outcome is recorded on the run when a view first decodes it, and lists read that instead: here
-    the review cannot even be decoded any more (another at-rest key), yet the list still says ``done``."""
+    a Completed run labels itself with its review's outcome, and a run without that label gets one from its first
+    single view (which decodes the review): lists read the labels.  Here the reviews cannot even be decoded any
+    more (another at-rest key), yet the list still says ``done`` while the single view says why it cannot."""
     key, _ = make_key("list-light")
-    pdf = make_text_pdf(tmp_path / "light.pdf", ["List light contract.", *GOVERNING_LAW_PAGES])
-    with tags("inbox", "inbox-sender:list-light"):  # a finished inbox task, as a worker leaves it
-        state = asyncio.run(contract_review(str(pdf), playbook=env["settings"].playbooks()["deploy-test"],
-                                            out_dir=str(tmp_path / "out"), return_state=True))
-    task_id = str(state.state_details.flow_run_id)
-    first = env["client"].get("/inbox/tasks", headers=auth(key)).json()["tasks"]
-    assert [(t["task_id"], t["status"], t["review"]) for t in first] == [(task_id, "done", None)], first
-    assert read_run(task_id).labels.get("clausegate.inbox.outcome", "").endswith("|done|")
-    monkeypatch.setenv("CLAUSEGATE_AT_REST_KEY", new_at_rest_key())  # the review can no longer be decoded here
+    ids = []
+    for name in ("light", "older"):
+        pdf = make_text_pdf(tmp_path / f"{name}.pdf", [f"List {name} contract.", *GOVERNING_LAW_PAGES])
+        with tags("inbox", "inbox-sender:list-light"):  # a finished inbox task, as a worker leaves it
+            state = asyncio.run(contract_review(str(pdf), playbook=env["settings"].playbooks()["deploy-test"],
+                                                out_dir=str(tmp_path / "out"), return_state=True))
+        ids.append(str(state.state_details.flow_run_id))
+    light, older = ids
+    assert read_run(light).labels["clausegate.review.outcome"].split("|")[1:] == ["0", "0"]  # no gate, no decision
+    with get_client(sync_client=True) as client:  # a run reviewed before the label existed
+        client.update_flow_run_labels(older, {"clausegate.review.outcome": ""})
+    first = env["client"].get("/inbox/tasks", headers=auth(key)).json()["tasks"]  # decodes the older one only
+    assert [(t["task_id"], t["status"], t["review"]) for t in first] == [(older, "done", None), (light, "done", None)]
+    assert "clausegate.inbox.outcome" not in read_run(older).labels  # a list writes nothing
+    assert env["client"].get(f"/inbox/tasks/{older}", headers=auth(key)).json()["review"] is not None
+    assert read_run(older).labels.get("clausegate.inbox.outcome", "").endswith("|done|")  # the single view did
+    monkeypatch.setenv("CLAUSEGATE_AT_REST_KEY", new_at_rest_key())  # the reviews can no longer be decoded here
     again = env["client"].get("/inbox/tasks", params={"status": "done"}, headers=auth(key)).json()["tasks"]
-    assert [(t["task_id"], t["status"]) for t in again] == [(task_id, "done")], again
-    single = env["client"].get(f"/inbox/tasks/{task_id}", headers=auth(key)).json()  # the single view decodes it
+    assert [(t["task_id"], t["status"]) for t in again] == [(older, "done"), (light, "done")], again
+    single = env["client"].get(f"/inbox/tasks/{light}", headers=auth(key)).json()  # the single view decodes it
     assert single["status"] == "failed" and single["error"]["code"] == "CG-AT-REST-KEY", single
