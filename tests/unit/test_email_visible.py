@@ -12,8 +12,8 @@ from email.message import EmailMessage
 import pytest
 
 from clausegate.config import InboxSettings
-from clausegate.inbox.eml_sandbox import parse_message
 from clausegate.inbox import html_text
+from clausegate.inbox.eml_sandbox import parse_message
 from tests.support import docx_factory
 from tests.support.messages import DOCX_TYPE, attach, eml_bytes, message
 
