@@ -78,10 +78,12 @@ def test_headers_and_footers_are_read_without_page_furniture_and_once(tmp_path):
         "word/_rels/document.xml.rels": rels,
         "word/header1.xml": d.margin_part("header", furniture, clause),
         "word/header2.xml": d.margin_part("header", clause),  # the first page's header: the same clause again
-        "word/footer1.xml": d.margin_part("footer", d.para(d.run("Confidential")), d.para(d.run(UNCAPPED))),
+        "word/footer1.xml": d.margin_part("footer", d.para(d.run("Confidential")), d.para(d.run(UNCAPPED)),
+                                          d.para(d.run("Customer's liability is unlimited."))),  # short, yet a clause
         "word/unused.xml": d.margin_part("footer", d.para(d.run(INJECTION)))})  # no section uses it
     text = text_of(parse(path))
     assert text.count("subject to the Supplier's general terms") == 1 and f"Footer: {UNCAPPED}" in text
+    assert "Footer: Customer's liability is unlimited." in text
     assert "Master Supply Agreement Page" not in text and "Confidential" not in text and INJECTION not in text
 
 

@@ -5,8 +5,9 @@
   writes both inside ``mc:AlternateContent``, only one alternative is read (the ``mc:Choice``, else the
   ``mc:Fallback``), never both;
 * **headers and footers** the sections use (``w:headerReference``/``w:footerReference`` followed through
-  ``word/_rels/document.xml.rels``); a header's page furniture (running titles, "Page 3 of 9": paragraphs of fewer
-  than ``FURNITURE_MAX_WORDS`` words) is left out and a text repeated in several headers is read once;
+  ``word/_rels/document.xml.rels``); a header's page furniture (running titles, "Page 3 of 9": paragraphs of at most
+  ``FURNITURE_MAX_WORDS`` words without an operative verb such as "shall" or "is") is left out and a text repeated
+  in several headers is read once;
 * **footnotes and endnotes** (``word/footnotes.xml``, ``endnotes.xml``), in the order the body refers to them;
 * **imported parts** (``w:altChunk``: HTML, RTF, another document) are not read: they are listed, and the review
   gates on *Document integrity* (``CG-DOCX-UNREAD-PART``).
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from xml.etree.ElementTree import Element
 
 from clausegate.review.document.docx_parts import W
@@ -23,7 +25,9 @@ MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 RELS = "word/_rels/document.xml.rels"
-FURNITURE_MAX_WORDS = 7  # a header or footer paragraph this short is page furniture, not a clause
+FURNITURE_MAX_WORDS = 7  # a header or footer paragraph this short is page furniture, unless it has an _OPERATIVE verb
+_OPERATIVE = frozenset({"shall", "will", "must", "may", "is", "are", "be", "agree", "agrees", "waive", "waives",
+                        "not", "apply", "applies", "governs", "prevail", "prevails", "supersede", "supersedes"})
 ALTERNATE = MC + "AlternateContent"
 TEXTBOX = W + "txbxContent"
 
@@ -88,5 +92,7 @@ def notes(root: Element | None, kind: str) -> dict[str, Element]:
 
 
 def is_furniture(text: str) -> bool:
-    """A header or footer paragraph too short to be a clause: a running title, a page number, "Confidential"."""
-    return len(text.split()) <= FURNITURE_MAX_WORDS
+    """A header or footer paragraph that is no clause: short, and without a verb a term needs (a running title, a
+    page number, "Confidential"); "Liability is unlimited." is short but a clause."""
+    words = re.findall(r"[a-z]+", text.lower())
+    return len(text.split()) <= FURNITURE_MAX_WORDS and not _OPERATIVE.intersection(words)
