@@ -18,7 +18,7 @@ import re
 
 from clausegate.errors import DocumentError
 from clausegate.inbox.errors import NotDocx, NotPdf, NotText
-from clausegate.inbox.magic import OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
+from clausegate.inbox.magic import ENCRYPTED_PACKAGE, OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
 from clausegate.review.document import formats, plain_text
 from clausegate.review.document.sandbox import check_pdf_magic
 
@@ -38,12 +38,18 @@ class ContentProbe:
         self.sample = b""  # the bytes the parser judges text by (plain_text.is_text: its first 64 KiB)
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self.is_text = True
+        self.encrypted_package = False  # an OLE file naming an EncryptedPackage stream: a password-protected .docx
+        self._tail = b""  # the last bytes of the previous chunk, so the stream name is found across a chunk boundary
 
     def feed(self, chunk: bytes) -> None:
         if len(self.head) < self.HEAD:
             self.head += chunk[: self.HEAD - len(self.head)]
         if len(self.sample) < plain_text.SNIFF_BYTES:
             self.sample += chunk[: plain_text.SNIFF_BYTES - len(self.sample)]
+        if not self.encrypted_package and self.head.startswith(OLE_MAGIC):
+            window = self._tail + chunk
+            self.encrypted_package = ENCRYPTED_PACKAGE in window
+            self._tail = window[-(len(ENCRYPTED_PACKAGE) - 1):]
         if self.is_text:
             try:
                 self._decoder.decode(chunk)
@@ -70,6 +76,8 @@ def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
     """The document kind of a file called ``name`` whose content ``probe`` saw (``data``: all of it, when at hand);
     415 (coded) when it is none."""
     try:
+        if probe.head.startswith(ZIP_MAGIC):  # a ZIP whose first stored part is a PDF is still a ZIP
+            raise DocumentError(f"'{name}' is a ZIP archive, not a PDF")
         check_pdf_magic(name, probe.head)
         return "pdf"
     except DocumentError as error:
@@ -83,6 +91,11 @@ def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
     if suffix == ".docx":
         if probe.head.startswith(ZIP_MAGIC):
             return "docx"
+        if probe.encrypted_package:
+            raise NotDocx(f"'{name}' is a password-protected (encrypted) Word document: its text can only be read "
+                          "with the password, which ClauseGate never asks for",
+                          hint="open it in Word, remove the password (File > Info > Protect Document > Encrypt with "
+                          "Password, clear it), save it as .docx and send that file (or export it as PDF)")
         legacy = probe.head.startswith(OLE_MAGIC)
         raise NotDocx(f"'{name}' is not a Word .docx file: it is "
                       + ("a legacy binary Word document (.doc)" if legacy else "not a ZIP (OOXML) package"),

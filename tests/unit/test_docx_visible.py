@@ -154,3 +154,36 @@ def test_two_parts_with_one_name_are_refused(tmp_path):
         parse(path)
     assert caught.value.code == "CG-DOCX-CORRUPT" and "word/document.xml" in caught.value.message
     assert "twice" in caught.value.message
+
+
+def test_the_inbox_says_an_encrypted_docx_upload_is_encrypted_streamed_or_whole():
+    from clausegate.inbox.errors import NotDocx
+    from clausegate.inbox.kinds import ContentProbe, kind_of
+
+    data = d.encrypted_docx_bytes()
+    streamed = ContentProbe()
+    for start in range(0, len(data), 7):  # chunks that cut the stream's name in two
+        streamed.feed(data[start:start + 7])
+    for probe, whole in ((streamed.finish(), None), (ContentProbe.of(data), data)):
+        with pytest.raises(NotDocx) as caught:
+            kind_of("protected.docx", probe, whole)
+        assert "encrypted" in caught.value.message and "legacy" not in caught.value.message
+
+
+def test_a_zip_that_stores_a_pdf_is_sniffed_as_a_zip_not_read_as_that_pdf(tmp_path):
+    import io
+    import zipfile
+
+    from clausegate.inbox.errors import NotPdf
+    from clausegate.inbox.kinds import ContentProbe, kind_of
+    from clausegate.review.document import formats
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("contract.pdf", b"%PDF-1.7\n" + b"0" * 200)
+    data = buffer.getvalue()
+    with pytest.raises(DocumentError) as caught:
+        formats.sniff("contracts.zip", data)
+    assert "ZIP" in caught.value.message
+    with pytest.raises(NotPdf):
+        kind_of("contracts", ContentProbe.of(data))

@@ -1,6 +1,7 @@
 """Which parser reads a contract: sniffed from its bytes, never from its file name.
 
-* ``%PDF-`` in the first 1024 bytes: a PDF (:func:`clausegate.review.document.sandbox.parse_bytes`, unchanged);
+* ``%PDF-`` in the first 1024 bytes of a file that does not open as a ZIP (``PK\x03\x04``): a PDF
+  (:func:`clausegate.review.document.sandbox.parse_bytes`, unchanged);
 * a ZIP holding ``word/document.xml``: a Word .docx, read in the same sandboxed child under the same caps
   (:mod:`clausegate.review.document.docx`); a macro-enabled one (``vbaProject.bin``, a ``macroEnabled`` content
   type: .docm) is refused with ``CG-DOCX-MACROS`` (macros are never run, nor is the file read);
@@ -47,6 +48,8 @@ _CONTENT_TYPES_MAX = 1024 * 1024
 
 def sniff(name: str, data: bytes) -> Format:
     """``data``'s format (see the module doc); a coded ``DocumentError`` for what is refused."""
+    if data.startswith(b"PK\x03\x04"):  # before the PDF window: a ZIP storing a PDF is no PDF
+        return _sniff_zip(name, data)
     if sandbox.MAGIC in data[:sandbox.MAGIC_WINDOW]:
         return "pdf"
     if data.startswith(OLE_MAGIC) and ENCRYPTED_PACKAGE in data:
@@ -60,8 +63,6 @@ def sniff(name: str, data: bytes) -> Format:
             f"'{name}' is a legacy binary Word document (.doc, or another OLE file such as .xls), which ClauseGate "
             "does not read.", hint="open it in Word or LibreOffice and save it as .docx (File > Save As > Word "
             "Document) or as PDF, then submit that file.", code=DOCX_LEGACY_DOC)
-    if data.startswith(b"PK\x03\x04"):
-        return _sniff_zip(name, data)
     if plain_text.is_text(data):
         return "text"
     raise not_a_known_format(name, data)
