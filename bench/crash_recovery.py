@@ -5,14 +5,14 @@ warm-start process; then count where every task ended.
     python bench/crash_recovery.py --tasks 20              # its own stack (embedded PostgreSQL) on free ports
     python bench/crash_recovery.py --tasks 60 --settle-minutes 11
 
-Each task is a distinct contract (pasted text, the payment-liability playbook: about half wait at a gate). Faults
-come --gap seconds apart while the reviews run. After the last one the script polls the inbox until every task is
-settled or --settle-minutes pass, and prints: done (done/escalated), waiting at a gate, failed (with their codes),
-stuck (pending/processing/cancelled at the end), lost (the inbox does not know the task), reviewed twice (a run
-with more than one Completed state or more than one review artifact) and the recovery actions (requeues, stuck
-runs found, dead letters). The zombie window and the stuck threshold are shortened for the bench
-(--zombie-seconds 60, --stuck-seconds 120; the product defaults are 150 and 300). Exit 1 unless 0 stuck,
-0 lost and 0 reviewed twice.
+Each task is a distinct contract (pasted text, the payment-liability playbook: most wait at a gate). A quarter of
+the tasks is submitted --gap seconds before each fault, so runs are claimed, starting or running when it strikes.
+After the last fault the script polls the inbox until every task is settled or --settle-minutes pass, and prints:
+done (done/escalated), waiting at a gate, failed (with their codes), stuck (pending/processing/cancelled at the
+end, or Crashed: not requeued), lost (the inbox does not know the task), reviewed twice (a run with more than one
+Completed state or more than one review artifact) and the recovery actions (requeues, stuck runs found, dead
+letters; audit events). The zombie window and the stuck threshold are shortened for the bench (--zombie-seconds
+60, --stuck-seconds 120; the product defaults are 150 and 300). Exit 1 unless 0 stuck, 0 lost and 0 reviewed twice.
 """
 
 from __future__ import annotations
@@ -115,6 +115,11 @@ def _statuses(gateway: str, key: str, tasks: list[str]) -> dict[str, dict]:
     return out
 
 
+def _settled(view: dict) -> bool:
+    """Done, at a gate or failed for good: a Crashed run (inbox ``failed``) is still dead-letters' to requeue."""
+    return view.get("status") in SETTLED and view.get("state") != "Crashed"
+
+
 def _twice(tasks: list[str]) -> list[str]:
     """Runs that completed more than once or wrote more than one review artifact."""
     from uuid import UUID
@@ -142,17 +147,20 @@ def _actions() -> Counter:
     from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter
 
     names = ["clausegate.audit.run.requeued", "clausegate.audit.run.stuck", "clausegate.audit.run.dead-lettered"]
+    since = datetime.now(UTC) - timedelta(hours=6)
+    found: Counter = Counter()
     with get_client(sync_client=True) as client:
-        since = datetime.now(UTC) - timedelta(hours=6)
-        page = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
-                                              event=EventNameFilter(name=names)), limit=500)
-    return Counter(e.event.rsplit(".", 1)[-1] for e in page.events)
+        for name in names:  # (the events API answers at most 50 per page: counts stop there)
+            page = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
+                                                  event=EventNameFilter(name=[name])), limit=50)
+            found[name.rsplit(".", 1)[-1]] = len(page.events)
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=60)
-    parser.add_argument("--gap", type=float, default=20.0, help="seconds between faults")
+    parser.add_argument("--gap", type=float, default=8.0, help="seconds from a share's submission to its fault")
     parser.add_argument("--sigstop-seconds", type=float, default=60.0, help="how long the warm-start process is "
                         "stopped (0: skip)")
     parser.add_argument("--settle-minutes", type=float, default=11.0)
@@ -188,9 +196,11 @@ def main() -> int:
     key = _key(state, args.tasks)
     failed = True
     try:
-        tasks = [_submit(gateway, key, n) for n in range(args.tasks)]
-        print(f"submitted {len(tasks)} tasks", flush=True)
-        for victim in ("worker", "gateway", "server"):  # (the Prefect server)
+        groups = [list(range(args.tasks))[i::4] for i in range(4)]  # a share before each fault: some in flight
+        tasks: list[str] = []
+        for victim, group in zip(("worker", "gateway", "server"), groups, strict=False):  # (server: Prefect's)
+            tasks += [_submit(gateway, key, n) for n in group]
+            print(f"submitted {len(tasks)} tasks", flush=True)
             time.sleep(args.gap)
             pid = _pid(paths, victim)
             if pid is None:
@@ -201,8 +211,10 @@ def main() -> int:
             time.sleep(3)
             state = restart(f"after killing the {victim}")
             gateway = state["gateway_url"]
+        tasks += [_submit(gateway, key, n) for n in groups[3]]
+        print(f"submitted {len(tasks)} tasks", flush=True)
         if args.sigstop_seconds > 0 and (zygote := _pid(paths, "warm-start")) is not None:
-            time.sleep(args.gap)
+            time.sleep(min(args.gap, 5))  # (stopped while the last share's runs fork or start)
             os.kill(zygote, signal.SIGSTOP)
             print(f"SIGSTOP warm-start ({zygote}) for {args.sigstop_seconds:.0f} s", flush=True)
             time.sleep(args.sigstop_seconds)
@@ -213,12 +225,13 @@ def main() -> int:
             seen = _statuses(gateway, key, tasks)
             count = Counter(v.get("status", "?") for v in seen.values())
             print(f"  +{(time.monotonic() - last_fault) / 60:4.1f} min: {dict(count)}", flush=True)
-            if all(v.get("status") in SETTLED for v in seen.values()) or time.monotonic() > deadline:
+            if all(_settled(v) for v in seen.values()) or time.monotonic() > deadline:
                 break
             time.sleep(30)
         settled_after = (time.monotonic() - last_fault) / 60
         codes = Counter((v.get("error") or {}).get("code") for v in seen.values() if v.get("status") == "failed")
-        stuck = [t for t, v in seen.items() if v.get("status") in ("pending", "processing", "cancelled")]
+        stuck = [t for t, v in seen.items() if not _settled(v) and not str(v.get("status")).startswith(("http-",
+                                                                                                     "unreachable"))]
         lost = [t for t, v in seen.items() if str(v.get("status", "")).startswith(("http-", "unreachable"))]
         with _prefect(state):
             twice, actions = _twice(tasks), _actions()
@@ -228,6 +241,9 @@ def main() -> int:
               f"{len(stuck)} stuck, {len(lost)} lost, {len(twice)} reviewed twice; recovery: {dict(actions)}")
         for task in stuck:
             print(f"  stuck {task}: {seen[task].get('status')} ({seen[task].get('state')})")
+        for task, view in seen.items():
+            if view.get("status") == "failed":
+                print(f"  failed {task}: {((view.get('error') or {}).get('message') or '')[:300]}")
         failed = bool(stuck or lost or twice)
     finally:
         down(paths, echo=lambda m: None)
