@@ -132,9 +132,7 @@ def assemble_review(
     # missing, goes to the gate when its position says so (gate_on); a missing one is listed without a quote
     positions = list(positions)
     scope = "clause" if is_single_clause(parsed) else "contract"
-    checks = check_positions(clauses, positions)
-    if scope == "clause":  # one clause lacks every other clause by nature: nothing is "missing" from it
-        checks = [c for c in checks if c.verdict != "missing"]
+    checks = check_positions(clauses, positions)  # a required clause missing still gates, even in a short text
     gated_found += [c for c in gating_categories(checks, positions) if c not in gated_found]
     warnings = [*parsed.notices, *found.notices, *(own.notices if own else []), *notices]
     if integrity_warnings(warnings):

@@ -13,8 +13,9 @@ def md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-CLAUSE_NOTE = ("This text is a single clause, not a whole contract: what it contains is listed; no category is "
-               "reported missing (review the whole contract for that).")
+CLAUSE_NOTE = ("This text is a single clause, not a whole contract: what it contains is listed; the categories it "
+               "lacks are not listed as missing (review the whole contract for that). A required clause the "
+               "playbook's positions name still asks a person when it is not here.")
 
 
 def pages_text(pages: list[int]) -> str:

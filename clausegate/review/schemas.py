@@ -322,7 +322,7 @@ class Review(_Model):
     missing_categories: list[str] = []
     scope: Literal["contract", "clause"] = Field(
         "contract", description="clause: a short pasted text (clausegate.review.assemble.CLAUSE_WORDS): what it has "
-                                "is listed, no category (nor required position) is reported missing")
+                                "is listed, no category is listed as missing (a missing required position still gates)")
     gated_categories: list[str] = []
     pages_total: int = 0
     pages_kept: list[int] = []
