@@ -168,3 +168,18 @@ def test_twelve_findings_with_positions_stay_within_a_slack_section():
                 for i in range(12)]
     text = _table_block(findings)["text"]["text"]
     assert len(text) <= SECTION_LIMIT and text.count("↳ deviates") == 12
+
+
+def test_a_short_pasted_text_without_a_required_clause_still_gates():
+    """A text under the single-clause size lists no missing categories, but a required clause that is absent
+    still asks a person: a text's length never clears a gate."""
+    words = " ".join(NO_CAP_PAGES)
+    assert len(words.split()) < assemble.CLAUSE_WORDS
+    doc = ParsedDocument(contract_id=hashlib.sha256(words.encode()).hexdigest(), filename="clause.txt",
+                         format="text", pages=[Page(number=1, text=words)])
+    filtered = assemble.prefilter_step(doc, BOOK.categories)
+    review = assemble.assemble_review(doc, filtered, assemble.extract_step(filtered, BOOK.categories),
+                                      playbook=BOOK.name, gated=BOOK.gated_categories, positions=BOOK.positions)
+    assert review.scope == "clause" and review.missing_categories == []
+    assert review.gated_categories == ["Cap on Liability"]
+    assert [c.verdict for c in review.positions] == ["missing"]
