@@ -223,8 +223,13 @@ def test_a_requeued_run_late_behind_its_stale_process_is_stopped_and_requeued_ag
             while not client.read_flow_run(stale.id).state.is_cancelling():  # asks the worker to stop it
                 assert time.monotonic() < deadline, "dead-letters did not ask the worker to stop the stale process"
                 time.sleep(0.2)
-            _executed(client, stale.id)  # the worker killed it
-            handler.join(60)
+            # the worker killed it: it stores Cancelled, then reports the process ended (Prefect 3.9's order)
+            from prefect.states import Cancelled
+
+            _set(client, stale.id, Cancelled(message="Flow run was cancelled"))
+            _executed(client, stale.id)
+            handler.join(120)
+            assert not handler.is_alive(), "dead-letters did not finish within 120 s of the worker's executed event"
             handled = result["handled"]
             assert handled.outcome == "requeued", handled
             after = client.read_flow_run(stale.id)
