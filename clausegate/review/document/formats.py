@@ -41,6 +41,7 @@ Format = Literal["pdf", "docx", "text"]
 SUFFIXES: dict[str, str] = {"pdf": ".pdf", "docx": ".docx", "text": ".txt"}
 KNOWN_SUFFIXES = frozenset({".pdf", ".docx", ".txt", ".md"})
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ZIP = b"PK\x03\x04"
 _MAIN_PART = "word/document.xml"
 _CONTENT_TYPES = "[Content_Types].xml"
 _CONTENT_TYPES_MAX = 1024 * 1024
@@ -48,7 +49,7 @@ _CONTENT_TYPES_MAX = 1024 * 1024
 
 def sniff(name: str, data: bytes) -> Format:
     """``data``'s format (see the module doc); a coded ``DocumentError`` for what is refused."""
-    if data.startswith(b"PK\x03\x04"):  # before the PDF window: a ZIP storing a PDF is no PDF
+    if data.startswith(_ZIP):  # before the PDF window: a ZIP storing a PDF is no PDF
         return _sniff_zip(name, data)
     if sandbox.MAGIC in data[:sandbox.MAGIC_WINDOW]:
         return "pdf"
@@ -98,15 +99,12 @@ def _sniff_zip(name: str, data: bytes) -> Format:
 
 ACCEPTED = "PDF, Word .docx or UTF-8 text"
 _SEND = "submit the contract as PDF, Word .docx or UTF-8 text (.txt)"
+# the PDF path's table (images, RTF), with the archive said as the formats read here see it (OLE files are refused
+# before this table is read: sniff)
 _SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
-    (b"\x89PNG", "a PNG image", "scan or export the contract to PDF"),
-    (b"\xff\xd8\xff", "a JPEG image", "scan or export the contract to PDF"),
-    (b"GIF8", "a GIF image", "export the contract to PDF"),
-    (b"II*\x00", "a TIFF image", "convert the scan to PDF"),
-    (b"MM\x00*", "a TIFF image", "convert the scan to PDF"),
-    (b"PK\x03\x04", "a ZIP archive that is no Word document (no word/document.xml; an Excel .xlsx, a .zip of files)",
+    *(entry for entry in sandbox.SIGNATURES if entry[0] not in (_ZIP, OLE_MAGIC[:4])),
+    (_ZIP, "a ZIP archive that is no Word document (no word/document.xml; an Excel .xlsx, a .zip of files)",
      "submit the Word .docx or PDF itself, not an archive of it"),
-    (b"{\\rtf", "an RTF document", "open it in Word or LibreOffice and save it as .docx or PDF"),
 )
 
 

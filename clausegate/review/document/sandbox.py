@@ -276,7 +276,7 @@ def read_verified(source: ContractSource) -> bytes:
     return data
 
 
-_SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
+SIGNATURES: tuple[tuple[bytes, str, str], ...] = (  # (magic, what it is, how to make a PDF of it)
     (b"\x89PNG", "a PNG image", "scan or export the contract to PDF"),
     (b"\xff\xd8\xff", "a JPEG image", "scan or export the contract to PDF"),
     (b"GIF8", "a GIF image", "export the contract to PDF"),
@@ -296,7 +296,7 @@ def check_pdf_magic(name: str, data: bytes) -> None:
         what, todo = "an empty file (0 bytes)", "the upload or download probably failed; fetch the PDF again"
     else:
         what, todo = "", ""
-        for sig, kind, fix in _SIGNATURES:
+        for sig, kind, fix in SIGNATURES:
             if data.startswith(sig):
                 what, todo = kind, fix
                 break
