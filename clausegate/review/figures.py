@@ -82,6 +82,10 @@ _DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _MONTHS = {"month": 1, "year": 12}
 _MULTIPLIERS = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mm": 1e6, "billion": 1e9, "bn": 1e9}
 _WINDOW = 100  # characters either side of a figure in which a fee word makes it a figure about fees
+_FEES_BEFORE = 80  # a period of fees: a fee word this many characters before it, or "months' fees" after it
+_FEES_AFTER = re.compile(r"^['’]?s?\s+(?:of\s+)?(?:the\s+)?(?:[\w-]+\s+)?(?:fees?|charges|payments?|compensation)\b",
+                         re.IGNORECASE)
+_MAX_DAYS = 36500  # a "period" past 100 years is a number in a table ("7,083 year"), not a period
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,12 @@ def _near_fees(text: str, start: int, end: int) -> bool:
     return bool(_FEE_WORDS.search(text, max(start - _WINDOW, 0), min(end + _WINDOW, len(text))))
 
 
+def _fees_period(text: str, start: int, end: int) -> bool:
+    """A period about fees: a fee word shortly before it ("fees paid in the 3 months") or right after it
+    ("12 months' fees"); a fee word further on ("a One-Year Warranty Period ... the payment") does not count."""
+    return bool(_FEE_WORDS.search(text, max(start - _FEES_BEFORE, 0), start)) or bool(_FEES_AFTER.match(text[end:]))
+
+
 def _fig(kind: str, m: re.Match, value: float, **extra) -> Figure:
     return Figure(kind=kind, value=value, quote=m.group(0).strip(), start=m.start(), end=m.end(), **extra)
 
@@ -160,9 +170,10 @@ def _money(flat: str) -> list[Figure]:
 def _months_of_fees(flat: str) -> list[Figure]:
     found = [_fig("months_of_fees", m, _number(m.group(1)) * _MONTHS[m.group(2).lower()])
              for m in _PERIOD.finditer(flat)
-             if m.group(2).lower() in _MONTHS and _near_fees(flat, m.start(), m.end())]
+             if m.group(2).lower() in _MONTHS and _fees_period(flat, m.start(), m.end())
+             and _number(m.group(1)) * _DAYS[m.group(2).lower()] <= _MAX_DAYS]
     found += [_fig("months_of_fees", m, float(_MONTHS[m.group(1).lower()])) for m in _BARE_PERIOD.finditer(flat)
-              if _near_fees(flat, m.start(), m.end())]
+              if _fees_period(flat, m.start(), m.end())]
     for m in _ANNUAL_FEES.finditer(flat):
         times = _TIMES_BEFORE.search(flat[max(m.start() - 30, 0):m.start()])
         factor = (2.0 if times.group(2) else _number(times.group(1))) if times else 1.0
@@ -175,7 +186,8 @@ def read(text: str, kind: str) -> list[Figure]:
     same value (and currency) read twice, as in "Nine Million Dollars ($9,000,000)", once."""
     flat = normalise(text)
     if kind in ("period_days", "term_days"):
-        found = [_fig(kind, m, _number(m.group(1)) * _DAYS[m.group(2).lower()]) for m in _PERIOD.finditer(flat)]
+        found = [_fig(kind, m, _number(m.group(1)) * _DAYS[m.group(2).lower()]) for m in _PERIOD.finditer(flat)
+                 if _number(m.group(1)) * _DAYS[m.group(2).lower()] <= _MAX_DAYS]
         if kind == "term_days":
             found = [f for f in found if not _DEADLINE_BEFORE.search(flat[max(f.start - 25, 0):f.start])
                      and not _DEADLINE_AFTER.match(flat[f.end:f.end + 30])]

@@ -195,8 +195,8 @@ def compare(rule: WalkAway, text: str, contract: ContractFigures | None = None, 
     pick_max = greater if rule.min is not None else not lesser  # a min rule: the smallest binds, unless "greater of"
     low = (max if pick_max else min)(r.low for r in found)
     high = (max if pick_max else min)(r.high for r in found)
-    said = "; ".join(r.says for r in found)
-    if len(found) > 1:
+    said = "; ".join(dict.fromkeys(r.says for r in found))
+    if len({(r.low, r.high) for r in found}) > 1:
         said += (" (the greater binds: \"whichever is greater\")" if greater and pick_max else
                  " (the lesser binds)" if lesser and not pick_max else
                  f" (the {'largest' if pick_max else 'smallest'} binds)")

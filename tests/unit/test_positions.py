@@ -47,9 +47,9 @@ def test_a_walk_away_condition_names_the_line_and_the_figure():
     notice = WalkAway(kind="period_days", max=30)
     assert notice.broken_by([45]) == "walk-away: 45 days is above the maximum of 30 days"
     with pytest.raises(ValueError, match="give min or max"):
-        WalkAway(kind="amount")
+        WalkAway(kind="amount", currency="USD")
     with pytest.raises(ValueError, match="min 5 is above max 1"):
-        WalkAway(kind="amount", min=5, max=1)
+        WalkAway(kind="amount", min=5, max=1, currency="USD")
 
 
 BOOK = parse_playbook(POSITIONS_PLAYBOOK)
@@ -62,15 +62,20 @@ def clause(text: str) -> Clause:
 
 def test_verdicts_of_a_finding_against_the_standard():
     assert check_clause(clause(cap_clause("twelve (12)")), CAP).verdict == "matches standard"
-    fallback = check_clause(clause("Each party's aggregate liability shall not exceed the fees paid by Customer in "
-                                   "the twelve (12) months before the claim, or one hundred thousand dollars "
-                                   "($100,000), whichever is greater."), CAP)
+    greater = ("Each party's aggregate liability shall not exceed the fees paid by Customer in the twelve (12) months "
+               "before the claim, or one hundred thousand dollars ($100,000), whichever is greater.")
+    on_figures = check_clause(clause(greater), CAP)  # its 12 months meet the line: judged on figures, not wording
+    assert on_figures.verdict == "matches standard" and on_figures.reason.startswith("judged on figures: ")
+    wording_only = Position(category="Cap on Liability", preferred=CAP.preferred, fallback=CAP.fallback)
+    fallback = check_clause(clause(greater), wording_only)
     assert fallback.verdict == "acceptable fallback" and fallback.fallback_similarity > fallback.preferred_similarity
+    assert fallback.reason.startswith("judged on wording (the position sets no figure): close to a fallback")
     short = check_clause(clause(cap_clause("three (3)")), CAP)
     assert short.verdict == "deviates" and "cap below 12 months' fees" in short.reason
     assert short.figures == {"months_of_fees": [3.0]}
     other = check_clause(clause("Supplier's liability for breach of confidentiality shall be unlimited."), CAP)
     assert other.verdict == "deviates" and "wording unlike" in other.reason
+    assert "judged on wording (no figure in the clause for 'at least 12 months of fees')" in other.reason
     bare = Position(category="Cap on Liability", walk_away=[WalkAway(kind="months_of_fees", min=12)])
     assert check_clause(clause(cap_clause("twenty-four")), bare).verdict == "matches standard"
 
