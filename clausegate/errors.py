@@ -179,7 +179,14 @@ CODES: dict[str, Code] = {
     "CG-MODEL-DEGRADED": Code("a model step failed: the review uses the offline result alone", "14"),
     "CG-MODEL-STEP-TIMEOUT": Code("a model step was cut by its Prefect step timeout", "14"),
     "CG-MODEL-STEP-FAILED": Code("a model step failed after its retries", "14"),
-    "CG-MODEL-DISPUTED": Code("the model gave no or other text for an offline finding; a person decides", "14"),
+    "CG-MODEL-DISPUTED": Code("the model gave no or other text for an offline finding it may not clear; in a gated "
+                              "or high-risk category a person decides", "14"),
+    "CG-MODEL-CLEARED": Code("notice: the model took a low-confidence finding off the gate, with its reason "
+                             "(listed under 'Cleared by the model')", "14"),
+    "CG-MODEL-NOT-COUNTED": Code("notice: a model clause the offline reading is far against: listed, not counted",
+                                 "14"),
+    "CG-TEXT-INSTRUCTIONS": Code("warning: the contract holds text addressed to a model or reviewer; no model answer "
+                                 "may clear a gate", "14"),
     "CG-MODEL-CLAUSE-INVALID": Code("warning: a model clause that is not a valid object was dropped", "14"),
     "CG-MODEL-QUOTE-EMPTY": Code("warning: a model clause with an empty quote was dropped", "14"),
     "CG-MODEL-QUOTE-TOO-SHORT": Code("warning: a model quote under the category's minimum words was dropped", "14"),

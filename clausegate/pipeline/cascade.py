@@ -7,12 +7,13 @@ Each model call is one cached task (``ask_extraction_model`` / ``ask_generation_
 send, shrinks the prompt on a context-overflow answer (a new, smaller request, never a retry of
 the same one), and degrades to the offline result when a budget would be exceeded.
 
-The cascade's rule: **a model adds evidence, it never removes it silently.**  For every category
-sent to the model, each offline finding the model does not confirm (its answer has no valid clause
-of that category, or quotes other text) is kept, marked ``dispute`` with the model's side, and
-listed in a ``CG-MODEL-DISPUTED`` notice; in a gated or high-risk category it also goes to the
-human gate (``CascadeResult.gate``): only a person's decision clears it.  The model's own valid
-clauses are added.
+The model is a second reader (``clausegate.review.llm.merge``): every playbook category with a candidate
+passage (offline evidence within ``steps.extract.cascade_margin`` log-odds of its threshold, or above it) and
+every high-risk one is asked about.  Its answer moves the offline evidence by that margin, no more: it confirms,
+adds, or takes a *low-confidence* finding off the gate under the guards that module lists (shown passage, a
+reason, no integrity or injection signal, the playbook's ``model_review``); every other disagreement is a
+dispute, and in a gated or high-risk category a person decides (``CascadeResult.gate``).  A finding taken off
+the gate stays in the review (``Clause.cleared``, "Cleared by the model").
 
 A model step that fails (any provider error after retries, an unusable answer, a step timeout,
 an open circuit breaker, a missing block) never costs the finished offline result: the review
@@ -34,14 +35,17 @@ from clausegate.config import load_model_block
 from clausegate.errors import BudgetExceeded, ClauseGateError
 from clausegate.pipeline.model_calls import BudgetContext, model_result, provider_ref
 from clausegate.providers.errors import ContextTooLong, OutputLimitRejected, OutputTruncated
+from clausegate.review.document.codes import INTEGRITY_CODES
+from clausegate.review.instructions import instruction_signal
 from clausegate.review.llm.extract import (
     TRUNCATED_MARK,
     build_prompt,
     cascade_categories,
-    locate_quote,
+    logit,
     naive_prompt_tokens,
     truncate_prompt,
 )
+from clausegate.review.llm.merge import MergeRules, merge_findings
 from clausegate.review.llm.redlines import build_generation_prompt, clauses_needing_suggestions
 from clausegate.review.llm.summary import fit_summary_prompt, key_terms, summary_categories
 from clausegate.review.offline.extract import category_confidence, extract_thresholds
@@ -50,7 +54,6 @@ from clausegate.review.schemas import (
     CascadeSummary,
     Clause,
     Cost,
-    Dispute,
     Extraction,
     FilteredDocument,
     KeyTerms,
@@ -91,7 +94,6 @@ MIN_OUTPUT_TOKENS = 64  # below this an answer cannot hold the JSON: an output-l
 STEP_TIMEOUT = "CG-MODEL-STEP-TIMEOUT"
 STEP_FAILED = "CG-MODEL-STEP-FAILED"
 DEGRADED = "CG-MODEL-DEGRADED"
-DISPUTED = "CG-MODEL-DISPUTED"
 SUMMARY_PATH = "CG-MODEL-SUMMARY-PATH"
 
 
@@ -133,63 +135,6 @@ def check_timeouts(book: Playbook, extractor: str | None = None) -> None:
             continue
         timeouts[name] = (float(block.connect_timeout_seconds), float(block.read_timeout_seconds))
     check_step_timeouts(book, timeouts, extractor=extractor)
-
-
-def _same_finding(offline: Clause, found: Clause) -> bool:
-    """The model's clause quotes (part of) the offline finding's text, or the other way round."""
-    return locate_quote(found.text, offline.text) is not None or locate_quote(offline.text, found.text) is not None
-
-
-def merge_findings(offline: list[Clause], found: list[Clause], sent: list[str], *, model: str,
-                   must_confirm: set[str]) -> tuple[list[Clause], list[Notice], list[str]]:
-    """The cascade's rule (module doc). Returns (clauses, notices, categories a person must decide).
-
-    A model may raise a finding's confidence (its confirming quote at an equal or higher confidence stands for
-    the finding) and add findings; a confirmation at a *lower* confidence is a dispute (``model_found='lower'``):
-    the offline finding stays at its own confidence, so no model answer can push it under a playbook threshold.
-    """
-    sent_set = set(sent)
-    clauses = [c for c in offline if c.category not in sent_set]
-    notices: list[Notice] = []
-    gate: list[str] = []
-    for category in sent:
-        theirs = [c for c in found if c.category == category]
-        shown_as_dispute: set[int] = set()  # the model's lower confirmations: shown inside the dispute only
-        standing: set[int] = set()  # the model's clauses that stand for a confirmed offline finding
-        for clause in (c for c in offline if c.category == category):
-            confirming = [m for m in theirs if _same_finding(clause, m)]
-            if any(m.confidence >= clause.confidence for m in confirming):
-                standing.update(id(m) for m in confirming if m.confidence >= clause.confidence)
-                continue  # confirmed: the model's exact quote of it stands for it
-            if confirming:
-                best = max(confirming, key=lambda m: m.confidence)
-                shown_as_dispute.update(id(m) for m in confirming)
-                found_as = "lower"
-            else:
-                best = max(theirs, key=lambda m: m.confidence) if theirs else None
-                found_as = "other" if best else "nothing"
-            dispute = Dispute(model=model, model_found=found_as,
-                              model_text=best.text if best else None, model_pages=best.pages if best else [],
-                              model_confidence=best.confidence if best else None)
-            clauses.append(clause.model_copy(update={"dispute": dispute}))
-            asks = category in must_confirm
-            if asks and category not in gate:
-                gate.append(category)
-            notices.append(Notice(code=DISPUTED, page=clause.pages[0], message=(
-                f"{category}: the offline extractor found it on p. {clause.pages[0]} "
-                f"(confidence {clause.confidence:.2f}); the model {model} {_their_side(found_as, best)}. "
-                "The finding is kept as disputed" + ("; a person decides." if asks else "."))))
-        clauses.extend(m for m in theirs if id(m) in standing or id(m) not in shown_as_dispute)
-    return clauses, notices, gate
-
-
-def _their_side(found_as: str, best: Clause | None) -> str:
-    if best is None:
-        return "gave no valid clause of this category"
-    quote = " ".join(best.text.split())[:160]
-    if found_as == "lower":
-        return f"quoted it at a lower confidence ({best.confidence:.2f}): \"{quote}\""
-    return f"quoted other text (p. {best.pages[0]}): \"{quote}\""
 
 
 def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shrink: Callable | None = None):
@@ -249,12 +194,13 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
 
 def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extraction, book: Playbook,
             extractor: str, ask_extraction_model: Task) -> CascadeResult:
-    """Offline first; the model sees only high-risk categories and those the offline model is unsure of.
+    """Offline first; the model reads every category with a candidate passage and the high-risk ones (module doc).
     ``ask_extraction_model``: the review's configured task (``ReviewTasks.ask_extraction_model``)."""
     categories = list(book.categories)
     settings = book.steps.extract
-    send = cascade_categories(category_confidence(filtered, categories), extract_thresholds(categories),
-                              book.high_risk, margin=settings.cascade_margin)
+    confidence, thresholds = category_confidence(filtered, categories), extract_thresholds(categories)
+    margins = {c: logit(confidence[c]) - logit(thresholds[c]) for c in confidence}
+    send = cascade_categories(confidence, thresholds, book.high_risk, margin=settings.cascade_margin)
     naive = naive_prompt_tokens(document)
     summary = dict(categories_total=len(categories), prompt_tokens_naive=naive)
     if not send or not filtered.passages:
@@ -299,8 +245,14 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
                              summary=CascadeSummary(categories_sent=list(send), model_calls=0, model_calls_saved=0,
                                                     prompt_tokens_sent=0, **summary))
     answered, unconfirmed = _answered(send, result.answered)  # an answer used in part covers only some
-    clauses, disputes, gate = merge_findings(offline.clauses, result.clauses, answered, model=result.model,
-                                             must_confirm=must_confirm)
+    signal, warning = _distrust(document, filtered)
+    rules = MergeRules(weight=settings.cascade_margin, must_confirm=frozenset(must_confirm),
+                       may_clear=book.model_may_clear, signal=signal)
+    merged = merge_findings(offline.clauses, result.clauses, result.absent, answered, prompt.passages, margins, rules,
+                            model=result.model)
+    clauses, disputes, gate = merged.clauses, merged.notices, merged.gate
+    if warning is not None:
+        notices.append(warning)
     if unconfirmed:
         notices.append(Notice(code=DEGRADED, message=(
             f"the model's answer was used in part; the offline result is kept for what it did not cover. The model "
@@ -312,6 +264,18 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
                          unconfirmed=unconfirmed, key_terms=terms, summary=CascadeSummary(
         categories_sent=send, model_calls=result.cost.calls, model_calls_saved=0,
         prompt_tokens_sent=prompt.tokens, truncated=prompt.truncated, summary_path=terms is not None, **summary))
+
+
+def _distrust(document: ParsedDocument, filtered: FilteredDocument) -> tuple[str | None, Notice | None]:
+    """Why no model answer may take a finding of this document off the gate (``clausegate.review.llm.merge``): a
+    document-integrity warning, or instruction-like text in what the model reads (then also its warning to add)."""
+    integrity = next((n.code for n in document.notices if n.code in INTEGRITY_CODES), None)
+    if integrity is not None:
+        return f"a document-integrity warning ({integrity})", None
+    warning = instruction_signal(p.text for p in filtered.passages)
+    if warning is not None:
+        return f"instruction-like text addressed to a model or reviewer ({warning.code})", warning
+    return None, None
 
 
 def _summary_notice(model: str, categories: list[str], *, answered: bool) -> Notice:

@@ -46,6 +46,7 @@ from clausegate.providers.base import ModelResponse
 from clausegate.providers.errors import InvalidOutput, OutputTruncated
 from clausegate.providers.retry import use_fallback_now
 from clausegate.providers.structured import complete_json
+from clausegate.review.llm.extract import Absence
 from clausegate.review.money import add_costs, eur_text
 from clausegate.review.passages import count_tokens
 from clausegate.review.playbook import Budgets
@@ -79,6 +80,7 @@ class ModelExtraction(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     clauses: list[Clause]
+    absent: list[Absence] = []  # grounded "not there" answers, with the model's reasons
     notices: list[Notice]
     cost: Cost
     model: str

@@ -146,7 +146,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
             custom = custom.model_copy(update={"contract_id": contract.contract_id})
         stage = "review"
         review = assemble.assemble_review(document, filtered, extraction, playbook=book.name,
-                                          gated=[*book.gated_categories, *model_gate],
+                                          gated=book.gated_categories, disputed=model_gate,
+                                          possible_gates=book.possible_findings == "gate",
                                           min_confidence=book.steps.extract.min_confidence,
                                           protected=[*book.gated_categories, *book.high_risk,
                                                      *book.position_gated],

@@ -61,7 +61,7 @@ from clausegate.review.custom_categories import CustomCategory
 from clausegate.review.document import formats, sandbox
 from clausegate.review.document.codes import PARSER_VERSION
 from clausegate.review.llm import extract as llm_extract
-from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_answer
+from clausegate.review.llm.extract import ExtractionPrompt, ModelAnswer, ground_absences, ground_answer
 from clausegate.review.llm.redlines import GenerationAnswer, GenerationPrompt, ground_suggestions
 from clausegate.review.llm.salvage import salvaged_answer, salvaged_suggestions
 from clausegate.review.offline.model import META_NAME, MODEL_DIR
@@ -218,8 +218,9 @@ def ask_extraction_model(prompt: ExtractionPrompt, ref: ProviderRef, max_tokens:
         return skipped(skip)
     if call.answer is not None:
         clauses, notices = ground_answer(call.answer, prompt, model=call.model)
-        return ModelExtraction(clauses=clauses, notices=notices, cost=call.cost, model=call.model,
-                               paid_by=call.paid_by)
+        absent, dropped = ground_absences(call.answer, prompt)
+        return ModelExtraction(clauses=clauses, absent=absent, notices=[*notices, *dropped], cost=call.cost,
+                               model=call.model, paid_by=call.paid_by)
     clauses, notices = ground_answer(salvaged_answer(call.unused), prompt, model=call.model)
     result = ModelExtraction(clauses=clauses, notices=notices, cost=call.cost, model=call.model, paid_by=call.paid_by,
                              answered=sorted({c.category for c in clauses}))

@@ -29,6 +29,7 @@ from clausegate.errors import StepInputError
 from clausegate.review.categories import CATEGORIES
 from clausegate.review.custom_categories import CustomCategory, find_custom
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.gate_reasons import gate_reasons
 from clausegate.review.locate import place
 from clausegate.review.money import add_costs
 from clausegate.review.offline.extract import extract_offline
@@ -107,8 +108,12 @@ def assemble_review(
     cost_by_step: dict[str, Cost] | None = None,
     positions: Iterable[Position] = (),
     custom: Any = None,
+    disputed: Iterable[str] = (),
+    possible_gates: bool = True,
 ) -> Review:
-    """``custom``: the custom categories' extraction (``custom_step``), or None when the playbook defines none."""
+    """``custom``: the custom categories' extraction (``custom_step``), or None when the playbook defines none.
+    ``disputed``: the categories a model disputed that a person must decide (``CascadeResult.gate``);
+    ``possible_gates``: the playbook's ``possible_findings`` is ``gate`` (else a possible finding is a note)."""
     parsed = require(ParsedDocument, document, step="review")
     kept = require(FilteredDocument, filtered, step="review")
     found = require(Extraction, extraction, step="review")
@@ -117,31 +122,39 @@ def assemble_review(
     order = {name: i for i, name in enumerate([*CATEGORIES, *checked])}  # CUAD's order, then the playbook's
     # min_confidence thins out ordinary findings; a gated or high-risk finding leaves only by a person's
     # decision, never by a threshold (which a model's low-confidence answer could otherwise push it under)
-    keep, gated = set(protected), list(gated)
-    clauses = sorted(
+    keep, gated, disputed = set(protected), list(gated), list(dict.fromkeys(disputed))
+    ordered = sorted(
         (c for c in [*found.clauses, *(own.clauses if own else [])]
          if c.confidence >= min_confidence or c.possible or c.category in keep),
         key=lambda c: (order.get(c.category, len(order)), c.pages[0], -c.confidence),
     )
+    clauses = [c for c in ordered if c.cleared is None]  # a finding a model took off the gate is listed apart
     present = {c.category for c in clauses if not c.possible}
     # "possible" clauses (scored near the threshold): not findings, but never left among the missing
-    # categories, and a gated category with one goes to the gate like a finding
+    # categories; in a gated category one goes to the gate like a finding, or is a note (possible_findings)
     possible = {c.category for c in clauses if c.possible} - present
-    gated_found = [c for c in dict.fromkeys(gated) if c in present or c in possible]
+    asks = present | (possible if possible_gates else set())
+    gated_found = [c for c in dict.fromkeys(gated) if c in asks]
+    gated_found += [c for c in disputed if c not in gated_found and c in present | possible]
+    notes = [c for c in dict.fromkeys(gated) if c in possible and c not in gated_found]
     # the playbook's positions: a finding that deviates from the standard, or a required clause that is
     # missing, goes to the gate when its position says so (gate_on); a missing one is listed without a quote
     positions = list(positions)
     scope = "clause" if is_single_clause(parsed) else "contract"
-    checks = check_positions(clauses, positions)  # a required clause missing still gates, even in a short text
-    gated_found += [c for c in gating_categories(checks, positions) if c not in gated_found]
+    # a required clause missing still gates, even in a short text; figures are set against the contract's stated fees
+    checks = check_positions(clauses, positions, contract_text="\n".join(p.text for p in parsed.pages))
+    gating = [c for c in checks if c.clause is None or clauses[c.clause].category in asks | set(disputed)]
+    gated_found += [c for c in gating_categories(gating, positions) if c not in gated_found]
     warnings = [*parsed.notices, *found.notices, *(own.notices if own else []), *notices]
     if integrity_warnings(warnings):
         # Hidden or garbled text: what was reviewed may not be what the contract says. Never a plain
         # `complete`: the human gate asks about it like a gated finding (listed first).
         gated_found.insert(0, INTEGRITY_CATEGORY)
+    reasons = gate_reasons(gated_found, clauses, gating, set(disputed), warnings)
     # a .docx or text contract: each finding's span (and ¶), and the tracked changes and comments inside the
     # gated or high-risk ones flagged (clausegate/review/locate.py); a PDF's clauses are left as they are
     clauses, revisions, comments = place(parsed, clauses, [*gated, *keep])
+    cleared = place(parsed, [c for c in ordered if c.cleared is not None], ())[0]
     return Review(
         contract_id=parsed.contract_id,
         filename=parsed.filename,
@@ -159,6 +172,9 @@ def assemble_review(
         warnings=warnings,
         suggestions=list(suggestions),
         positions=checks,
+        gate_reasons=reasons,
+        cleared_by_model=cleared,
+        notes=notes,
         cascade=cascade,
         cost_by_step=cost_by_step or {},
         cost=add_costs(*(cost_by_step or {}).values()),

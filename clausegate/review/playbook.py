@@ -83,9 +83,10 @@ class ExtractSettings(StepPolicy):
         description="drop clauses below this confidence, except in gated and high-risk categories "
                     "(only a person's decision clears those)")
     cascade_margin: float = Field(
-        1.0, ge=0, le=20,
-        description="send a category to the model when its best offline score is within this many log-odds "
-                    "of its threshold",
+        2.0, ge=0, le=20,
+        description="log-odds one model answer moves the offline evidence (clausegate.review.llm.merge): a category "
+                    "whose best offline score is above this many log-odds under its threshold is sent to the model; "
+                    "an offline finding under this many over it is low-confidence (a model may clear it)",
     )
     max_output_tokens: int = Field(2048, gt=0)
 
@@ -105,10 +106,18 @@ class Steps(_Strict):
     report: StepPolicy = StepPolicy(timeout_seconds=60)
 
 
+ModelReview = Literal["low_confidence", "never"]
+_MODEL_REVIEW = ("may a model's answer take an offline finding off the gate? 'low_confidence': a possible or "
+                 "low-confidence finding, when the model saw its passage, answered the category with a reason and "
+                 "the document shows no integrity or injection signal (clausegate.review.llm.merge); 'never': "
+                 "every finding a model disputes goes to a person")
+
+
 class Gate(_Strict):
     category: GateableName
     sla_hours: float = Field(24, gt=0, description="escalate when nobody decided within this time")
     reason: str = ""
+    model_review: ModelReview | None = Field(None, description=_MODEL_REVIEW + "; empty: the playbook's model_review")
     roles: list[str] = Field(default_factory=list, description="roles that must each decide this category's "
                              "findings (e.g. [legal], [legal, finance]); people per role: SlackSettings.role_members. "
                              "Empty (every gate of the playbook): one decision for the whole gate")
@@ -165,6 +174,11 @@ class Playbook(_Strict):
     custom_categories: list[CustomCategory] = Field(
         default_factory=list, description="clause types the team defines by a question and 3-10 example clauses "
                                           "(clausegate.review.custom_categories); not CUAD names")
+    model_review: ModelReview = Field("low_confidence", description=_MODEL_REVIEW)
+    possible_findings: Literal["gate", "note"] = Field(
+        "gate", description="a 'possible' finding (scored near the threshold) in a gated category: 'gate' suspends "
+                            "the run for a person; 'note' lists it for a person in the report and the gate message "
+                            "without suspending (docs/quality.md shows what that costs in recall)")
 
     @field_validator("categories", "high_risk", mode="before")
     @classmethod
@@ -221,6 +235,11 @@ class Playbook(_Strict):
     def custom_names(self) -> list[str]:
         """The names of the playbook's own clause types (``custom_categories``), in order."""
         return [c.name for c in self.custom_categories]
+
+    def model_may_clear(self, category: str) -> bool:
+        """Whether a model's answer may take a low-confidence finding of ``category`` off the gate."""
+        own = next((g.model_review for g in self.gates if g.category == category and g.model_review), None)
+        return (own or self.model_review) != "never"
 
     @property
     def gated_categories(self) -> list[str]:

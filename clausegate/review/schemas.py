@@ -155,17 +155,27 @@ class FilteredDocument(_Model):
 
 
 class Dispute(_Model):
-    """The model's side when it disagrees with an offline finding.  The finding is kept (the model
-    adds evidence, it never removes it) and, in a gated or high-risk category, a person decides."""
+    """The model's side when it disagrees with an offline finding it may not clear (``clausegate.review.llm.merge``):
+    the finding is kept and, in a gated or high-risk category, a person decides."""
 
     model: str = Field(description="the model that disagreed")
     model_found: Literal["nothing", "other", "lower"] = Field(
-        description="'nothing': no valid clause of this category in the model's answer; "
-                    "'other': the model quoted different text for this category; "
-                    "'lower': the model quoted this finding but at a lower confidence than the offline extractor")
+        description="'nothing': not there; 'other': other text; 'lower': this text at a lower confidence")
     model_text: str | None = Field(None, description="the model's quote when model_found is 'other' or 'lower'")
     model_pages: list[int] = []
     model_confidence: float | None = None
+    model_reason: str | None = Field(None, description="the reason the model gave for its side")
+    not_cleared: str | None = Field(None, description="why its answer could not take the finding off the gate")
+
+
+class Clearance(_Model):
+    """A model's answer that took a low-confidence finding off the gate (``clausegate.review.llm.merge``)."""
+
+    model: str
+    model_found: Literal["nothing", "other"] = Field(description="'nothing': not there; 'other': other text")
+    reason: str = Field(min_length=1, description="the model's reason, as it gave it")
+    model_text: str | None = None
+    model_pages: list[int] = []
 
 
 class Clause(_Model):
@@ -177,6 +187,8 @@ class Clause(_Model):
     source: Literal["offline", "model"]
     model: str | None = Field(None, description="the model name when source='model'")
     dispute: Dispute | None = Field(None, description="set when a model disagreed with this offline finding")
+    cleared: Clearance | None = Field(None, description="a model took it off the gate (Review.cleared_by_model)")
+    reason: str | None = Field(None, description="source='model': the model's reason for this clause")
     section: str | None = Field(
         None, description="the numbered section the clause sits in, e.g. '11.3 Limitation of Liability'")
     possible: bool = Field(False, description="scored near the category's threshold without reaching it: "
@@ -292,6 +304,17 @@ class PositionCheck(_Model):
                                             description="the figures read from the clause, by walk-away kind")
 
 
+GateWhy = Literal["found", "possible", "disputed", "model_found", "position", "missing", "integrity"]
+
+
+class GateReason(_Model):
+    """Why one gated category asks a person (``clausegate.review.gate_reasons``)."""
+
+    category: str
+    why: GateWhy
+    detail: str = ""
+
+
 class StepFailure(_Model):
     """An explicit partial failure: which step stopped, on which field, and what to do."""
 
@@ -342,12 +365,19 @@ class Review(_Model):
     comments: list[Comment] = Field(default_factory=list, description="docx: the comments")
     positions: list[PositionCheck] = Field(
         default_factory=list, description="findings compared with the playbook's positions; missing required clauses")
+    gate_reasons: list[GateReason] = Field(
+        default_factory=list, description="why each gated category needs a person (one entry per category and why)")
+    cleared_by_model: list[Clause] = Field(
+        default_factory=list, description="low-confidence offline findings a model took off the gate, with its reason")
+    notes: list[str] = Field(default_factory=list, description="gated categories with only a possible finding, "
+                                                               "listed without suspending (possible_findings: note)")
     key_terms: KeyTerms | None = Field(None, description="set when the summary path was used (CG-MODEL-SUMMARY-PATH)")
 
 
 __all__ = [
     "CATEGORIES",
     "Clause",
+    "Clearance",
     "Comment",
     "ContractSource",
     "Cost",
@@ -355,6 +385,7 @@ __all__ = [
     "Extraction",
     "FilteredDocument",
     "GateDecision",
+    "GateReason",
     "KeyTerm",
     "KeyTerms",
     "Notice",

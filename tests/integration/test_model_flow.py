@@ -255,8 +255,13 @@ def test_an_empty_answer_on_gated_categories_keeps_the_findings_disputed_and_ask
         dispute = kept[key].dispute
         assert kept[key].source == "offline" and dispute is not None and dispute.model_found == "nothing"
         assert dispute.model == "anthropic-primary"
-    disputes = [w for w in result.warnings if w.code == "CG-MODEL-DISPUTED"]
+    asked = set(offline_result.gated_categories)  # every category is read now; these go to a person
+    disputes = [w for w in result.warnings if w.code == "CG-MODEL-DISPUTED" and w.message.split(":")[0] in asked]
     assert len(disputes) >= len(offline_found) and all("a person decides" in w.message for w in disputes)
+    # the contract addresses the model: no answer of it may take anything off the gate, and the review says so
+    assert any(w.code == "CG-TEXT-INSTRUCTIONS" for w in result.warnings)
+    assert all("instruction-like text" in kept[key].dispute.not_cleared for key in offline_found)
+    assert result.cleared_by_model == []
     assert any(w.code == "CG-GATE-NO-DEPLOYMENT" for w in result.warnings)
     markdown = next((tmp_path / "reports").glob("*.md")).read_text()
     assert "## Disputed by the model" in markdown and "no valid clause of this category" in markdown
@@ -386,7 +391,8 @@ def test_a_low_confidence_confirmation_cannot_clear_a_gated_finding(tmp_path, an
         assert clause.dispute is not None and clause.dispute.model_found == "lower"
         assert clause.dispute.model_confidence == 0.01
     assert not [c for c in result.clauses if c.source == "model" and c.confidence < 0.5]
-    disputes = [w.message for w in result.warnings if w.code == "CG-MODEL-DISPUTED"]
+    asked = {c.category for c in gated}
+    disputes = [w.message for w in result.warnings if w.code == "CG-MODEL-DISPUTED" and w.message.split(":")[0] in asked]
     assert disputes and all("lower confidence (0.01)" in m and "a person decides" in m for m in disputes)
     markdown = next((tmp_path / "reports").glob("*.md")).read_text()
     assert "this text at a lower confidence" in markdown
@@ -403,5 +409,5 @@ def test_a_higher_confidence_confirmation_stands_for_the_finding(tmp_path, anthr
     result = state.result()
     model = {(c.category, c.text): c for c in result.clauses if c.source == "model"}
     assert all(model[(c.category, c.text)].confidence == 0.99 for c in gated)
-    assert not [c for c in result.clauses if c.dispute]
+    assert not [c for c in result.clauses if c.dispute and c.category in {g.category for g in gated}]
     assert result.status == "pending_decision"  # still gated: only a person clears a gated category

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from clausegate.errors import PlaybookError
-from clausegate.pipeline.cascade import final_status, merge_findings
+from clausegate.pipeline.cascade import final_status
 from clausegate.providers.structured import parse_json_object
 from clausegate.review.llm.extract import (
     ModelAnswer,
@@ -17,6 +17,7 @@ from clausegate.review.llm.extract import (
     min_quote_words,
     render_extraction_prompt,
 )
+from clausegate.review.llm.merge import MergeRules, merge_findings
 from clausegate.review.playbook import REQUESTS_PER_ATTEMPT, check_step_timeouts, parse_playbook
 from clausegate.review.schemas import Clause
 
@@ -109,11 +110,19 @@ def found(category, text, page=3, confidence=0.9):
     return Clause(category=category, text=text, pages=[page], confidence=confidence, source="model", model="m")
 
 
+def merge(ours, theirs, sent, *, must_confirm):
+    """The merge with every passage shown and no model reasons: nothing can be cleared."""
+    shown = prompt().passages
+    merged = merge_findings(ours, theirs, [], sent, shown, {}, MergeRules(
+        weight=2.0, must_confirm=frozenset(must_confirm), may_clear=lambda _: True), model="m")
+    return merged.clauses, merged.notices, merged.gate
+
+
 def test_model_finding_nothing_never_removes_an_offline_finding():
     ours = [offline("Liquidated Damages", LD), offline("Insurance", "insurance text"),
             offline("Audit Rights", "audit text")]
-    clauses, notices, gate = merge_findings(ours, [], ["Liquidated Damages", "Audit Rights"], model="m",
-                                            must_confirm={"Liquidated Damages"})
+    clauses, notices, gate = merge(ours, [], ["Liquidated Damages", "Audit Rights"],
+                                   must_confirm={"Liquidated Damages"})
     assert {c.category for c in clauses} == {"Liquidated Damages", "Insurance", "Audit Rights"}
     disputed = {c.category: c.dispute for c in clauses if c.dispute}
     assert set(disputed) == {"Liquidated Damages", "Audit Rights"}
@@ -125,8 +134,8 @@ def test_model_finding_nothing_never_removes_an_offline_finding():
 def test_model_quoting_other_text_is_a_dispute_with_both_sides_and_adds_its_clause():
     ours = [offline("Cap on Liability", LD, page=4)]
     theirs = [found("Cap on Liability", "shall not exceed the <Cap Amount>", page=3)]
-    clauses, notices, gate = merge_findings(ours, theirs, ["Cap on Liability"], model="m",
-                                            must_confirm={"Cap on Liability"})
+    clauses, notices, gate = merge(ours, theirs, ["Cap on Liability"],
+                                   must_confirm={"Cap on Liability"})
     kept = next(c for c in clauses if c.source == "offline")
     assert kept.text == LD and kept.dispute.model_found == "other"
     assert kept.dispute.model_text == "shall not exceed the <Cap Amount>" and kept.dispute.model_pages == [3]
@@ -135,8 +144,8 @@ def test_model_quoting_other_text_is_a_dispute_with_both_sides_and_adds_its_clau
 
 def test_model_confirming_an_offline_finding_replaces_it_with_its_exact_quote():
     theirs = [found("Liquidated Damages", "Supplier shall pay Customer as liquidated damages an amount", page=4)]
-    clauses, notices, gate = merge_findings([offline("Liquidated Damages", LD, page=4)], theirs, ["Liquidated Damages"],
-                                            model="m", must_confirm={"Liquidated Damages"})
+    clauses, notices, gate = merge([offline("Liquidated Damages", LD, page=4)], theirs, ["Liquidated Damages"],
+                                   must_confirm={"Liquidated Damages"})
     assert clauses == theirs and notices == [] and gate == []
 
 

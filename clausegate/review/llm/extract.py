@@ -54,6 +54,16 @@ class ModelClause(BaseModel):
     passage_id: str = Field(description="id of the passage the clause is in")
     text: str = Field(min_length=1, description="the clause text, copied verbatim from the passage")
     confidence: float = Field(ge=0, le=1)
+    reason: str = Field(description="one short sentence: why this text is a clause of this category")
+
+
+class ModelAbsence(BaseModel):
+    # A category asked about that no shown passage holds (no docstring: it would become the schema's description).
+    model_config = ConfigDict(extra="forbid")
+
+    category: str = Field(description="exact category name from the list")
+    passage_ids: list[str] = Field(description="ids of the passages you read for this category")
+    reason: str = Field(description="one short sentence: why none of them is a clause of this category")
 
 
 class _AnswerSchema(BaseModel):
@@ -62,6 +72,7 @@ class _AnswerSchema(BaseModel):
     model_config = ConfigDict(extra="forbid", title="ModelAnswer")
 
     clauses: list[ModelClause]
+    absent: list[ModelAbsence]
 
 
 class _ReceivedClause(ModelClause):
@@ -70,6 +81,25 @@ class _ReceivedClause(ModelClause):
     model_config = ConfigDict(extra="ignore")
 
     text: str = Field(description="may be empty here: checked by ground_answer, with its own notice")
+    reason: str = ""  # an answer without one still counts as a finding; it cannot clear one (merge)
+
+
+class _ReceivedAbsence(ModelAbsence):
+    model_config = ConfigDict(extra="ignore")
+
+    passage_ids: list[str] = []
+    reason: str = ""
+
+
+class Absence(BaseModel):
+    """A grounded "not there": an asked category, the shown passages the model says it read for it, its reason
+    (empty when it gave none: then it cannot take a finding off the gate)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    category: str
+    passage_ids: list[str] = []
+    reason: str = ""
 
 
 class ModelAnswer(BaseModel):
@@ -80,6 +110,7 @@ class ModelAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     clauses: list[Any]
+    absent: list[Any] = []
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -114,17 +145,19 @@ class ExtractionPrompt(BaseModel):
         return count_tokens(self.system) + count_tokens(self.user)
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
     p = min(max(p, 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
 
 
 def cascade_categories(confidence: dict[str, float], thresholds: dict[str, float], high_risk: list[str],
                        *, margin: float) -> list[str]:
-    """Categories the model must see: high-risk ones, and those whose best offline score is within
-    ``margin`` log-odds of the category's threshold (the offline model is unsure either way)."""
-    unsure = {c for c, p in confidence.items() if abs(_logit(p) - _logit(thresholds[c])) < margin}
-    return [c for c in confidence if c in high_risk or c in unsure]
+    """Categories the model reads: every one with a candidate passage, i.e. whose best offline score is above
+    ``margin`` log-odds under the category's threshold (a model answer moves the evidence by ``margin``, so below
+    that it could not change the reading: ``clausegate.review.llm.merge``), and the high-risk ones with any
+    passage."""
+    return [c for c, p in confidence.items()
+            if logit(p) - logit(thresholds[c]) > -margin or (c in high_risk and p > 0)]
 
 
 def select_passages(filtered: FilteredDocument, categories: list[str], per_category: int) -> list[PromptPassage]:
@@ -264,10 +297,50 @@ def ground_answer(answer: ModelAnswer, prompt: ExtractionPrompt, *, model: str) 
             continue
         try:
             clause = Clause(category=category, text=text.strip(), pages=[passage.page], confidence=item.confidence,
-                            source="model", model=model)
+                            source="model", model=model, reason=_reason(item.reason))
         except ValidationError as error:  # belt and braces: a clause never stops the review
             drop("CG-MODEL-CLAUSE-INVALID", _why_invalid(error), item, page)
             continue
         seen.add((category, text))
         clauses.append(clause)
     return clauses, notices
+
+
+MAX_REASON_CHARS = 300
+
+
+def _reason(text: str) -> str | None:
+    """A model's reason, one line, at most MAX_REASON_CHARS; None when it gave none."""
+    flat = " ".join(str(text or "").split())[:MAX_REASON_CHARS]
+    return flat or None
+
+
+def ground_absences(answer: ModelAnswer, prompt: ExtractionPrompt) -> tuple[list[Absence], list[Notice]]:
+    """The answer's "not there" entries that name an asked category; each passage id kept only when it was shown
+    (an id it was not shown is dropped with ``CG-MODEL-UNGROUNDED``). A malformed entry is dropped with a notice."""
+    asked = {c.lower(): c for c in prompt.categories}
+    shown = {p.id for p in prompt.passages}
+    out: dict[str, Absence] = {}
+    notices: list[Notice] = []
+    for number, raw in enumerate(answer.absent, start=1):
+        try:
+            item = _ReceivedAbsence.model_validate(raw)
+        except ValidationError as error:
+            notices.append(Notice(code="CG-MODEL-CLAUSE-INVALID", message=(
+                f"dropped a model 'absent' entry ({number} is not valid: {_why_invalid(error)})")))
+            continue
+        category = asked.get(item.category.strip().lower())
+        if category is None:
+            notices.append(Notice(code="CG-MODEL-UNGROUNDED", message=(
+                f"dropped a model 'absent' entry (category not asked): {item.category[:80]!r}")))
+            continue
+        ids = [i.strip() for i in item.passage_ids if i.strip() in shown]
+        if item.passage_ids and not ids:  # it says it read passages it was never shown: nothing of it is used
+            notices.append(Notice(code="CG-MODEL-UNGROUNDED", message=(
+                f"dropped the model's 'absent' entry for {category}: it names only passages it was not shown")))
+            continue
+        if len(ids) < len(item.passage_ids):
+            notices.append(Notice(code="CG-MODEL-UNGROUNDED", message=(
+                f"{category}: the model's 'absent' entry names passage ids it was not shown; they are ignored")))
+        out.setdefault(category, Absence(category=category, passage_ids=ids, reason=_reason(item.reason) or ""))
+    return list(out.values()), notices

@@ -61,10 +61,13 @@ class GenerationPrompt(BaseModel):
 
 
 def clauses_needing_suggestions(clauses: list[Clause], book: Playbook) -> list[Clause]:
-    """The best clause per gated, high-risk or position-gated category, at most MAX_CLAUSES."""
+    """The best clause per gated, high-risk or position-gated category, at most MAX_CLAUSES (a finding a model took
+    off the gate gets none)."""
     wanted = set(book.gated_categories) | set(book.high_risk) | set(book.position_gated)
     best: dict[str, Clause] = {}
     for clause in clauses:
+        if clause.cleared is not None:
+            continue
         held = best.get(clause.category)
         if clause.category in wanted and (held is None or clause.confidence > held.confidence):
             best[clause.category] = clause
