@@ -35,6 +35,7 @@ from prefect.input.run_input import keyset_from_base_key
 from pydantic import BaseModel, ConfigDict, Field
 
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
+from clausegate.review.gate_reasons import describe_reasons
 from clausegate.review.positions import MISSING_REASON, describe
 from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.report_formats import pending_changes_note, where
@@ -106,6 +107,8 @@ class Finding(BaseModel):
                                     "(`text` then says so); `clausegate gate-text RUN` reads it")
     position: str | None = Field(None, description="the finding against the playbook's position, e.g. "
                                  "\"deviates: walk-away: …\" (clausegate/review/positions.py)")
+    why: str | None = Field(None, description="why it needs a person: found, possible, disputed by the model (both "
+                            "sides), found by the model, a position, missing (clausegate.review.gate_reasons)")
 
     def unsealed_text(self) -> str:
         if self.sealed_text is None:
@@ -126,6 +129,8 @@ class GateRecord(BaseModel):
     playbook: str
     categories: list[str]
     findings: list[Finding]
+    cleared: list[Finding] = Field(default_factory=list, description="low-confidence findings a model took off the "
+                                   "gate, with its reason: listed so that a person can overturn them")
     reasons: dict[str, str] = {}
     clauses_total: int = 0
     cost_eur: float = 0.0
@@ -315,13 +320,26 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
             pages = list(clause.pages) if review.format == "pdf" else []
             check = verdicts.get(index)  # strict: the verdict only (its reason quotes the clause's figures)
             position = (check.verdict if strict else describe(check)) if check else None
+            why = describe_reasons(review.gate_reasons, clause.category) or None
             out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict,
-                                source=clause.text).model_copy(update={"position": position}))
+                                source=clause.text).model_copy(update={"position": position, "why": why}))
     for check in review.positions:  # a required clause the review did not find: no quote, no page
         if check.verdict == "missing" and check.category in wanted:
             out.append(Finding(category=check.category, pages=[], text=MISSING_REASON, confidence=0.0,
-                               position=describe(check), text_sha256=text_sha256(MISSING_REASON)))
+                               position=describe(check), text_sha256=text_sha256(MISSING_REASON),
+                               why=f"required clause missing: {check.reason}"))
     return [f.model_copy(update={"id": f"F{i}"}) for i, f in enumerate(out, 1)]
+
+
+def cleared_findings(review: Review, *, strict: bool = False) -> list[Finding]:
+    """The findings a model took off the gate (``Review.cleared_by_model``), as the gate message lists them."""
+    out = []
+    for clause in review.cleared_by_model:
+        pages = list(clause.pages) if review.format == "pdf" else []
+        why = f"cleared by the model {clause.cleared.model}: {clause.cleared.reason}"
+        out.append(_finding(clause.category, pages, clause.text, round(clause.confidence, 3), strict,
+                            source=clause.text).model_copy(update={"why": why}))
+    return out
 
 
 def text_sha256(text: str) -> str:

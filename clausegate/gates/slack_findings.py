@@ -61,7 +61,8 @@ def _finding_text(record: GateRecord, fp) -> str:
             state.append(f"{label}{ICONS[answer.decision]} {DECISION_PAST[answer.decision].capitalize()} by "
                          f"{_escape(answer.reviewer)} via {answer.via} at {_when(answer.decided_at)}{comment}")
     head = f"*{f.id} · {_escape(f.category)}* · p. {pages} · conf {f.confidence:.2f} · decides: {_escape(who)}"
-    return _fit(f"{head}\n> {_escape(_cut(f.text, CLAUSE_WIDTH))}\n" + "\n".join(state), 3000)
+    why = f"\n_Why:_ {_escape(_cut(f.why, 300))}" if f.why else ""
+    return _fit(f"{head}\n> {_escape(_cut(f.text, CLAUSE_WIDTH))}{why}\n" + "\n".join(state), 3000)
 
 
 def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,

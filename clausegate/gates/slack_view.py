@@ -56,6 +56,8 @@ def findings_table(findings: list[Finding], *, width: int = 100, max_rows: int =
         pages = ",".join(map(str, f.pages[:3]))
         lines.append(f"{_cut(f.category, cat_w):<{cat_w}}  {pages:<{page_w}}  {f.confidence:.2f}  "
                      f"{_cut(f.text, text_w)}")
+        if f.why:  # why it needs a person (clausegate.review.gate_reasons)
+            lines.append(f"{'':<{cat_w}}  ↳ {_cut(f.why, max(width - cat_w - 4, 20))}")
         if f.position:  # against the playbook's position (clausegate/review/positions.py)
             lines.append(f"{'':<{cat_w}}  ↳ {_cut(f.position, max(width - cat_w - 4, 20))}")
     if len(findings) > max_rows:
@@ -73,6 +75,16 @@ def _table_block(findings: list[Finding]) -> dict[str, Any]:
     if len(text) > SECTION_LIMIT:
         text = "```" + _escape(findings_table(findings, width=50, max_rows=6)) + "```"
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _cleared_blocks(record: GateRecord) -> list[dict[str, Any]]:
+    """The findings a model took off the gate, with its reasons: not asked, listed so a person can overturn them."""
+    if not record.cleared:
+        return []
+    lines = [f"• *{_escape(f.category)}* (p. {','.join(map(str, f.pages)) or '-'}, {f.confidence:.2f}): "
+             f"{_escape(_cut(f.why or '', 200))}\n   > {_escape(_cut(f.text, 200))}" for f in record.cleared]
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": _fit(
+        "*Cleared by the model* (not asked; overturn with Request changes)\n" + "\n".join(lines), SECTION_LIMIT)}}]
 
 
 def _suggestion_blocks(record: GateRecord) -> list[dict[str, Any]]:
@@ -95,6 +107,7 @@ def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
             f"that need a person: {_escape(cats)}.{reasons}\n*SLA:* decide by {_when(record.sla_deadline)} "
             f"({record.sla_hours:g} h); then it escalates to legal.", SECTION_LIMIT)}},
         _table_block(record.findings),
+        *_cleared_blocks(record),
         *_suggestion_blocks(record),
         {"type": "context", "elements": [
             {"type": "mrkdwn", "text": f"Cost so far: {eur_text(record.cost_eur)}"},

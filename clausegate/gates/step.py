@@ -48,6 +48,7 @@ from clausegate.gates.model import (
     GateInput,
     GateRecord,
     SlackRef,
+    cleared_findings,
     findings_of,
     gate_key,
     now_utc,
@@ -88,8 +89,16 @@ def describe_for_ui(record: GateRecord) -> str:
         pages = ", ".join(map(str, f.pages)) or "-"
         quote = " ".join(f.text.split())
         lines += ["", f"**{f.category}** · p. {pages} · confidence {f.confidence:.2f}", "", f"> {quote}"]
+        if f.why:  # why it needs a person (clausegate.review.gate_reasons)
+            lines += ["", f"Why: {f.why}"]
         if f.position:  # against the playbook's position
             lines += ["", f"Position: *{f.position}*"]
+    if record.cleared:  # what a model took off the gate: a person can overturn it
+        lines += ["", f"**Cleared by the model** ({len(record.cleared)}; not asked, listed so you can overturn them):"]
+        for f in record.cleared:
+            pages = ", ".join(map(str, f.pages)) or "-"
+            lines += ["", f"*{f.category}* · p. {pages} · offline confidence {f.confidence:.2f} · {f.why}", "",
+                      f"> {' '.join(f.text.split())}"]
     lines += ["", f"Cost so far: {eur_text(record.cost_eur)}. Choose **approve**, **changes** or **escalate**, "
                   "enter your name as reviewer, and resume."]
     return "\n".join(lines)
@@ -144,6 +153,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     key=key, flow_run_id=str(flow_run.id), flow_run_name=flow_run.name, contract_id=review.contract_id,
                     filename=review.filename, playbook=review.playbook, categories=categories,
                     findings=findings_of(review, categories, strict=strict_text()),
+                    cleared=cleared_findings(review, strict=strict_text()),
                     reasons={g.category: g.reason for g in book.gates if g.category in categories},
                     clauses_total=len(review.clauses), cost_eur=review.cost.eur, opened_at=now_utc(),
                     suggestions=[x for x in (redact_review(review) if strict_text() else review).suggestions

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clausegate.errors import ReportWriteError
 from clausegate.review.document.codes import INTEGRITY_CODES
+from clausegate.review.gate_reasons import describe_reasons
 from clausegate.review.money import eur_digits, eur_text
 from clausegate.review.report_formats import CLAUSE_NOTE, document_line, markup_sections, where
 from clausegate.review.schemas import Cost, Notice, Review
@@ -56,13 +57,25 @@ def _model_sections(review: Review) -> list[str]:
             d = c.dispute
             if d.model_found == "nothing":
                 theirs = f"{d.model}: no valid clause of this category"
+                theirs += f" ({_md_cell(d.model_reason)})" if d.model_reason else ""
             else:
                 what = "other text" if d.model_found == "other" else "this text at a lower confidence"
                 theirs = (f"{d.model}: {what} ({_pages(d.model_pages)}, {d.model_confidence:.2f}): "
                           f"{_md_cell(_cut(d.model_text or '', 200))}")
+            if d.not_cleared:
+                theirs += f"; not cleared: {_md_cell(d.not_cleared)}"
             at = _pages(c.pages) if review.format == "pdf" else _where(c)
             ours = f"{at}, {c.confidence:.2f}: {_md_cell(_cut(c.text, 200))}"
             lines.append(f"| {c.category} | {ours} | {theirs} |")
+    if review.cleared_by_model:
+        lines += ["", "## Cleared by the model (low-confidence findings it took off the gate; a person can overturn "
+                  "them)", ""]
+        for c in review.cleared_by_model:
+            theirs = "not there" if c.cleared.model_found == "nothing" else \
+                f"other text ({_pages(c.cleared.model_pages)}): {_md_cell(_cut(c.cleared.model_text or '', 160))}"
+            lines += [f"**{c.category}** · {_md_cell(_where(c) if review.format != 'pdf' else _pages(c.pages))} · "
+                      f"offline confidence {c.confidence:.2f} · {c.cleared.model}: {theirs}", "",
+                      f"> {_cut(c.text)}", "", f"Model's reason: {_md_cell(c.cleared.reason)}", ""]
     if review.model_unconfirmed:
         lines += ["", "## Not confirmed by the model (its step failed; offline result kept)", "",
                   ", ".join(review.model_unconfirmed)]
@@ -128,7 +141,11 @@ def render_markdown(review: Review) -> str:
         lines += [_warning_line(w) for w in integrity]
     if review.gated_categories:
         lines += ["", "## Needs a person", ""]
-        lines += [f"- {c}" for c in review.gated_categories]
+        lines += [f"- {c}" + (f": {_md_cell(why)}" if (why := describe_reasons(review.gate_reasons, c)) else "")
+                  for c in review.gated_categories]
+    if review.notes:
+        lines += ["", "## Listed for a person (possible findings in gated categories; the run did not wait)", ""]
+        lines += [f"- {c}" for c in review.notes]
     lines += _position_lines(review)
     lines += _model_sections(review)
     lines += markup_sections(review)
