@@ -200,7 +200,8 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
     settings = book.steps.extract
     confidence, thresholds = category_confidence(filtered, categories), extract_thresholds(categories)
     margins = {c: logit(confidence[c]) - logit(thresholds[c]) for c in confidence}
-    send = cascade_categories(confidence, thresholds, book.high_risk, margin=settings.cascade_margin)
+    send = cascade_categories(confidence, thresholds, book.high_risk, margin=settings.cascade_margin,
+                              found={c.category for c in offline.clauses})
     naive = naive_prompt_tokens(document)
     summary = dict(categories_total=len(categories), prompt_tokens_naive=naive)
     if not send or not filtered.passages:

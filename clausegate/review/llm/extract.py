@@ -151,13 +151,13 @@ def logit(p: float) -> float:
 
 
 def cascade_categories(confidence: dict[str, float], thresholds: dict[str, float], high_risk: list[str],
-                       *, margin: float) -> list[str]:
+                       *, margin: float, found: set[str] = frozenset()) -> list[str]:
     """Categories the model reads: every one with a candidate passage, i.e. whose best offline score is above
     ``margin`` log-odds under the category's threshold (a model answer moves the evidence by ``margin``, so below
-    that it could not change the reading: ``clausegate.review.llm.merge``), and the high-risk ones with any
-    passage."""
+    that it could not change the reading: ``clausegate.review.llm.merge``), every one with an offline finding,
+    found or possible (``found``), and the high-risk ones with any passage."""
     return [c for c, p in confidence.items()
-            if logit(p) - logit(thresholds[c]) > -margin or (c in high_risk and p > 0)]
+            if logit(p) - logit(thresholds[c]) > -margin or c in found or (c in high_risk and p > 0)]
 
 
 def select_passages(filtered: FilteredDocument, categories: list[str], per_category: int) -> list[PromptPassage]:
