@@ -4,7 +4,10 @@
 requested category ``c``:
 
 A table of contents (``clausegate.review.toc``) lists every clause's heading but is none: its passages are
-never found, possible or shown.
+never found, possible or shown.  The passage probabilities read below are the model's after the consistency rules
+(``clausegate.review.offline.consistency``: a limitation without a carve-out is no Uncapped Liability, "non-exclusive"
+no Exclusivity, a fee row no Liquidated Damages, ...), so found, possible and the passages shown (a "possible"
+finding shows its category's best passage after them) read each clause one way.
 
 * **found**: when the best passage's probability for ``c``, with the contract prior's offset
   (``FilteredDocument.category_offsets``: what the whole contract's words say, model 2.5) added, is at or above
@@ -31,13 +34,15 @@ from __future__ import annotations
 
 from clausegate.review.categories import canonical
 from clausegate.review.evidence import evidence_for, prepare
+from clausegate.review.offline.consistency import adjust
 from clausegate.review.offline.model import OfflineModel, load_model, score_passages, with_offset
 from clausegate.review.schemas import Clause, FilteredDocument
 from clausegate.review.toc import toc_flags
 
 
 def _category_scores(filtered: FilteredDocument, cats: list[str]) -> list[dict[str, float]]:
-    """Per passage: {category: probability}; reuses the pre-filter's scores, scores the rest."""
+    """Per passage: {category: probability}; reuses the pre-filter's scores, scores the rest; then the consistency
+    rules (``offline.consistency``: negation, direction, readings that exclude each other)."""
     rows = [dict(p.categories) for p in filtered.passages]
     missing = [i for i, row in enumerate(rows) if any(c not in row for c in cats)]
     if missing:
@@ -47,7 +52,7 @@ def _category_scores(filtered: FilteredDocument, cats: list[str]) -> list[dict[s
         for k, i in enumerate(missing):
             for c in cats:
                 rows[i].setdefault(c, float(scores[k, index[c]]))
-    return rows
+    return adjust([p.text for p in filtered.passages], rows, cats)
 
 
 def _requested(categories: list[str]) -> list[str]:
