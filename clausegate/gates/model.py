@@ -320,7 +320,8 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
             pages = list(clause.pages) if review.format == "pdf" else []
             check = verdicts.get(index)  # strict: the verdict only (its reason quotes the clause's figures)
             position = (check.verdict if strict else describe(check)) if check else None
-            why = describe_reasons(review.gate_reasons, clause.category) or None
+            why = (", ".join(dict.fromkeys(r.why for r in review.gate_reasons if r.category == clause.category))
+                   if strict else describe_reasons(review.gate_reasons, clause.category)) or None
             out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict,
                                 source=clause.text).model_copy(update={"position": position, "why": why}))
     for check in review.positions:  # a required clause the review did not find: no quote, no page
@@ -336,7 +337,7 @@ def cleared_findings(review: Review, *, strict: bool = False) -> list[Finding]:
     out = []
     for clause in review.cleared_by_model:
         pages = list(clause.pages) if review.format == "pdf" else []
-        why = f"cleared by the model {clause.cleared.model}: {clause.cleared.reason}"
+        why = f"cleared by the model {clause.cleared.model}" + ("" if strict else f": {clause.cleared.reason}")
         out.append(_finding(clause.category, pages, clause.text, round(clause.confidence, 3), strict,
                             source=clause.text).model_copy(update={"why": why}))
     return out

@@ -1,7 +1,7 @@
 """The model as a second reader, end to end (issue 30, item 3): the contract-review flow, a fake Anthropic server
-over real HTTP, and the LeadersOnline sample, whose one-time placement fee (6.3.2) the offline model reads as a
-"possible" Liquidated Damages.  A reasoned "not there" that saw the passage takes it off the gate, and it stays
-listed; ``model_review: never`` keeps it on the gate."""
+over real HTTP, and the LeadersOnline sample, where the offline model reads a "possible" Liquidated Damages (CUAD
+labels none).  A reasoned "not there" that saw the passage takes it off the gate, and it stays listed;
+``model_review: never`` keeps it on the gate; strict text mode seals it and the model's reason."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_a_reasoned_not_there_takes_a_possible_finding_off_the_gate_and_never_do
     assert anthropic.calls == 1
     assert after.gated_categories == [] and after.status == "complete"
     (cleared,) = after.cleared_by_model
-    assert cleared.category == "Liquidated Damages" and "6.3.2" in cleared.text and cleared.cleared.reason == REASON
+    assert cleared.category == "Liquidated Damages" and cleared.possible and cleared.cleared.reason == REASON
     report = next((tmp_path / "reports").glob("*.md")).read_text()
     assert "## Cleared by the model" in report and REASON in report
 
@@ -69,3 +69,18 @@ def test_a_reasoned_not_there_takes_a_possible_finding_off_the_gate_and_never_do
     kept = state.result()
     assert kept.gated_categories == ["Liquidated Damages"] and kept.cleared_by_model == []
     assert any(r.why == "disputed" and "model_review is 'never'" in r.detail for r in kept.gate_reasons)
+
+
+def test_strict_text_seals_what_the_model_cleared_and_its_reason(tmp_path, anthropic, monkeypatch):
+    monkeypatch.setenv("CLAUSEGATE_STRICT_TEXT", "true")
+    monkeypatch.setenv("CLAUSEGATE_SEAL_REPORTS", "true")
+    state, _ = review(tmp_path, SAMPLE, book(tmp_path, save_block("anthropic", anthropic), "low_confidence"),
+                      out="strict")
+    (cleared,) = state.result().cleared_by_model  # the run's own (sealed) result keeps it
+    quote = " ".join(cleared.text.split())[:40]
+    for path in (tmp_path / "strict").iterdir():
+        if path.name.endswith(".sealed"):
+            continue
+        text = " ".join(path.read_text().split())
+        assert quote not in text and REASON not in text, path.name
+        assert "Cleared by the model" in text or path.suffix == ".json"
