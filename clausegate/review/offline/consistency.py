@@ -18,12 +18,13 @@ rule leaves Cap on Liability alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 ENABLED = True  # bench/offline_gates.py measures the extractor with and without the layer
+FLOOR = 0.001  # a passage scoring under this for a rule's categories is not read by it (``deltas``)
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -185,21 +186,28 @@ NOT_KEPT: tuple[Rule, ...] = (
 )
 
 
-def deltas(texts: Sequence[str], categories: Sequence[str], rules: Sequence[Rule] = RULES) -> dict[str, np.ndarray]:
-    """Per category of ``categories`` that a rule touches: the log-odds change of each passage of ``texts``."""
+def deltas(texts: Sequence[str], categories: Sequence[str], rules: Sequence[Rule] = RULES,
+           scores: Mapping[str, Sequence[float]] | None = None) -> dict[str, np.ndarray]:
+    """Per category of ``categories`` that a rule touches: the log-odds change of each passage of ``texts``.
+
+    ``scores`` (per category, each passage's probability): a rule reads only the passages scoring at least
+    ``FLOOR`` for one of its categories; below it a passage is neither found, possible nor shown (every shipped
+    threshold is higher), so the rules cost a few passages per contract, not all of them."""
     wanted = set(categories)
     active = [r for r in rules if wanted.intersection(r.categories)]
     if not active:
         return {}
-    lowered = [t.lower() for t in texts]
+    lowered: dict[int, str] = {}
     out: dict[str, np.ndarray] = {}
     for rule in active:
-        hits = np.fromiter((rule.test(t) for t in lowered), dtype=bool, count=len(lowered))
-        if not hits.any():
-            continue
-        for c in rule.categories:
-            if c in wanted:
-                out.setdefault(c, np.zeros(len(lowered)))[hits] += rule.delta
+        mine = [c for c in rule.categories if c in wanted]
+        if scores is None:
+            candidates: Sequence[int] = range(len(texts))
+        else:
+            candidates = np.flatnonzero(np.max([np.asarray(scores[c]) for c in mine], axis=0) >= FLOOR).tolist()
+        hits = [i for i in candidates if rule.test(lowered.get(i) or lowered.setdefault(i, texts[i].lower()))]
+        for c in mine if hits else ():
+            out.setdefault(c, np.zeros(len(texts)))[hits] += rule.delta
     return out
 
 
@@ -213,7 +221,7 @@ def adjust(texts: Sequence[str], rows: list[dict[str, float]], categories: Seque
     """``rows`` (per passage of ``texts``: {category: probability}) with the rules applied to ``categories``."""
     if not ENABLED:
         return rows
-    moved = deltas(texts, categories)
+    moved = deltas(texts, categories, scores={c: [row[c] for row in rows] for c in categories})
     if not moved:
         return rows
     out = [dict(row) for row in rows]

@@ -67,11 +67,14 @@ def _requested(categories: list[str]) -> list[str]:
 def decide(filtered: FilteredDocument, categories: list[str], model: OfflineModel | None = None
            ) -> dict[str, tuple[list[int], bool]]:
     """Per requested category with something to show: (passage indices, possible?)."""
-    model = model or load_model()
     cats = _requested(categories)
     if not filtered.passages or not cats:
         return {}
-    rows = _category_scores(filtered, cats)
+    return _decide(filtered, cats, model or load_model(), _category_scores(filtered, cats))
+
+
+def _decide(filtered: FilteredDocument, cats: list[str], model: OfflineModel, rows: list[dict[str, float]]
+            ) -> dict[str, tuple[list[int], bool]]:
     toc = toc_flags([p.text for p in filtered.passages])
     out: dict[str, tuple[list[int], bool]] = {}
     for c in cats:
@@ -90,10 +93,12 @@ def extract_offline(filtered: FilteredDocument, categories: list[str]) -> list[C
     """Clauses (found and possible) of the requested ``categories`` in ``filtered`` (see module doc)."""
     model = load_model()
     cats = _requested(categories)
-    decided = decide(filtered, cats, model)
+    if not filtered.passages or not cats:
+        return []
+    rows = _category_scores(filtered, cats)  # scored and ruled once, for deciding and ordering
+    decided = _decide(filtered, cats, model, rows)
     if not decided:
         return []
-    rows = _category_scores(filtered, cats)
     prepared = prepare(filtered.passages, [i for indices, _ in decided.values() for i in indices], model)
     clauses: list[Clause] = []
     for c in cats:

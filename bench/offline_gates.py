@@ -1,0 +1,260 @@
+"""False gates of the offline extractor, without and with the consistency rules (``offline/consistency.py``).
+
+    python tools/train_offline_model.py --dump .bench/oof.npz --out /tmp/m   # TRAIN's OOF logits, once (~8 min)
+    python bench/offline_gates.py --dump .bench/oof.npz [--ablation] [--no-holdout]
+
+A *false gate* is a contract x gated category (the default playbook gates Uncapped Liability, Liquidated Damages,
+Minimum Commitment) where the extractor finds the category or lists it as "possible" and CUAD does not label it;
+the share is over all contracts x those 3 categories. Printed for both, with the change:
+
+* **TRAIN, 330 contracts, nested**: the training script's 4 contract folds, its out-of-fold passage logits with the
+  shipped keyword-prior boosts and the contract prior (weights chosen per fold on the other 3, as
+  ``bench/contract_prior.py``); per fold the extraction and "possible" thresholds are chosen on the other 3 folds'
+  scores *without* the rules (the shipped artifact was tuned without them) and applied to the held fold's scores
+  with them, as served. 95 % paired-bootstrap intervals over contracts (1,000 resamples).
+  ``--ablation``: each rule alone and all but one, and the rules measured and not kept (``NOT_KEPT``).
+* **held out, 78 contracts** (``tools.cuad.is_holdout``; pypdf text cached by ``tools/cuad.py``): the pre-filter
+  (unchanged by the rules) and ``extract_offline`` with the layer off and on, as ``bench/extractor.py`` runs them.
+
+Also: contract micro / macro F1 (36 clause categories), found-or-possible recall of the six high-risk categories,
+and, for the contracts where a high-risk category is only "possible" and CUAD labels it, the share whose shown
+passage is a CUAD passage of that category ("possible shows its clause"). CUAD v1, CC BY 4.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import tools.train_offline_model as T  # noqa: E402
+from clausegate.review.offline import consistency  # noqa: E402
+from clausegate.review.offline.model import MODEL_DIR, make_vectorizer  # noqa: E402
+from tools import contract_prior as prior  # noqa: E402
+from tools import cuad  # noqa: E402
+from tools import offline_tuning as tune  # noqa: E402
+
+CATS = list(T.CATEGORIES)
+CLAUSE = [c for c, n in enumerate(CATS) if n not in T.METADATA_CATEGORIES]
+HIGH_RISK = [CATS.index(n) for n in T.RECALL_FIRST]
+GATED = [CATS.index(n) for n in ("Uncapped Liability", "Liquidated Damages", "Minimum Commitment")]
+
+
+def figures(pred, poss, truth, docs=None) -> np.ndarray:
+    """micro-F1, macro-F1, false-gate share, false gates (count) on contracts ``docs``."""
+    docs = np.arange(len(truth)) if docs is None else docs
+    p, t, asked = pred[docs], truth[docs], (pred | poss)[docs]
+    micro = tune.prf(p[:, CLAUSE], t[:, CLAUSE])[2]
+    macro = float(np.mean([tune.prf(p[:, c], t[:, c])[2] for c in CLAUSE]))
+    false = int((asked[:, GATED] & ~t[:, GATED]).sum())
+    return np.array([micro, macro, false / (len(docs) * len(GATED)), false])
+
+
+def intervals(before, after, truth, n: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    m = len(truth)
+    diffs = np.array([figures(*after, truth, s) - figures(*before, truth, s)
+                      for s in (rng.integers(0, m, m) for _ in range(n))])
+    return np.percentile(diffs, 2.5, axis=0), np.percentile(diffs, 97.5, axis=0)
+
+
+def print_table(title: str, before, after, truth, shown_before, shown_after, boot: bool = True) -> dict:
+    b, a = figures(*before, truth), figures(*after, truth)
+    lo, hi = intervals(before, after, truth) if boot else (np.full(4, np.nan), np.full(4, np.nan))
+    print(f"\n{title}: before -> after (change [95 % interval])")
+    names = ("contract micro-F1", "contract macro-F1", "false gates, share of contracts x 3 gated", "false gates")
+    for i, name in enumerate(names):
+        fmt = "{:.0f}" if i == 3 else "{:.4f}"
+        print(f"  {name:44s} {fmt.format(b[i])} -> {fmt.format(a[i])}  "
+              f"({a[i] - b[i]:+.4f} [{lo[i]:+.4f}, {hi[i]:+.4f}])")
+    for c in GATED:
+        fb = int(((before[0] | before[1])[:, c] & ~truth[:, c]).sum())
+        fa = int(((after[0] | after[1])[:, c] & ~truth[:, c]).sum())
+        print(f"    false gates, {CATS[c]:28s} {fb} -> {fa} (of {int((~truth[:, c]).sum())} without it)")
+    out = {"before": b.tolist(), "after": a.tolist(), "low": lo.tolist(), "high": hi.tolist(), "recall": {}}
+    for c in HIGH_RISK:
+        (pb, rb, _), (pa, ra, _) = (tune.prf(r[0][:, c] | r[1][:, c], truth[:, c]) for r in (before, after))
+        fb, fa = tune.prf(before[0][:, c], truth[:, c])[2], tune.prf(after[0][:, c], truth[:, c])[2]
+        print(f"  found or possible, {CATS[c]:24s} (n={int(truth[:, c].sum()):3d}) R / P {rb:.3f} / {pb:.3f} -> "
+              f"{ra:.3f} / {pa:.3f}; found F1 {fb:.3f} -> {fa:.3f}")
+        out["recall"][CATS[c]] = [rb, ra]
+    print(f"  possible shows its clause (possible-only, labelled, high-risk): {shown_before[0]}/{shown_before[1]} -> "
+          f"{shown_after[0]}/{shown_after[1]}")
+    for c in CLAUSE:
+        fb, fa = tune.prf(before[0][:, c], truth[:, c])[2], tune.prf(after[0][:, c], truth[:, c])[2]
+        if abs(fa - fb) >= 0.005:
+            print(f"  {CATS[c]:40s} contract F1 {fb:.3f} -> {fa:.3f}")
+    return out
+
+
+# ---- TRAIN cross-validation -----------------------------------------------------------------------------------
+
+def load_train(dump: Path):
+    entries = sorted((e for e in cuad.load_manifest() if not cuad.is_holdout(e["filename"])),
+                     key=lambda e: e["filename"])
+    texts, _, doc_ids, _, Y, spans = T.build_corpus(entries, cuad.load_annotations())
+    saved = np.load(dump, allow_pickle=False)
+    assert saved["L"].shape == Y.shape and np.array_equal(saved["Y"], Y), "the dump is of another corpus"
+    L, doc_fold = saved["L"].copy(), saved["doc_fold"]
+    n_docs, k = int(doc_ids.max()) + 1, len(CATS)
+    truth = tune.contract_truth(spans, n_docs, k)
+    shipped = json.loads((MODEL_DIR / "offline_model.json").read_text())["keyword_priors"]
+    kw = tune.keyword_hits(texts, T.KEYWORD_PRIORS)
+    for j, name in enumerate(T.KEYWORD_PRIORS):  # the shipped boosts: what serving adds
+        T.add_keyword_boost(L[:, CATS.index(name)], kw[:, j], float(shipped.get(name, {}).get("logit_boost", 0.0)))
+    vec = make_vectorizer(T.FEATURES)
+    vec.fit(texts)
+    D = prior.fit(vec, texts, doc_ids, spans, doc_fold, k)[0]
+    max_logit = np.full((n_docs, k), -40.0)
+    np.maximum.at(max_logit, doc_ids, L)
+    allowed = np.array([n not in T.METADATA_CATEGORIES for n in CATS])
+    weights = np.array(prior.nested_figures(max_logit, D, truth, doc_fold, T.pick_extract, CLAUSE, allowed)
+                       ["fold_weights"])
+    return texts, doc_ids, Y, L, doc_fold, truth, D, weights
+
+
+def nested(L_tuned, L_served, doc_ids, doc_fold, truth, D, weights):
+    """Found and "possible" per contract: thresholds chosen on ``L_tuned`` of the other folds, applied to
+    ``L_served``; also each contract's best passage per category on ``L_served`` (what a "possible" shows)."""
+    n_docs, k = truth.shape
+    pred, poss = np.zeros_like(truth), np.zeros_like(truth)
+    best = np.zeros((n_docs, k), dtype=int)
+    for c in range(k):
+        order = np.lexsort((L_served[:, c], doc_ids))
+        last = np.r_[doc_ids[order][1:] != doc_ids[order][:-1], True]
+        best[doc_ids[order][last], c] = order[last]
+    for f in np.unique(doc_fold):
+        tr = doc_fold != f
+        maxima = []
+        for LL in (L_tuned, L_served):
+            with_prior, raw = np.zeros((n_docs, k)), np.zeros((n_docs, k))
+            np.maximum.at(with_prior, doc_ids, tune.sigmoid(LL + (weights[f] * D)[doc_ids]))
+            np.maximum.at(raw, doc_ids, tune.sigmoid(LL))
+            maxima.append((with_prior, raw))
+        (mt, rt), (ms, rs) = maxima
+        for c in range(k):
+            pred[~tr, c] = ms[~tr, c] >= T.pick_extract(c)(mt[tr, c], truth[tr, c])
+        for c in HIGH_RISK:
+            poss[~tr, c] = rs[~tr, c] >= T.pick_possible(c)(rt[tr, c], truth[tr, c])
+    return pred, poss, best
+
+
+def possible_shows(pred, poss, best, truth, Y) -> tuple[int, int]:
+    hits = total = 0
+    for c in HIGH_RISK:
+        for d in np.flatnonzero(poss[:, c] & ~pred[:, c] & truth[:, c]):
+            total += 1
+            hits += bool(Y[best[d, c], c])
+    return hits, total
+
+
+def rule_deltas(texts, rules, L) -> np.ndarray:
+    """The rules' log-odds changes (passages x categories), reading the passages as serving does (``FLOOR``)."""
+    M = np.zeros((len(texts), len(CATS)))
+    P = tune.sigmoid(L)
+    for c, d in consistency.deltas(texts, CATS, rules, {n: P[:, i] for i, n in enumerate(CATS)}).items():
+        M[:, CATS.index(c)] += d
+    return M
+
+
+def train_cv(dump: Path, ablation: bool) -> dict:
+    t0 = time.time()
+    texts, doc_ids, Y, L, doc_fold, truth, D, weights = load_train(dump)
+    print(f"TRAIN loaded in {time.time() - t0:.0f}s", file=sys.stderr)
+    base = nested(L, L, doc_ids, doc_fold, truth, D, weights)
+    after = nested(L, L + rule_deltas(texts, consistency.RULES, L), doc_ids, doc_fold, truth, D, weights)
+    out = print_table(f"TRAIN, {len(truth)} contracts, nested (thresholds as tuned without the rules)", base[:2],
+                      after[:2], truth, possible_shows(*base, truth, Y), possible_shows(*after, truth, Y))
+    if ablation:
+        print("\nablation (TRAIN, nested): micro-F1 / macro-F1 / false gates; found-or-possible recall, high-risk")
+
+        def line(name, rules):
+            r = nested(L, L + rule_deltas(texts, rules, L), doc_ids, doc_fold, truth, D, weights)
+            f = figures(r[0], r[1], truth)
+            rec = " ".join(f"{tune.prf(r[0][:, c] | r[1][:, c], truth[:, c])[1]:.3f}" for c in HIGH_RISK)
+            print(f"  {name[:62]:62s} {f[0]:.4f} / {f[1]:.4f} / {f[3]:.0f}; {rec}", flush=True)
+
+        line("none", [])
+        for rule in consistency.RULES:
+            line(f"only: {rule.name}", [rule])
+        for rule in consistency.RULES:
+            line(f"all but: {rule.name}", [r for r in consistency.RULES if r is not rule])
+        for rule in consistency.NOT_KEPT:
+            line(f"not kept, alone: {rule.name}", [rule])
+    return out
+
+
+# ---- held out -------------------------------------------------------------------------------------------------
+
+def held_out() -> dict:
+    from prefilter import load_holdout, parsed_document  # bench/prefilter.py
+
+    from clausegate.review.offline.extract import extract_offline
+    from clausegate.review.passages import page_passages
+    from clausegate.review.prefilter import prefilter
+
+    docs = load_holdout(0)
+    k = len(CATS)
+    truth = np.zeros((len(docs), k), dtype=bool)
+    res = {on: (np.zeros((len(docs), k), dtype=bool), np.zeros((len(docs), k), dtype=bool)) for on in (False, True)}
+    shows = {False: [0, 0], True: [0, 0]}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    extract_offline(prefilter(parsed_document(docs[0][0], docs[0][1]), CATS), CATS)  # warm-up
+    for d, (entry, pages, rows) in enumerate(docs):
+        by_page = {pno: [t for t, _ in ps] for pno, ps in enumerate(page_passages(pages), start=1) if ps}
+        true_passages: set[tuple[int, int, int]] = set()
+        for row in rows:
+            c = CATS.index(row["category"])
+            truth[d, c] = True
+            for pno in cuad.span_pages(row):
+                true_passages |= {(c, pno, i) for i in cuad.locate_span(row["text"], by_page.get(pno, []))}
+        for on in (False, True):
+            consistency.ENABLED = on
+            t0 = time.process_time()
+            clauses = extract_offline(prefilter(parsed_document(entry, pages), CATS), CATS)
+            cpu[on].append(time.process_time() - t0)
+            found, poss = res[on]
+            for cl in clauses:
+                c = CATS.index(cl.category)
+                (poss if cl.possible else found)[d, c] = True
+                if cl.possible and truth[d, c] and c in HIGH_RISK:
+                    shows[on][1] += 1
+                    shows[on][0] += any((c, pno, i) in true_passages for pno in cl.pages
+                                        for i in cuad.locate_span(cl.text, by_page.get(pno, [])))
+    consistency.ENABLED = True
+    out = print_table(f"held out, {len(docs)} contracts (extract_offline, layer off -> on)", res[False], res[True],
+                      truth, tuple(shows[False]), tuple(shows[True]))
+    out["cpu_ms"] = {("on" if on else "off"): [1000 * float(np.median(v)), 1000 * float(np.percentile(v, 95))]
+                     for on, v in cpu.items()}
+    print("  CPU per contract, pre-filter + extraction, median / p95: layer off {:.0f} / {:.0f} ms, "
+          "on {:.0f} / {:.0f} ms".format(*out["cpu_ms"]["off"], *out["cpu_ms"]["on"]))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dump", default=".bench/oof.npz", help="the training script's --dump (OOF logits of TRAIN)")
+    ap.add_argument("--ablation", action="store_true", help="each rule alone, all but one, and the rules not kept")
+    ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--no-holdout", action="store_true")
+    ap.add_argument("--json", default="", help="write the figures here")
+    args = ap.parse_args()
+    out = {}
+    if not args.no_train:
+        out["train"] = train_cv(Path(args.dump), args.ablation)
+    if not args.no_holdout:
+        out["held_out"] = held_out()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
