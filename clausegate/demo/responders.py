@@ -30,15 +30,18 @@ def extraction_answer(user: str) -> dict:
         return {"clauses": []}
     model = load_model()
     scores = score_passages([p["text"] for p in passages], model)
-    clauses = []
+    clauses, absent = [], []
     for category in categories:
         column = scores[:, model.category_index[category]]
         best = int(column.argmax())
         if float(column[best]) >= FIND_AT:
             clauses.append({"category": category, "passage_id": passages[best]["id"],
                             "text": _first_sentence(passages[best]["text"]),
-                            "confidence": round(float(column[best]), 3)})
-    return {"clauses": clauses}
+                            "confidence": round(float(column[best]), 3),
+                            "reason": "reads as this category"})
+        else:
+            absent.append({"category": category, "passage_ids": [passages[best]["id"]], "reason": "none reads as it"})
+    return {"clauses": clauses, "absent": absent}
 
 
 def generation_answer(user: str) -> dict:
