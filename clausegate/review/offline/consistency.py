@@ -231,4 +231,4 @@ def adjust(texts: Sequence[str], rows: list[dict[str, float]], categories: Seque
     return out
 
 
-__all__ = ["ENABLED", "RULES", "Rule", "adjust", "deltas"]
+__all__ = ["ENABLED", "FLOOR", "NOT_KEPT", "RULES", "Rule", "adjust", "deltas"]
