@@ -7,7 +7,8 @@ DAMAGES. 11.4. Indemnification by LeadersOnline.").  ``evidence_for`` cuts it do
 1. the passage is split into sentences (Punkt, as the passages are), and a sentence that is
    only a numbered heading ("11.4. Indemnification by LeadersOnline.") is never shown: it opens
    the next section;
-2. each sentence is scored by the offline model for the category; the best one is kept, and so
+2. each sentence is scored by the offline model for the category, with the consistency rules
+   (``offline.consistency``) applied as to the passages; the best one is kept, and so
    are its neighbours that score nearly as well (within ``KEEP_MARGIN`` logits, or above the
    category's threshold), never across a numbered heading; a kept lead-in ("... as follows:") or list
    item ("...; and") brings the rest of its sentence (``goes_on``), a list item the lead-in before it;
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clausegate.review.offline import consistency
 from clausegate.review.offline.model import OfflineModel, passage_logits
 from clausegate.review.passages import _sentences, continues_number
 from clausegate.review.schemas import Passage
@@ -155,6 +157,8 @@ def evidence_for(passages: list[Passage], i: int, category: str, model: OfflineM
     sents, sections, logits = prepared[i]
     sections = list(sections)
     z = logits[:, model.category_index[category]]
+    if consistency.ENABLED:  # the sentences read as the passages are: "non-exclusive" is not quoted as Exclusivity
+        z = z + consistency.deltas(sents, [category]).get(category, 0.0)
     candidates = [j for j, s in enumerate(sents) if not _only_heading(s)] or list(range(len(sents)))
     best = max(candidates, key=lambda j: z[j])
     threshold = model.extract_threshold(category)

@@ -8,11 +8,16 @@ for a few categories; ``adjust`` applies them to the passage probabilities the e
 and its thresholds are not touched: the rules only move a passage's score for a category its words rule out
 (or, for a few, clearly state).
 
-Every rule was kept on TRAIN cross-validation only (``bench/offline_gates.py``; docs/quality/offline-gates.md:
-kept when contract micro-F1 does not fall, false gates fall and found-or-possible recall of the high-risk
-categories holds). CUAD's own definitions decide what a reading is: a time limit for bringing claims *is* a
-Cap on Liability in CUAD ("This includes time limitation for the counterparty to bring claims"), so that
-rule leaves Cap on Liability alone.
+The evidence step (``clausegate.review.evidence``) applies the same rules to a passage's sentences, so the quote is
+read as the passage was ("non-exclusive" is not quoted as Exclusivity).
+
+Every rule was chosen on TRAIN cross-validation only (``bench/offline_gates.py``, docs/quality/offline-gates.md):
+kept when contract micro-F1 does not fall and found-or-possible recall of the high-risk categories holds, and it
+either cuts false gates or gains F1, or, changing nothing on TRAIN, mends a reading issue 30 names (the placement
+fee, the shortfall, the limitation period read as a covenant not to sue). The rules measured and not kept are in
+the bench (``NOT_KEPT``). CUAD's definitions decide what a reading is: a time limit for bringing claims *is* a Cap
+on Liability in CUAD ("This includes time limitation for the counterparty to bring claims"), and a cap or time
+limit with a carve-out is labelled Uncapped Liability too, so no rule touches Cap on Liability.
 """
 
 from __future__ import annotations
@@ -88,17 +93,6 @@ FEE_TABLE = _rx(r"\$\s?[\d,.*\[\]]+[^.;]{0,40}(?:per|a|each|/)\s?(?:month|year|a
 PLACEMENT_FEE = _rx(r"(?:fee|commission|payment)s? for each|per (?:candidate|placement|hire|referral)"
                     r"|placement fee|finder'?s fee|referral fee")
 SHORTFALL = _rx(r"shortfall|minimum (?:order|purchase|quantit|volume)|\bmoq\b|take[- ]or[- ]pay")
-ANY_FEE = _rx(r"\bfees?\b|\$|\bpay|payment|charge|price|royalt")
-
-# Affiliate License-Licensor: the licensor's affiliates grant, or their IP is licensed; a licence *to* affiliates is
-# the licensee side
-LICENSOR_AFFILIATES = _rx(r"affiliates?[^.;]{0,60}(?:hereby )?grants?\b|(?:owned|controlled|licensable|held|developed)"
-                          r"[^.;]{0,40}\b(?:by|of)\b[^.;]{0,40}affiliates?|affiliates?(?:'s?|’s?)? (?:patents?|"
-                          r"intellectual|technology|know-how|trade ?marks?|marks|ip\b|rights|software|copyrights?)"
-                          r"|(?:on behalf of|for) (?:itself and )?(?:each of )?its affiliates|cause its affiliates"
-                          r"|and its affiliates,? (?:hereby )?grants?")
-LICENSEE_AFFILIATES = _rx(r"(?:grants?|licen[cs]ed?|sublicen[cs]e)[^.;]{0,80}\bto\b[^.;]{0,60}affiliates?")
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -149,16 +143,8 @@ def _shortfall(t: str) -> bool:
     return SHORTFALL.search(t) is not None and STRONG_DAMAGES_CUE.search(t) is None
 
 
-def _fee_without_damages(t: str) -> bool:
-    return ANY_FEE.search(t) is not None and DAMAGES_CUE.search(t) is None
-
-
 def _no_damages_cue(t: str) -> bool:
     return DAMAGES_CUE.search(t) is None
-
-
-def _licence_to_affiliates(t: str) -> bool:
-    return LICENSEE_AFFILIATES.search(t) is not None and LICENSOR_AFFILIATES.search(t) is None
 
 
 RULES: tuple[Rule, ...] = (
@@ -175,14 +161,6 @@ RULES: tuple[Rule, ...] = (
     Rule("a fee table row is no liquidated damages", ("Liquidated Damages",), -3.0, _fee_table),
     Rule("a placement fee is no liquidated damages", ("Liquidated Damages",), -3.0, _placement_fee),
     Rule("a minimum's shortfall is no liquidated damages", ("Liquidated Damages",), -3.0, _shortfall),
-)
-# measured on TRAIN and not kept (docs/quality/offline-gates.md): a licence to the counterparty's affiliates as no
-# Affiliate License-Licensor (no contract changed; 2 of its 69 passages are CUAD's clause)
-NOT_KEPT: tuple[Rule, ...] = (
-    Rule("a licence to affiliates is no licensor-affiliate licence", ("Affiliate License-Licensor",), -3.0,
-         _licence_to_affiliates),
-    Rule("a fee without a word of damages is no liquidated damages", ("Liquidated Damages",), -3.0,
-         _fee_without_damages),
 )
 
 
@@ -231,4 +209,4 @@ def adjust(texts: Sequence[str], rows: list[dict[str, float]], categories: Seque
     return out
 
 
-__all__ = ["ENABLED", "FLOOR", "NOT_KEPT", "RULES", "Rule", "adjust", "deltas"]
+__all__ = ["ENABLED", "FLOOR", "RULES", "Rule", "adjust", "deltas"]
