@@ -1,7 +1,8 @@
 """Benchmark the review cascade and its human gate on CUAD's HOLDOUT split (``tools.cuad.is_holdout``).
 
     python bench/cascade.py [--limit N] [--modes offline,oracle,noisy] [--noise 0.15] [--seed 0]
-                            [--playbook default] [--protocol anthropic|openai] [--json FILE]
+                            [--playbook default] [--protocol anthropic|openai] [--max-output-tokens N]
+                            [--json FILE] [--code-label TEXT]
 
 Each held-out contract (page text cached by ``tools.cuad.load_pages``, as ``bench/extractor.py``) goes through the
 review's own steps as the flow body (``clausegate.pipeline.review._review``) runs them: ``prefilter`` ->
@@ -26,6 +27,8 @@ For each mode it prints:
 * the six high-risk categories: found-or-possible recall, and "gated or listed" recall (gated, or a possible
   clause, or taken off the gate by the model: ``Review.cleared_by_model`` when the review has it), and "any"
   (found or gated or listed), n positives;
+* the contract x category pairs a model cleared (every finding of the category taken off the gate) and how many
+  of them CUAD labels (a clause the review then does not report as found);
 * prompt tokens sent per contract asked (median) and its median ratio to ``CascadeSummary.prompt_tokens_naive``
   and to the whole contract's tokens; model calls (the cascade's count and the fake server's).
 
@@ -45,6 +48,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")  # a line per model call
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 import argparse  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -109,12 +113,15 @@ def prepare(docs, book) -> list[Prepared]:
 
 
 def assemble(p: Prepared, book, extraction, model_gate: list[str], summary) -> object:
-    """``assemble_review`` as the flow body calls it."""
-    return assemble_review(p.document, p.filtered, extraction, playbook=book.name,
-                           gated=[*book.gated_categories, *model_gate],
-                           min_confidence=book.steps.extract.min_confidence,
-                           protected=[*book.gated_categories, *book.high_risk, *book.position_gated],
-                           cascade=summary, positions=book.positions, custom=p.custom)
+    """``assemble_review`` as the flow body calls it (with ``disputed`` and ``possible_gates`` once the product
+    has them, as the body then passes them; before, the disputed categories joined ``gated``)."""
+    common = dict(playbook=book.name, min_confidence=book.steps.extract.min_confidence,
+                  protected=[*book.gated_categories, *book.high_risk, *book.position_gated],
+                  cascade=summary, positions=book.positions, custom=p.custom)
+    if "disputed" in inspect.signature(assemble_review).parameters:
+        return assemble_review(p.document, p.filtered, extraction, gated=book.gated_categories, disputed=model_gate,
+                               possible_gates=getattr(book, "possible_findings", "gate") == "gate", **common)
+    return assemble_review(p.document, p.filtered, extraction, gated=[*book.gated_categories, *model_gate], **common)
 
 
 def offline_reviews(prepared: list[Prepared], book) -> list[Outcome]:
@@ -186,6 +193,7 @@ def measure(outcomes: list[Outcome]) -> dict:
     notices: dict[str, int] = {}
     by_category: dict[str, dict[str, int]] = {}  # gated category -> gated / false / with a possible clause only
     disputes: dict[str, int] = {}  # the model's side of each disputed finding (Dispute.model_found)
+    cleared_pairs = cleared_labelled = 0  # contract x category taken off the gate; of which CUAD labels it
     for o in outcomes:
         review, rows = o.review, o.prepared.rows
         labelled = {r["category"] for r in rows}
@@ -220,6 +228,9 @@ def measure(outcomes: list[Outcome]) -> dict:
             row["false"] += c not in labelled
             row["possible_only"] += c in possible
             row["false_possible_only"] += c in possible and c not in labelled
+        cleared_only = cleared - found - possible  # the category is left with no finding of its own
+        cleared_pairs += len(cleared_only)
+        cleared_labelled += len(cleared_only & labelled)
         for cl in review.clauses:
             if cl.dispute is not None:
                 disputes[cl.dispute.model_found] = disputes.get(cl.dispute.model_found, 0) + 1
@@ -254,6 +265,8 @@ def measure(outcomes: list[Outcome]) -> dict:
         "false_gate_list": contracts_false,
         "gates_by_category": dict(sorted(by_category.items(), key=lambda kv: -kv[1]["gated"])),
         "disputed_findings": disputes,
+        "cleared_categories": cleared_pairs,
+        "cleared_categories_labelled": cleared_labelled,
         "high_risk": {c: {**h, **{f"{key}_recall": h[key] / h["n"] if h["n"] else 0.0
                                    for key in ("found", "found_or_possible", "gated_or_listed", "surfaced")}}
                       for c, h in hr.items()},
@@ -304,6 +317,9 @@ def print_mode(mode: str, r: dict) -> None:
         for c, v in r["gates_by_category"].items()))
     if r["disputed_findings"]:
         print(f"disputed findings by the model's side: {r['disputed_findings']}")
+    if r["cleared_categories"]:
+        print(f"contract x category left with no finding because the model cleared it: {r['cleared_categories']}, "
+              f"of which CUAD labels {r['cleared_categories_labelled']}")
     listed = "gated, possible or cleared by the model" if r["cleared_by_model_available"] else \
         "gated or possible (Review.cleared_by_model not in this version)"
     print(f"recall of the high-risk categories  {'n':>3} {'found':>6} {'found/possible':>15} {'gated or listed':>16} "
@@ -331,6 +347,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--playbook", default="default")
     ap.add_argument("--protocol", choices=("anthropic", "openai"), default="anthropic")
+    ap.add_argument("--max-output-tokens", type=int, default=None,
+                    help="what-if: the playbook's steps.extract.max_output_tokens set to this")
     ap.add_argument("--json", default=None, help="write every figure here")
     ap.add_argument("--code-label", default=None,
                     help="what code ran, for the JSON (default: the checkout's commit, '+ uncommitted changes' if any)")
@@ -343,11 +361,15 @@ def main() -> None:
         sys.exit(f"CUAD not found at {cuad.cuad_dir()}")
     started = time.time()
     book = load_playbook(args.playbook)
+    if args.max_output_tokens:
+        extract = book.steps.extract.model_copy(update={"max_output_tokens": args.max_output_tokens})
+        book = book.model_copy(update={"steps": book.steps.model_copy(update={"extract": extract})})
     docs = load_holdout(args.limit)
     labels = {entry["filename"]: rows for entry, _, rows in docs}
     prepared = prepare(docs, book)
     print(f"ClauseGate cascade benchmark - CUAD holdout ({cuad.SPLIT_NAME}): {len(prepared)} contracts, playbook "
-          f"{book.name}, protocol {args.protocol}, noise {args.noise} seed {args.seed} "
+          f"{book.name} (model output limit {book.steps.extract.max_output_tokens} tokens), protocol {args.protocol}, "
+          f"noise {args.noise} seed {args.seed} "
           f"(prepared in {time.time() - started:.0f} s)")
     results = {}
     for mode in modes:
@@ -364,7 +386,8 @@ def main() -> None:
             results[mode]["responder"] = {"answers": responder.answers, **responder.stats}
         print_mode(mode, results[mode])
     if args.json:
-        out = {"split": cuad.SPLIT_NAME, "playbook": book.name, "protocol": args.protocol, "noise": args.noise,
+        out = {"split": cuad.SPLIT_NAME, "playbook": book.name, "protocol": args.protocol,
+               "max_output_tokens": book.steps.extract.max_output_tokens, "noise": args.noise,
                "seed": args.seed, "limit": args.limit, "code": args.code_label or _commit(), "modes": results}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
