@@ -48,6 +48,7 @@ from clausegate.review.llm.extract import (
 from clausegate.review.llm.merge import MergeRules, merge_findings
 from clausegate.review.llm.redlines import build_generation_prompt, clauses_needing_suggestions
 from clausegate.review.llm.summary import fit_summary_prompt, key_terms, summary_categories
+from clausegate.review.money import add_costs
 from clausegate.review.offline.extract import category_confidence, extract_thresholds
 from clausegate.review.playbook import Playbook, check_step_timeouts
 from clausegate.review.schemas import (
@@ -148,9 +149,15 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
     notices: list[Notice] = []
     raised_output, lowered_output = False, 0
     partial = None
+    paid: list[Cost] = []  # the truncated answers asked again: each was a paid call of this step
+
+    def counted(result, *, own: bool = False):  # the result, its cost with the earlier paid calls of this step
+        earlier = paid[:-1] if own else paid
+        return result.model_copy(update={"cost": add_costs(result.cost, *earlier)}) if earlier else result
+
     while True:
         try:
-            return model_result(step, ask(prompt, ref, max_tokens, budget)), prompt, notices
+            return counted(model_result(step, ask(prompt, ref, max_tokens, budget))), prompt, notices
         except ContextTooLong as error:
             smaller = shrink(prompt) if shrink else None
             if smaller is None:
@@ -160,11 +167,13 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
                 f"{len(prompt.passages)} passages instead")))
             prompt = smaller
         except OutputTruncated as error:
-            partial = getattr(error, "partial", None) or partial
+            if getattr(error, "partial", None) is not None:
+                partial = error.partial
+                paid.append(partial.cost)
             if raised_output:
                 if partial is None:
                     raise
-                return partial, prompt, notices
+                return counted(partial, own=True), prompt, notices
             raised_output, max_tokens = True, max_tokens * 2
             notices.append(Notice(code=error.code,
                                   message=f"answer cut at the output limit; asked again with max_tokens={max_tokens}"))
@@ -174,7 +183,7 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
             if lowered_output >= 2 or fits < MIN_OUTPUT_TOKENS:
                 if partial is None:
                     raise
-                return partial, prompt, [*notices, Notice(code=error.code, message=(
+                return counted(partial, own=True), prompt, [*notices, Notice(code=error.code, message=(
                     f"{ref.model} refused the output budget ({error.message[:160]}); the complete items of the "
                     "truncated answer are used instead"))]
             lowered_output, max_tokens = lowered_output + 1, fits
@@ -187,7 +196,7 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
             if not isinstance(error, BudgetExceeded):
                 _log_failure(error, step)
             code = getattr(error, "code", STEP_TIMEOUT if isinstance(error, TimeoutError) else STEP_FAILED)
-            return partial, prompt, [*notices, Notice(code=code, message=(
+            return counted(partial, own=True), prompt, [*notices, Notice(code=code, message=(
                 f"asking again with max_tokens={max_tokens}: {getattr(error, 'message', error)}; the complete items "
                 "of the truncated answer are used instead"))]
 

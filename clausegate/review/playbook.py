@@ -88,7 +88,9 @@ class ExtractSettings(StepPolicy):
                     "whose best offline score is above this many log-odds under its threshold is sent to the model; "
                     "an offline finding under this many over it is low-confidence (a model may clear it)",
     )
-    max_output_tokens: int = Field(2048, gt=0)
+    max_output_tokens: int = Field(8192, gt=0, description="the answer's output budget: a second reader answers for "
+                                   "every candidate category (bench/cascade.py: 2048 cut half the answers); a "
+                                   "provider that refuses it is asked again with what it allows")
 
 
 class GenerateSettings(StepPolicy):

@@ -54,7 +54,7 @@ class ModelClause(BaseModel):
     passage_id: str = Field(description="id of the passage the clause is in")
     text: str = Field(min_length=1, description="the clause text, copied verbatim from the passage")
     confidence: float = Field(ge=0, le=1)
-    reason: str = Field(description="one short sentence: why this text is a clause of this category")
+    reason: str = Field(description="why this text is a clause of this category, in at most 15 words")
 
 
 class ModelAbsence(BaseModel):
@@ -63,7 +63,7 @@ class ModelAbsence(BaseModel):
 
     category: str = Field(description="exact category name from the list")
     passage_ids: list[str] = Field(description="ids of the passages you read for this category")
-    reason: str = Field(description="one short sentence: why none of them is a clause of this category")
+    reason: str = Field(description="why none of them is a clause of this category, in at most 15 words")
 
 
 class _AnswerSchema(BaseModel):

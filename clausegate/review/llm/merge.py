@@ -15,7 +15,8 @@ evidence by ``weight`` log-odds (the playbook's ``steps.extract.cascade_margin``
   (``Dispute.not_cleared``); in a gated or high-risk category a person decides (``Merged.gate``).
 * **added**: a model clause of a category the offline model has no finding of counts when the offline evidence
   is within ``weight`` of the threshold (margin > -weight); further below, one model answer is not enough to
-  overrule the offline reading: it is listed (``CG-MODEL-NOT-COUNTED``), not counted.
+  overrule the offline reading (``CG-MODEL-NOT-COUNTED``): in a gated or high-risk category it becomes a
+  "possible" finding a person sees, elsewhere it is only listed.
 
 So a high-confidence offline finding in a gated category leaves the review only through a person's decision,
 whatever any model says, and no contract text can clear one (it raises ``signal``).  Pure logic: no I/O.
@@ -96,6 +97,12 @@ def merge_findings(offline: list[Clause], found: list[Clause], absent: list[Abse
                 continue
             if id(m) in standing or mine or margin > -rules.weight:
                 out.clauses.append(m)
+            elif category in rules.must_confirm:  # a gated or high-risk clause a model quotes is never only a notice
+                out.clauses.append(m.model_copy(update={"possible": True}))
+                out.notices.append(Notice(code=NOT_COUNTED, page=m.pages[0], message=(
+                    f"{category}: the model {model} quoted p. {m.pages[0]} (\"{_flat(m.text, 120)}\"), but the offline "
+                    f"reader scores this contract {-margin:.1f} log-odds under the category's threshold: listed as a "
+                    "possible finding for a person, not counted as found.")))
             else:
                 out.notices.append(Notice(code=NOT_COUNTED, page=m.pages[0], message=(
                     f"{category}: the model {model} quoted p. {m.pages[0]} (\"{_flat(m.text, 120)}\"), but the offline "
