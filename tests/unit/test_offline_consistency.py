@@ -62,6 +62,10 @@ def test_a_limitation_without_a_carve_out_is_no_uncapped_liability():
 
 def test_a_time_limit_for_claims_is_no_covenant_not_to_sue():
     assert moved(TWO_YEAR, CNS) < 0 and moved(PLAIN_PERIOD, CNS) < 0
+    model = load_model()
+    p = float(score_passages([TWO_YEAR], model)[0, model.category_index[CNS]])
+    assert p >= model.extract_threshold(CNS)  # the model alone finds the sample's 8.5 as a covenant not to sue
+    assert adjust([TWO_YEAR], [{CNS: p}], [CNS])[0][CNS] < model.extract_threshold(CNS)
     covenant = ("In addition, LeadersOnline shall not now or in the future contest the validity of VerticalNet's "
                 "ownership of its Intellectual Property.")
     assert moved(covenant, CNS) == 0

@@ -150,7 +150,7 @@ def _no_damages_cue(t: str) -> bool:
 RULES: tuple[Rule, ...] = (
     Rule("a limitation without a carve-out is no uncapped liability", ("Uncapped Liability",), -10.0,
          _limitation_without_carve_out),
-    Rule("a time limit for claims is no covenant not to sue", ("Covenant Not to Sue",), -3.0,
+    Rule("a time limit for claims is no covenant not to sue", ("Covenant Not to Sue",), -10.0,
          _limitation_period_only),
     Rule("non-exclusive is no exclusivity", ("Exclusivity",), -3.0, _negated_exclusive_only),
     Rule("no third-party beneficiary", ("Third Party Beneficiary",), -3.0, _no_beneficiary),
