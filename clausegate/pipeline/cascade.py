@@ -8,12 +8,13 @@ send, shrinks the prompt on a context-overflow answer (a new, smaller request, n
 the same one), and degrades to the offline result when a budget would be exceeded.
 
 The model is a second reader (``clausegate.review.llm.merge``): every playbook category with a candidate
-passage (offline evidence within ``steps.extract.cascade_margin`` log-odds of its threshold, or above it) and
-every high-risk one is asked about.  Its answer moves the offline evidence by that margin, no more: it confirms,
-adds, or takes a *low-confidence* finding off the gate under the guards that module lists (shown passage, a
-reason, no integrity or injection signal, the playbook's ``model_review``); every other disagreement is a
-dispute, and in a gated or high-risk category a person decides (``CascadeResult.gate``).  A finding taken off
-the gate stays in the review (``Clause.cleared``, "Cleared by the model").
+passage its answer can decide (offline evidence within ``steps.extract.cascade_margin`` log-odds of the threshold,
+or a "possible" finding) and every gated or high-risk one is asked about.  Its answer moves the offline evidence
+by that margin, no more: it confirms, adds, or takes a *low-confidence* finding off the gate under the guards
+that module lists (shown passage, a reason, no integrity or injection signal, the playbook's ``model_review``);
+every other disagreement is a dispute, and in a gated or high-risk category a person decides
+(``CascadeResult.gate``).  A finding taken off the gate stays in the review (``Clause.cleared``, "Cleared by the
+model").
 
 A model step that fails (any provider error after retries, an unusable answer, a step timeout,
 an open circuit breaker, a missing block) never costs the finished offline result: the review
@@ -209,8 +210,9 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
     settings = book.steps.extract
     confidence, thresholds = category_confidence(filtered, categories), extract_thresholds(categories)
     margins = {c: logit(confidence[c]) - logit(thresholds[c]) for c in confidence}
-    send = cascade_categories(confidence, thresholds, book.high_risk, margin=settings.cascade_margin,
-                              found={c.category for c in offline.clauses})
+    must_confirm = set(book.gated_categories) | set(book.high_risk)
+    send = cascade_categories(confidence, thresholds, sorted(must_confirm), margin=settings.cascade_margin,
+                              possible={c.category for c in offline.clauses if c.possible})
     naive = naive_prompt_tokens(document)
     summary = dict(categories_total=len(categories), prompt_tokens_naive=naive)
     if not send or not filtered.passages:
@@ -218,7 +220,6 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
             categories_sent=[], model_calls=0, model_calls_saved=1, prompt_tokens_sent=0, **summary))
 
     budget = BudgetContext(budgets=book.budgets, run_cost=Cost())
-    must_confirm = set(book.gated_categories) | set(book.high_risk)
     terms = None
     try:
         ref = provider_ref(extractor)

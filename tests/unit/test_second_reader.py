@@ -143,10 +143,6 @@ def test_attack_an_answer_about_a_passage_it_was_not_shown_clears_nothing():
     merged = second_read(answer(absent=[not_there("Liquidated Damages", ["p7"])]), passages(UNCAPPED, FEE_ROW, LAW))
     ld = next(c for c in merged.clauses if c.category == "Liquidated Damages")
     assert ld.cleared is None and ld.dispute.not_cleared == "the model gave no reason"
-    # it names only other passages it was shown: it did not say it read the finding's
-    merged = second_read(answer(absent=[not_there("Liquidated Damages", ["p2"])]), passages(UNCAPPED, FEE_ROW, LAW))
-    ld = next(c for c in merged.clauses if c.category == "Liquidated Damages")
-    assert ld.cleared is None and "did not say it read" in ld.dispute.not_cleared
 
 
 def test_a_document_integrity_warning_or_model_review_never_blocks_clearing():

@@ -150,14 +150,15 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def cascade_categories(confidence: dict[str, float], thresholds: dict[str, float], high_risk: list[str],
-                       *, margin: float, found: set[str] = frozenset()) -> list[str]:
-    """Categories the model reads: every one with a candidate passage, i.e. whose best offline score is above
-    ``margin`` log-odds under the category's threshold (a model answer moves the evidence by ``margin``, so below
-    that it could not change the reading: ``clausegate.review.llm.merge``), every one with an offline finding,
-    found or possible (``found``), and the high-risk ones with any passage."""
+def cascade_categories(confidence: dict[str, float], thresholds: dict[str, float], must_confirm: list[str],
+                       *, margin: float, possible: set[str] = frozenset()) -> list[str]:
+    """Categories the model reads (``clausegate.review.llm.merge``: one answer moves the offline evidence by
+    ``margin`` log-odds): every one whose best offline score is within ``margin`` of its threshold, either side
+    (a candidate passage the answer can decide), every one with a "possible" finding, and every gated or high-risk
+    one with any passage (``must_confirm``).  Not asked: a category the offline reading is more than ``margin``
+    over its threshold (no one answer could change it) or under it (nothing to read)."""
     return [c for c, p in confidence.items()
-            if logit(p) - logit(thresholds[c]) > -margin or c in found or (c in high_risk and p > 0)]
+            if abs(logit(p) - logit(thresholds[c])) < margin or c in possible or (c in must_confirm and p > 0)]
 
 
 def select_passages(filtered: FilteredDocument, categories: list[str], per_category: int) -> list[PromptPassage]:

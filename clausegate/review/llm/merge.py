@@ -9,7 +9,7 @@ evidence by ``weight`` log-odds (the playbook's ``steps.extract.cascade_margin``
 * **taken off the gate** (``Clause.cleared``, listed under "Cleared by the model"): the model says the category is
   not there (an ``absent`` entry) or quotes other text for it, and *all* of these hold:
   the finding is low-confidence (``possible``, or its margin under ``weight``); the model was shown the finding's
-  passage (and, when it names the passages it read for the category, names that one); it gave a reason; the
+  passage (an ``absent`` entry naming only passages it was never shown is dropped when grounded); it gave a reason; the
   document shows no integrity or injection signal (``signal``); the playbook allows it (``model_review``).
 * otherwise a **dispute**: the finding is kept with both sides and the reason it could not be cleared
   (``Dispute.not_cleared``); in a gated or high-risk category a person decides (``Merged.gate``).
@@ -87,7 +87,7 @@ def merge_findings(offline: list[Clause], found: list[Clause], absent: list[Abse
             best = max(theirs, key=lambda m: m.confidence) if theirs else None
             answer = says_absent.get(category)
             reason = best.reason if best else (answer.reason if answer else None)
-            why_not = _why_not_cleared(clause, margin, reason, answer if best is None else None, shown, rules)
+            why_not = _why_not_cleared(clause, margin, reason, shown, rules)
             if why_not is None:
                 _clear(out, clause, best, reason or "", model)
             else:
@@ -111,8 +111,8 @@ def merge_findings(offline: list[Clause], found: list[Clause], absent: list[Abse
     return out
 
 
-def _why_not_cleared(clause: Clause, margin: float, reason: str | None, answer: Absence | None,
-                     shown: list[PromptPassage], rules: MergeRules) -> str | None:
+def _why_not_cleared(clause: Clause, margin: float, reason: str | None, shown: list[PromptPassage],
+                     rules: MergeRules) -> str | None:
     """Why a model answer saying "not this" may not take ``clause`` off the gate; None when it may."""
     if rules.signal:
         return f"the document shows {rules.signal}"
@@ -122,11 +122,8 @@ def _why_not_cleared(clause: Clause, margin: float, reason: str | None, answer: 
         return f"it was found at high confidence ({clause.confidence:.2f}): only a person clears it"
     if not reason:
         return "the model gave no reason"
-    ids = shown_passages(clause, shown)
-    if not ids:
+    if not shown_passages(clause, shown):
         return "the model was not shown the finding's passage"
-    if answer is not None and answer.passage_ids and not set(ids) & set(answer.passage_ids):
-        return "the model did not say it read the finding's passage"
     return None
 
 
