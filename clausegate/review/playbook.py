@@ -109,10 +109,8 @@ class Steps(_Strict):
 
 
 ModelReview = Literal["low_confidence", "never"]
-_MODEL_REVIEW = ("may a model's answer take an offline finding off the gate? 'low_confidence': a possible or "
-                 "low-confidence finding, when the model saw its passage, answered the category with a reason and "
-                 "the document shows no integrity or injection signal (clausegate.review.llm.merge); 'never': "
-                 "every finding a model disputes goes to a person")
+_MODEL_REVIEW = ("'low_confidence': a model's reasoned answer may take a low-confidence finding off the gate under the "
+                 "guards of clausegate.review.llm.merge; 'never': every finding a model disputes goes to a person")
 
 
 class Gate(_Strict):
