@@ -131,6 +131,8 @@ class GateRecord(BaseModel):
     findings: list[Finding]
     cleared: list[Finding] = Field(default_factory=list, description="low-confidence findings a model took off the "
                                    "gate, with its reason: listed so that a person can overturn them")
+    noted: list[Finding] = Field(default_factory=list, description="possible findings in gated categories listed "
+                                 "without a decision (the playbook's possible_findings: note)")
     reasons: dict[str, str] = {}
     clauses_total: int = 0
     cost_eur: float = 0.0

@@ -78,13 +78,19 @@ def _table_block(findings: list[Finding]) -> dict[str, Any]:
 
 
 def _cleared_blocks(record: GateRecord) -> list[dict[str, Any]]:
-    """The findings a model took off the gate, with its reasons: not asked, listed so a person can overturn them."""
-    if not record.cleared:
-        return []
-    lines = [f"• *{_escape(f.category)}* (p. {','.join(map(str, f.pages)) or '-'}, {f.confidence:.2f}): "
-             f"{_escape(_cut(f.why or '', 200))}\n   > {_escape(_cut(f.text, 200))}" for f in record.cleared]
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": _fit(
-        "*Cleared by the model* (not asked; overturn with Request changes)\n" + "\n".join(lines), SECTION_LIMIT)}}]
+    """Listed, not asked: possible findings of gated categories (``possible_findings: note``), and the findings a
+    model took off the gate with its reasons, so a person can overturn them."""
+    blocks = []
+    for title, found in (("*Listed, not asked* (possible findings in gated categories)", record.noted),
+                         ("*Cleared by the model* (not asked; overturn with Request changes)", record.cleared)):
+        if not found:
+            continue
+        lines = [f"• *{_escape(f.category)}* (p. {','.join(map(str, f.pages)) or '-'}, {f.confidence:.2f})"
+                 + (f": {_escape(_cut(f.why, 200))}" if f.why and found is record.cleared else "")
+                 + f"\n   > {_escape(_cut(f.text, 200))}" for f in found]
+        blocks.append({"type": "section", "text": {"type": "mrkdwn",
+                                                   "text": _fit(title + "\n" + "\n".join(lines), SECTION_LIMIT)}})
+    return blocks
 
 
 def _suggestion_blocks(record: GateRecord) -> list[dict[str, Any]]:

@@ -93,6 +93,11 @@ def describe_for_ui(record: GateRecord) -> str:
             lines += ["", f"Why: {f.why}"]
         if f.position:  # against the playbook's position
             lines += ["", f"Position: *{f.position}*"]
+    if record.noted:  # possible findings listed without a decision (possible_findings: note)
+        lines += ["", f"**Listed, not asked** ({len(record.noted)} possible finding(s) in gated categories):"]
+        for f in record.noted:
+            lines += ["", f"*{f.category}* · p. {', '.join(map(str, f.pages)) or '-'} · {f.confidence:.2f}", "",
+                      f"> {' '.join(f.text.split())}"]
     if record.cleared:  # what a model took off the gate: a person can overturn it
         lines += ["", f"**Cleared by the model** ({len(record.cleared)}; not asked, listed so you can overturn them):"]
         for f in record.cleared:
@@ -154,6 +159,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     filename=review.filename, playbook=review.playbook, categories=categories,
                     findings=findings_of(review, categories, strict=strict_text()),
                     cleared=cleared_findings(review, strict=strict_text()),
+                    noted=findings_of(review, review.notes, strict=strict_text()),
                     reasons={g.category: g.reason for g in book.gates if g.category in categories},
                     clauses_total=len(review.clauses), cost_eur=review.cost.eur, opened_at=now_utc(),
                     suggestions=[x for x in (redact_review(review) if strict_text() else review).suggestions
