@@ -159,6 +159,17 @@ CODES: dict[str, Code] = {
     "CG-DOCX-COMMENTS": Code("notice: comments in the .docx, listed with their anchored text", "6"),
     "CG-TEXT-EMPTY": Code("a plain-text contract with no text", "6"),
     "CG-TEXT-TOO-MUCH-TEXT": Code("a plain-text contract over steps.parse.max_chars", "6"),
+    # OpenDocument .odt contracts (clausegate/review/document/odt.py; the row in registry.py)
+    "CG-ODT-ENCRYPTED": Code("a password-protected .odt (manifest encryption-data): refused; remove the password", "6"),
+    "CG-ODT-ZIP-BOMB": Code("the .odt inflates past the size or ratio caps: refused before reading", "6"),
+    "CG-ODT-XML-UNSAFE": Code("an .odt part declares a DTD or entities (entity expansion): refused", "6"),
+    "CG-ODT-CORRUPT": Code("not a readable .odt (broken ZIP, malformed XML, no content.xml, an entry twice)", "6"),
+    "CG-ODT-EMPTY": Code("the .odt body has no text", "6"),
+    "CG-ODT-TOO-MUCH-TEXT": Code("the .odt is over steps.parse.max_chars or 50,000 paragraphs", "6"),
+    "CG-ODT-TIMEOUT": Code("parsing the .odt took longer than steps.parse.timeout_seconds", "6"),
+    "CG-ODT-TOO-COMPLEX": Code("the parser process ran out of memory or was killed on an .odt", "6"),
+    "CG-ODT-HIDDEN-TEXT": Code("integrity: hidden .odt text (display none, hidden paragraph or section, background "
+                               "colour, tiny) left out; a person decides", "6"),
     # model providers (clausegate/providers/errors.py) and the model path (clausegate/pipeline/cascade.py)
     "CG-MODEL": Code("a model provider call failed", "14"),
     "CG-MODEL-RATE-LIMIT": Code("the provider answered 429 (rate limit); retried after Retry-After", "4"),

@@ -1,6 +1,7 @@
 """Where a batch's contracts come from: a folder (default), a manifest, or any object with ``discover()``.
 
-``load_source(spec)``: ``folder`` / ``folder:PATH`` -> :class:`FolderSource` (``*.pdf`` and ``*.docx`` recursively),
+``load_source(spec)``: ``folder`` / ``folder:PATH`` -> :class:`FolderSource` (the format table's contract suffixes,
+``*.pdf``, ``*.docx``, ``*.odt``, recursively: :func:`clausegate.review.document.registry.folder_patterns`),
 ``list:MANIFEST`` -> :class:`ListSource` (one path per line; how a batch hands a chunk to another run),
 ``python:package.module:factory`` -> whatever the factory returns (a :class:`ContractFinder`).
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from clausegate.errors import ClauseGateError
+from clausegate.review.document import registry
 
 SOURCE_ERROR = "CG-BATCH-SOURCE"
 
@@ -35,11 +37,12 @@ class ContractFinder(Protocol):
 
 @dataclass
 class FolderSource:
-    """Every PDF and Word .docx under ``folder`` (recursively, sorted, hidden files and folders skipped).  Text files
-    are not picked up (a folder's notes and READMEs are no contracts): list them in a manifest (``list:``)."""
+    """Every PDF, Word .docx and OpenDocument .odt under ``folder`` (recursively, sorted, hidden files and folders
+    skipped).  Text files are not picked up (a folder's notes and READMEs are no contracts): list them in a manifest
+    (``list:``)."""
 
     folder: Path
-    patterns: tuple[str, ...] = ("*.pdf", "*.PDF", "*.docx", "*.DOCX")
+    patterns: tuple[str, ...] = registry.folder_patterns()
     recursive: bool = True
 
     @property

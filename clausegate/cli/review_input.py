@@ -1,7 +1,8 @@
 """What `clausegate review -` (stdin) and `clausegate review --text "…"` review: the input written to a private file.
 
-The text (or the bytes piped in: a PDF or .docx works too, judged by its first bytes) goes to a 0600 file in a
-0700 temporary folder, named ``stdin.txt`` / ``text.txt`` (``.pdf`` / ``.docx`` for piped documents); the same
+The text (or the bytes piped in: a PDF, .docx or .odt works too, judged by the parse's own sniff of the format table,
+:mod:`clausegate.review.document.registry`) goes to a 0600 file in a 0700 temporary folder, named ``stdin.txt`` /
+``text.txt`` (``stdin.pdf``, ``stdin.docx``, ``stdin.odt`` for piped documents); the same
 review runs on it as on a file, and the folder is deleted when the review ends, whatever its outcome.  A single
 clause is a valid review.  stdin is capped (``STDIN_MAX_BYTES``, checked while it is read) and a SIGTERM while it
 is read stops the command at once; text the parser would refuse (control characters) is refused before a review.
@@ -18,10 +19,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from clausegate.review.document import formats, plain_text
+from clausegate.errors import DocumentError
+from clausegate.review.document import formats, plain_text, registry
 
 REVIEW_INPUT = "CG-REVIEW-INPUT"
-ZIP_MAGIC, PDF_MAGIC = b"PK\x03\x04", b"%PDF-"
 STDIN_MAX_BYTES = 20 * 1024 * 1024  # as the inbox's upload limit; a larger document is reviewed as a file
 CHUNK = 1024 * 1024
 
@@ -35,15 +36,17 @@ class Stopped(ReviewInputError):
 
 
 def _suffix(data: bytes, what: str) -> str:
-    if PDF_MAGIC in data[:1024]:
-        return ".pdf"
-    if data.startswith(ZIP_MAGIC):
-        return ".docx"
+    if registry.is_pdf(data) or data.startswith(registry.ZIP_MAGIC):
+        try:  # a document: the parse's own sniff names it (a ZIP it refuses is still reviewed, and refused there)
+            return registry.FORMATS[formats.sniff(what, data)].suffixes[0]
+        except DocumentError:
+            return ".pdf" if registry.is_pdf(data) else ".zip"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ReviewInputError(f"[{REVIEW_INPUT}] {what} is neither UTF-8 text nor a PDF or .docx. Next step: "
-                               "pipe the contract's text (UTF-8) or the file itself.") from None
+        raise ReviewInputError(f"[{REVIEW_INPUT}] {what} is neither UTF-8 text nor a document "
+                               f"({formats.ACCEPTED}). Next step: pipe the contract's text (UTF-8) or the file "
+                               "itself.") from None
     if not text.strip() or "\x00" in text:
         raise ReviewInputError(f"[{REVIEW_INPUT}] {what} holds no text to review"
                                + (" (NUL bytes)" if "\x00" in text else "")

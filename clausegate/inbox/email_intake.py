@@ -9,7 +9,8 @@ refuses the whole message (``CG-INBOX-EML-MALFORMED``), and so does a header who
   ``clausegate.inbox.html_text``) is reviewed as text when it holds contract language
   (``clausegate.inbox.contract_language``), else skipped; an HTML body's hidden text (``display:none``, ...) and
   drawings' text (``<svg>``) are left out, each said in a skipped note quoting it;
-* every PDF and Word (.docx) attachment is a document of its own (checked by content: a ``.pdf`` that is
+* every attachment of a format the format table takes as one (:data:`clausegate.review.document.registry.
+  ATTACHMENT_FORMATS`: PDF, Word .docx) is a document of its own (checked by content: a ``.pdf`` that is
   not one is refused with ``CG-INBOX-NOT-PDF``, an encrypted .docx with ``CG-INBOX-NOT-DOCX`` saying so); images
   (inline or not), ZIP archives (never opened) and other files are skipped, each with its reason;
 * an attached message (``message/rfc822``) is walked the same way, ``MAX_DEPTH`` levels deep at most
@@ -40,6 +41,7 @@ from clausegate.inbox.contract_language import holds_contract_language
 from clausegate.inbox.errors import MalformedMessage, clip
 from clausegate.inbox.html_text import read_html
 from clausegate.inbox.magic import ENCRYPTED_PACKAGE, OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
+from clausegate.review.document import registry
 
 POLICY = email.policy.default.clone(raise_on_defect=True)
 MAX_DEPTH = 3  # attached messages inside attached messages
@@ -47,8 +49,8 @@ MAX_PARTS = 500  # MIME parts in one message, nested ones included
 TOO_DEEP = "CG-INBOX-EML-TOO-DEEP"
 TOO_MANY_ATTACHMENTS = "CG-INBOX-EML-TOO-MANY-ATTACHMENTS"
 ENVELOPE = ("from", "to", "subject", "date", "message-id", "mime-version")
-DOCX_TYPES = ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",)
-WORD_TYPES = ("application/msword",) + DOCX_TYPES
+LEGACY_WORD = ("application/msword", ".doc")  # a Word claim no format reads: refused with the next step
+REVIEWED = " and ".join(registry.display(k) for k in registry.ATTACHMENT_FORMATS)  # "PDF and Word .docx"
 
 
 @dataclass(frozen=True)
@@ -241,8 +243,9 @@ class _Walker:
         if part.get_content_maintype() == "image":
             self.skip(where, shown, "an image (inline or attached) is not reviewed")
             return
-        claims_pdf = ctype == "application/pdf" or suffix_of(name or "") == ".pdf"
-        claims_word = ctype in WORD_TYPES or suffix_of(name or "") in (".docx", ".doc")
+        claimed = _claimed(name, ctype)
+        claims_pdf = claimed == "pdf"
+        claims_word = claimed not in (None, "pdf") or ctype in LEGACY_WORD or suffix_of(name or "") in LEGACY_WORD
         cap = self.limits.max_upload_bytes
         encoded = part.get_payload()
         if isinstance(encoded, str):
@@ -264,7 +267,7 @@ class _Walker:
         kind = _document_kind(data, name, ctype)
         if kind is None:
             if data.startswith(ZIP_MAGIC) and not claims_word:
-                self.skip(where, shown, "a ZIP archive is not opened (only PDF and Word .docx files are reviewed): "
+                self.skip(where, shown, f"a ZIP archive is not opened (only {REVIEWED} files are reviewed): "
                                         "attach the documents in it themselves")
             elif claims_pdf:
                 self.refuse(where, shown, "CG-INBOX-NOT-PDF", f"the attachment {shown or where} is named or typed "
@@ -278,7 +281,7 @@ class _Walker:
                             "remove the password in Word and send the .docx again (or a PDF)" if encrypted else
                             "save it as .docx (or PDF) and send that")
             else:
-                self.skip(where, shown, f"a {ctype} attachment (only PDF and Word .docx files are reviewed)")
+                self.skip(where, shown, f"a {ctype} attachment (only {REVIEWED} files are reviewed)")
             return
         if len(data) > cap:
             self.refuse(where, shown, "CG-INBOX-TOO-LARGE", f"the attachment {shown or where} is "
@@ -288,12 +291,11 @@ class _Walker:
         self.attachments += 1
         if self.attachments > self.limits.max_attachments:
             self.refuse(where, shown, TOO_MANY_ATTACHMENTS, f"the e-mail has more than "
-                        f"{self.limits.max_attachments} PDF/DOCX attachments; {shown or where} was not taken",
+                        f"{self.limits.max_attachments} document attachments; {shown or where} was not taken",
                         "send the rest in another message or upload them one by one")
             return
         filename = _safe_name(name) or f"attachment-{where}"
-        suffix = ".pdf" if kind == "pdf" else ".docx"
-        filename = filename if filename.lower().endswith(suffix) else filename + suffix
+        filename = registry.stored_name(filename, kind)
         self.parsed.documents.append(Document(where, kind, filename, data))
 
 
@@ -303,11 +305,21 @@ def _is_body(part: EmailMessage) -> bool:
             and part.get_content_disposition() != "attachment")
 
 
+def _claimed(name: str | None, ctype: str) -> str | None:
+    """The attachment format the name (else the content type) claims; None when it claims none."""
+    row = registry.by_suffix(name or "") or registry.by_mime(ctype)
+    return row.name if row is not None and row.name in registry.ATTACHMENT_FORMATS else None
+
+
 def _document_kind(data: bytes, name: str | None, ctype: str) -> Kind | None:
-    if data.startswith(ZIP_MAGIC):  # first: a ZIP that stores a PDF uncompressed shows "%PDF-" in its first bytes
-        return "docx" if suffix_of(name or "") == ".docx" or ctype in DOCX_TYPES else None
-    if b"%PDF-" in data[:1024]:
-        return "pdf"
+    """The attachment's format by its bytes (what its head proves, a PDF or an ODF), else a ZIP format its name or
+    type claims (a .docx: the parse checks the archive); None when it is none the table takes as an attachment."""
+    proven = registry.head_format(data[:1024])
+    if proven is not None:
+        return proven.name if proven.name in registry.ATTACHMENT_FORMATS else None  # type: ignore[return-value]
+    claimed = _claimed(name, ctype)
+    if data.startswith(ZIP_MAGIC) and claimed is not None and registry.FORMATS[claimed].zip_part:
+        return claimed  # type: ignore[return-value]
     return None
 
 

@@ -1,14 +1,17 @@
-"""Which kind of document a submission is, judged at intake: PDF, Word (.docx), text (.txt/.md) or e-mail (.eml).
+"""Which kind of document a submission is, judged at intake: a row of the format table
+(:mod:`clausegate.review.document.registry`: PDF, Word .docx, OpenDocument .odt, text .txt/.md, or the e-mail
+envelope .eml).
 
-The content decides a PDF (``%PDF-`` in its first KB, whatever its name).  A name that states another kind must
-agree with the content: a ZIP named ``.docx``, UTF-8 text without NUL bytes named ``.txt``/``.md``, a message
-named ``.eml`` (the e-mail parser then judges it: ``clausegate.inbox.email_intake``); text named ``.pdf`` is
-refused.  Text (an upload, pasted ``content``) is judged by the parser's own rule
-(:func:`clausegate.review.document.plain_text.is_text` on the same first 64 KiB): text the review would refuse,
-such as terminal output full of colour codes, is refused here with ``CG-INBOX-NOT-TEXT``.  A name that states
-no kind (a link's ``…/draft``, a referenced ``contract``) leaves it to the parse's own sniff of the whole file
-(``clausegate.review.document.formats.sniff``) where the whole file is at hand (path and URL sources).  Anything
-else is refused with 415 and the next step.  The parse (in the sandbox) checks the document itself.
+The content decides what its first bytes prove (``%PDF-`` in its first KB; an OpenDocument text's ``mimetype`` entry
+first in its ZIP), whatever its name. A name that states another kind must agree with the content: a ZIP named
+``.docx`` or ``.odt`` (with the whole file at hand, the parse's own sniff says which ZIP format it is), UTF-8 text
+without NUL bytes named ``.txt``/``.md``, a message named ``.eml`` (the e-mail parser then judges it:
+``clausegate.inbox.email_intake``); text named ``.pdf`` is refused. Text (an upload, pasted ``content``) is judged
+by the parser's own rule (:func:`clausegate.review.document.plain_text.is_text` on the same first 64 KiB): text the
+review would refuse, such as terminal output full of colour codes, is refused here with ``CG-INBOX-NOT-TEXT``. A
+name that states no kind (a link's ``…/draft``, a referenced ``contract``) leaves it to the parse's own sniff of the
+whole file (``clausegate.review.document.formats.sniff``) where the whole file is at hand (path and URL sources).
+Anything else is refused with 415 and the next step. The parse (in the sandbox) checks the document itself.
 """
 
 from __future__ import annotations
@@ -18,13 +21,13 @@ import re
 
 from clausegate.errors import DocumentError
 from clausegate.inbox.errors import NotDocx, NotPdf, NotText
-from clausegate.inbox.magic import ENCRYPTED_PACKAGE, OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of
-from clausegate.review.document import formats, plain_text
+from clausegate.inbox.magic import ENCRYPTED_PACKAGE, OLE_MAGIC, ZIP_MAGIC, Kind, suffix_of  # noqa: F401 (intake's)
+from clausegate.review.document import formats, plain_text, registry
 from clausegate.review.document.sandbox import check_pdf_magic
 
-TEXT_SUFFIXES = (".txt", ".md")
-SUFFIX = {"pdf": ".pdf", "docx": ".docx", "eml": ".eml"}  # text keeps its own (.txt or .md)
-ACCEPTED = "PDF, Word (.docx), text (.txt, .md) and e-mail (.eml)"
+TEXT_SUFFIXES = registry.FORMATS["text"].suffixes
+ACCEPTED = ", ".join(row.display if row.suffixes[0] in row.display else f"{row.display} ({', '.join(row.suffixes)})"
+                     for row in registry.ROWS)
 
 
 class ContentProbe:
@@ -75,32 +78,34 @@ class ContentProbe:
 def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
     """The document kind of a file called ``name`` whose content ``probe`` saw (``data``: all of it, when at hand);
     415 (coded) when it is none."""
+    proven = registry.head_format(probe.head)
+    if proven is not None:
+        return proven.name  # type: ignore[return-value]
     try:
-        if probe.head.startswith(ZIP_MAGIC):  # a ZIP whose first stored part is a PDF is still a ZIP
-            raise DocumentError(f"'{name}' is a ZIP archive, not a PDF")
-        check_pdf_magic(name, probe.head)
-        return "pdf"
+        check_pdf_magic(name, probe.head)  # not a PDF (head_format said so): the PDF check's words for what it is
+        raise DocumentError(f"'{name}' is a ZIP archive, not a PDF")
     except DocumentError as error:
         not_pdf = error
-    suffix = suffix_of(name)
-    if data is not None and suffix not in (".pdf", ".docx", ".eml", *TEXT_SUFFIXES):
+    row = registry.by_suffix(name)
+    if data is not None and row is None:
         try:
             return formats.sniff(name, data)  # a name that says nothing: the bytes decide, as in the parse
         except DocumentError as error:
             raise NotPdf(error.message, hint=f"{error.hint.rstrip('.')}; the inbox takes {ACCEPTED}.") from None
-    if suffix == ".docx":
+    if row is not None and (row.zip_part or row.zip_mimetype):
         if probe.head.startswith(ZIP_MAGIC):
-            return "docx"
+            return _zip_kind(name, row.name, data)
         if probe.encrypted_package:
             raise NotDocx(f"'{name}' is a password-protected (encrypted) Word document: its text can only be read "
                           "with the password, which ClauseGate never asks for",
                           hint="open it in Word, remove the password (File > Info > Protect Document > Encrypt with "
                           "Password, clear it), save it as .docx and send that file (or export it as PDF)")
         legacy = probe.head.startswith(OLE_MAGIC)
-        raise NotDocx(f"'{name}' is not a Word .docx file: it is "
-                      + ("a legacy binary Word document (.doc)" if legacy else "not a ZIP (OOXML) package"),
-                      hint="open it in Word or LibreOffice and save it as .docx (or as PDF), then send that file")
-    if suffix in TEXT_SUFFIXES:
+        raise NotDocx(f"'{name}' is not a {row.display} file: it is "
+                      + ("a legacy binary Word document (.doc)" if legacy else "not a ZIP package"),
+                      hint=f"open it in Word or LibreOffice and save it as {row.suffixes[0]} (or as PDF), then send "
+                      "that file")
+    if row is not None and row.name == "text":
         if not probe.is_text:
             raise NotText(f"'{name}' is not UTF-8 text (invalid UTF-8 or NUL bytes)",
                           hint="save it as UTF-8 plain text, or send the original PDF / .docx instead")
@@ -108,21 +113,30 @@ def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
             what, todo = formats.why_not_text(probe.sample)
             raise NotText(f"'{name}' is not a text document: it is {what}", hint=todo)
         return "text"
-    if suffix == ".eml":
-        return "eml"
+    if row is not None and row.envelope:
+        return row.name  # type: ignore[return-value]  # the e-mail parser judges it
     if probe.head.startswith(ZIP_MAGIC):
         raise NotPdf(f"'{name}' is a ZIP archive, not one of the kinds the inbox takes ({ACCEPTED})",
-                     hint="a Word document: send it under its .docx name; anything else: export it to PDF")
+                     hint="a Word or OpenDocument document: send it under its .docx or .odt name; anything else: "
+                     "export it to PDF")
     raise NotPdf(not_pdf.message, hint=f"{not_pdf.hint.rstrip('.')}; or send it as one of {ACCEPTED}, "
                                        "named by its kind (e.g. notes.txt).")
 
 
+def _zip_kind(name: str, claimed: str, data: bytes | None) -> Kind:
+    """A ZIP named as a ZIP format: the format the parse's sniff finds when the whole file is at hand (a .docx name
+    holding an .odt is the .odt), else the one the name claims; what the sniff refuses, the parse refuses again."""
+    if data is None:
+        return claimed  # type: ignore[return-value]
+    try:
+        return formats.sniff(name, data)
+    except DocumentError:
+        return claimed  # type: ignore[return-value]  # the parse says why, with its own code
+
+
 def stored_name(name: str, kind: Kind) -> str:
     """``name`` (already a safe file name) ending in its kind's suffix: what the parse's type sniff and a reader see."""
-    if kind == "text":
-        return name if suffix_of(name) in TEXT_SUFFIXES else name + ".txt"
-    wanted = SUFFIX[kind]
-    return name if name.lower().endswith(wanted) else name + wanted
+    return registry.stored_name(name, kind)
 
 
 def text_name(topic: str | None) -> str:

@@ -6,8 +6,9 @@ worker, so the ``source`` parameter takes three forms (:func:`resolve_source`):
 * a path on the worker (what ``clausegate review`` and the batch pass): used as it is;
 * an ``http://`` / ``https://`` URL: fetched by the one checked fetcher (``clausegate.security.fetch``) under the
   inbox's allow-list (``CLAUSEGATE_INBOX_URL_ALLOW_LIST``, exact match; private addresses only for hosts in
-  ``CLAUSEGATE_INBOX_URL_ALLOW_PRIVATE_HOSTS``), sniffed to be a PDF, a Word .docx or UTF-8 text
-  (:func:`clausegate.review.document.formats.sniff`: the bytes decide, not the link's name) and stored sealed under
+  ``CLAUSEGATE_INBOX_URL_ALLOW_PRIVATE_HOSTS``), sniffed to be one of the format table's contract formats (PDF,
+  .docx, .odt, UTF-8 text: :func:`clausegate.review.document.formats.sniff`, the bytes decide, not the link's name)
+  and stored sealed under
   the inbox's ``uploads/`` as an upload would be;
 * an inbox task id (a contract-review flow run's id): the contract that task reviewed, reviewed again (for
   example with another playbook); a run that was started from a link fetches that link again.
@@ -64,7 +65,7 @@ def _fetched(url: str) -> Path:
     except ClauseGateError as error:
         raise DocumentError(f"the source URL could not be used: {error.message}", code=URL_UNAVAILABLE,
                             hint="put the URL's host on CLAUSEGATE_INBOX_URL_ALLOW_LIST of the worker (exact match), "
-                                 "check the link opens the contract itself (PDF, .docx or text), or upload the file "
+                                 f"check the link opens the contract itself ({formats.ACCEPTED}), or upload the file "
                                  "through the inbox") from None
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", PurePosixPath(final.path).name).strip("._")[:120] or "contract"
     name = formats.stored_name(name, kind)

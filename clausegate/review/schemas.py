@@ -44,7 +44,7 @@ class ContractSource(_Model):
     filename: str
 
 
-DocumentFormat = Literal["pdf", "docx", "text"]
+DocumentFormat = Literal["pdf", "docx", "odt", "text"]
 
 
 class Page(_Model):

@@ -240,7 +240,7 @@ def test_a_docx_over_the_memory_cap_is_refused_with_the_docx_code(tmp_path):
     clause = "The Supplier shall deliver the goods on time. " * 20
     big = d.make_docx(tmp_path / "big.docx", [d.para(d.run(f"Clause {i}. {clause}")) for i in range(45_000)])
     error = refused(big, "CG-DOCX-TOO-COMPLEX", memory_mb=200, max_chars=10**9, timeout_seconds=120)
-    assert "Word document" in error.message and "200 MB" in error.message and "memory_mb" in error.hint
+    assert "Word .docx" in error.message and "200 MB" in error.message and "memory_mb" in error.hint
 
 
 def test_cuad_text_becomes_one_paragraph_per_line():

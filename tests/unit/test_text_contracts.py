@@ -105,5 +105,6 @@ def test_bytes_of_no_known_format_say_what_is_read_not_only_pdf(tmp_path, data, 
         parse(write(tmp_path, "upload.bin", data))
     error = caught.value
     assert error.code == "CG-PDF-NOT-PDF"
-    assert "PDF, Word .docx or UTF-8 text" in error.message and looks_like in error.message, error.message
+    assert all(name in error.message for name in ("PDF", "Word .docx", "OpenDocument .odt", "UTF-8")), error.message
+    assert looks_like in error.message, error.message
     assert "print the contract to PDF" not in error.hint

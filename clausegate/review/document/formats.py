@@ -3,8 +3,9 @@
 * ``%PDF-`` in the first 1024 bytes of a file that does not open as a ZIP (``PK\x03\x04``): a PDF
   (:func:`clausegate.review.document.sandbox.parse_bytes`, unchanged);
 * a ZIP holding ``word/document.xml``: a Word .docx, read in the same sandboxed child under the same caps
-  (:mod:`clausegate.review.document.docx`); a macro-enabled one (``vbaProject.bin``, a ``macroEnabled`` content
-  type: .docm) is refused with ``CG-DOCX-MACROS`` (macros are never run, nor is the file read);
+  (:mod:`clausegate.review.document.docx`); a ZIP whose ``mimetype`` entry is an OpenDocument text's: an .odt,
+  read there too (:mod:`clausegate.review.document.odt`); a macro-enabled .docx (``vbaProject.bin``, a
+  ``macroEnabled`` content type: .docm) is refused with ``CG-DOCX-MACROS`` (macros are never run, nor is the file read);
 * the OLE header ``D0 CF 11 E0``: a password-protected .docx (Word stores one as an OLE file whose directory names an
   ``EncryptedPackage`` stream), refused with ``CG-DOCX-ENCRYPTED`` (remove the password); else a legacy binary Word
   .doc, refused with ``CG-DOCX-LEGACY-DOC`` (save it as .docx or PDF);
@@ -13,6 +14,8 @@
   codes, binary data): ``CG-PDF-NOT-PDF`` saying what it looks like and what is read (:func:`not_a_known_format`).
 
 So a .docx name holding PDF bytes is parsed as the PDF it is, and a .pdf name holding a .docx as the .docx.
+Which format is which (magic, ZIP part, suffixes, display name, parser) is the format table's:
+:mod:`clausegate.review.document.registry`; this module holds the order of the rules and the refusals.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import zipfile
 from typing import Literal
 
 from clausegate.errors import DocumentError
-from clausegate.review.document import plain_text, sandbox
+from clausegate.review.document import plain_text, registry, sandbox
 from clausegate.review.document.codes import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MEMORY_MB,
@@ -37,21 +40,19 @@ from clausegate.review.document.codes import (
 )
 from clausegate.review.schemas import ContractSource, ParsedDocument
 
-Format = Literal["pdf", "docx", "text"]
-SUFFIXES: dict[str, str] = {"pdf": ".pdf", "docx": ".docx", "text": ".txt"}
-KNOWN_SUFFIXES = frozenset({".pdf", ".docx", ".txt", ".md"})
+Format = registry.FormatName
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_ZIP = b"PK\x03\x04"
-_MAIN_PART = "word/document.xml"
+_ZIP = registry.ZIP_MAGIC
 _CONTENT_TYPES = "[Content_Types].xml"
 _CONTENT_TYPES_MAX = 1024 * 1024
+_MIMETYPE_MAX = 256
 
 
 def sniff(name: str, data: bytes) -> Format:
     """``data``'s format (see the module doc); a coded ``DocumentError`` for what is refused."""
     if data.startswith(_ZIP):  # before the PDF window: a ZIP storing a PDF is no PDF
         return _sniff_zip(name, data)
-    if sandbox.MAGIC in data[:sandbox.MAGIC_WINDOW]:
+    if registry.is_pdf(data):
         return "pdf"
     if data.startswith(OLE_MAGIC) and ENCRYPTED_PACKAGE in data:
         raise DocumentError(
@@ -70,21 +71,19 @@ def sniff(name: str, data: bytes) -> Format:
 
 
 def _sniff_zip(name: str, data: bytes) -> Format:
-    """A .docx, or a coded refusal: a .docm, a broken archive, a ZIP that is no Word document.  Only the central
-    directory and (capped) the content-type list are read here; the parts are read in the sandbox."""
+    """The ZIP format the table finds (.docx, .odt), or a coded refusal: a .docm, a broken archive, a ZIP that is no
+    document.  Only the central directory and (capped) the content-type list and ``mimetype`` entry are read here;
+    the parts are read in the sandbox."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
             names = {info.filename for info in infos}
-            types = b""
-            entry = next((i for i in infos if i.filename == _CONTENT_TYPES), None)
-            if entry is not None and entry.file_size <= _CONTENT_TYPES_MAX:
-                with archive.open(entry) as fh:
-                    types = fh.read(_CONTENT_TYPES_MAX + 1)
+            types, mimetype = _small(archive, _CONTENT_TYPES, _CONTENT_TYPES_MAX), _small(archive, "mimetype",
+                                                                                      _MIMETYPE_MAX)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise DocumentError(f"'{name}' is a damaged ZIP archive (a .docx is one) and cannot be read ({exc}).",
-                            hint="save the document again from Word (or download it again) and resubmit.",
-                            code=DOCX_CORRUPT) from None
+        raise DocumentError(f"'{name}' is a damaged ZIP archive (a .docx or .odt is one) and cannot be read ({exc}).",
+                            hint="save the document again from Word or LibreOffice (or download it again) and "
+                            "resubmit.", code=DOCX_CORRUPT) from None
     macros = sorted(n for n in names if n.lower().rsplit("/", 1)[-1] in ("vbaproject.bin", "vbadata.xml"))
     if macros or b"macroenabled" in types.lower():
         why = f"it holds a VBA project ({macros[0]})" if macros else "its content type is macro-enabled"
@@ -92,19 +91,29 @@ def _sniff_zip(name: str, data: bytes) -> Format:
             f"'{name}' is a macro-enabled Word document (.docm): {why}. ClauseGate never runs or reads macros, "
             "and does not review macro-enabled files.", code=DOCX_MACROS,
             hint="save it as a plain Word document (File > Save As > Word Document, .docx) or as PDF, and submit that.")
-    if _MAIN_PART in names:
-        return "docx"
-    raise not_a_known_format(name, data)  # a ZIP that is no Word document
+    found = registry.zip_format(names, mimetype)
+    if found is not None:
+        return found.name  # type: ignore[return-value]
+    raise not_a_known_format(name, data)  # a ZIP that is no document read here
 
 
-ACCEPTED = "PDF, Word .docx or UTF-8 text"
-_SEND = "submit the contract as PDF, Word .docx or UTF-8 text (.txt)"
+def _small(archive: zipfile.ZipFile, name: str, cap: int) -> bytes:
+    """Entry ``name``'s bytes when it is there and at most ``cap`` bytes inflated, else nothing."""
+    info = next((i for i in archive.infolist() if i.filename == name), None)
+    if info is None or info.file_size > cap:
+        return b""
+    with archive.open(info) as fh:
+        return fh.read(cap + 1)
+
+
+ACCEPTED = registry.accepted()
+_SEND = f"submit the contract as {ACCEPTED}"
 # the PDF path's table (images, RTF), with the archive said as the formats read here see it (OLE files are refused
 # before this table is read: sniff)
 _SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
     *(entry for entry in sandbox.SIGNATURES if entry[0] not in (_ZIP, OLE_MAGIC[:4])),
-    (_ZIP, "a ZIP archive that is no Word document (no word/document.xml; an Excel .xlsx, a .zip of files)",
-     "submit the Word .docx or PDF itself, not an archive of it"),
+    (_ZIP, "a ZIP archive that is no Word or OpenDocument text (no word/document.xml, no OpenDocument text "
+     "mimetype; an Excel .xlsx, a .zip of files)", "submit the .docx, .odt or PDF itself, not an archive of it"),
 )
 
 
@@ -154,16 +163,12 @@ def parse_document(
     """``source`` parsed by the parser its bytes call for (re-hashed first: ``CG-PDF-CHANGED``)."""
     data = sandbox.read_verified(source)
     fmt = sniff(source.filename, data)
-    if fmt == "text":
+    if registry.FORMATS[fmt].parser is None:  # plain text: read here, no child
         return plain_text.parse_text(source, data, max_chars=max_chars)
     return sandbox.parse_bytes(source, data, fmt, max_chars=max_chars, timeout_seconds=timeout_seconds,
                                memory_mb=memory_mb, ocr=ocr, pool_size=pool_size, pool_max_parses=pool_max_parses)
 
 
 def stored_name(name: str, fmt: Format) -> str:
-    """``name`` with the suffix of its sniffed format when it has none of the known ones (``x`` -> ``x.docx``)."""
-    dot = name.rfind(".")
-    suffix = name[dot:].lower() if dot > 0 else ""
-    if suffix in KNOWN_SUFFIXES and (suffix == SUFFIXES[fmt] or (fmt == "text" and suffix == ".md")):
-        return name
-    return name + SUFFIXES[fmt]
+    """``name`` with the suffix of its sniffed format when it has none of the format's (``x`` -> ``x.docx``)."""
+    return registry.stored_name(name, fmt)

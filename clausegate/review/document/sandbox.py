@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Literal
 
 from clausegate.errors import ConfigurationError, DocumentError
-from clausegate.review.document import pool
+from clausegate.review.document import pool, registry
 from clausegate.review.document.child import PdfWorkerError, run_one_shot
 from clausegate.review.document.codes import (
     CHANGED,
@@ -63,7 +63,6 @@ from clausegate.review.document.codes import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_SECONDS,
-    FORMAT_CODES,
     MIN_MEMORY_MB,
     NOT_FOUND,
     NOT_PDF,
@@ -188,7 +187,7 @@ def parse_pdf(
 def parse_bytes(
     source: ContractSource,
     data: bytes,
-    fmt: Literal["pdf", "docx"],
+    fmt: str,
     *,
     max_chars: int = DEFAULT_MAX_CHARS,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
@@ -198,8 +197,11 @@ def parse_bytes(
     pool_max_parses: int = POOL_MAX_PARSES,
 ) -> ParsedDocument:
     """Parse ``data`` (``source``'s verified bytes, sniffed to be ``fmt``) in the sandboxed child: see
-    :func:`parse_pdf`.  A .docx goes through the same child, caps and pool as a PDF
-    (:mod:`clausegate.review.document.docx` reads it there)."""
+    :func:`parse_pdf`.  Every format with a parser in the format table (:mod:`clausegate.review.document.registry`:
+    .docx, .odt) goes through the same child, caps and pool as a PDF; the child's time and memory codes are named
+    for the format (``CG-DOCX-TIMEOUT``, ...)."""
+    if fmt not in registry.FORMATS or registry.FORMATS[fmt].parser is None:
+        raise ValueError(f"parse_bytes: no sandboxed parser for format {fmt!r}")
     if ocr not in ("auto", "off"):
         raise ConfigurationError(f"parse_pdf: ocr must be 'auto' or 'off', not {ocr!r}.", hint=f"fix {SETTING_OCR}.")
     if max_chars <= 0:
@@ -222,7 +224,7 @@ def parse_bytes(
     tesseract = shutil.which("tesseract") if ocr == "auto" and fmt == "pdf" else None
     options = {"max_chars": max_chars, "timeout": float(timeout_seconds), "memory_mb": int(memory_mb),
                "ocr": ocr, "tesseract": tesseract, "format": fmt}
-    named = FORMAT_CODES.get(fmt, {})
+    named = registry.FORMATS[fmt].child_codes
     try:
         if pool_size:
             result = pool.parse(name, data, options, size=pool_size, max_parses=pool_max_parses)

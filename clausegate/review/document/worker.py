@@ -12,6 +12,7 @@ reported as ``CG-PDF-GARBLED-TEXT``; a page without text is OCR'd or reported as
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import logging
@@ -26,7 +27,7 @@ from typing import Any
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
 
-from clausegate.review.document import inflate_guard, text_quality
+from clausegate.review.document import inflate_guard, registry, text_quality
 from clausegate.review.document.codes import (
     CORRUPT,
     CRYPTO_MISSING,
@@ -83,19 +84,18 @@ def _worker_main(argv: list[str]) -> int:
 
 
 def answer(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
-    """The result dict for one PDF (or, ``options["format"]`` "docx", one Word document: its parts, notices,
-    tracked changes and comments, :mod:`clausegate.review.document.docx`), or a definitive failure."""
+    """The result dict for one document of ``options["format"]`` (default "pdf"), read by the parser the format
+    table names (:mod:`clausegate.review.document.registry`: a .docx by :mod:`clausegate.review.document.docx`, an
+    .odt by :mod:`clausegate.review.document.odt`), or a definitive failure."""
+    fmt = str(options.get("format") or "pdf")
     try:
-        if options.get("format") == "docx":
-            from clausegate.review.document import docx  # local import: defusedxml only for a .docx
-
-            return docx.extract(data, options)
-        return _extract(data, options)
+        module, function = registry.parser(fmt)
+        extract = globals()[function] if module == __name__ else getattr(importlib.import_module(module), function)
+        return extract(data, options)  # a local import: defusedxml only for the formats that need it
     except _Stop as stop:
         return stop.result
     except (MemoryError, RecursionError) as exc:
-        what = "Word document" if options.get("format") == "docx" else "PDF"
-        return _too_complex(exc, options.get("memory_mb"), what)
+        return _too_complex(exc, options.get("memory_mb"), registry.display(fmt))
 
 
 def _too_complex(exc: BaseException, memory_mb: int | None = None, what: str = "PDF") -> dict[str, Any]:
@@ -112,7 +112,7 @@ def _too_complex(exc: BaseException, memory_mb: int | None = None, what: str = "
     )
 
 
-def _extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
+def extract_pdf(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     deadline = started + float(options["timeout"])
 
