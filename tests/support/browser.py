@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.waiting import poll
 
 # No name resolves except 127.0.0.1's: the page gets nothing from a CDN even on a machine with internet.
 OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
@@ -59,14 +60,5 @@ def headless_chromium(*, offline: bool = True, size: tuple[int, int] = (1400, 10
 
 def wait_until(predicate, timeout: float = 60.0, step: float = 0.2):
     """The first truthy value of ``predicate()`` within ``timeout`` seconds (exceptions count as not yet), else
-    ``None``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-        except Exception:  # the page is still changing: look again
-            value = None
-        if value:
-            return value
-        time.sleep(step)
-    return None
+    ``None`` (:func:`tests.support.waiting.poll`)."""
+    return poll(predicate, timeout, step)
