@@ -92,6 +92,10 @@ def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
             return formats.sniff(name, data)  # a name that says nothing: the bytes decide, as in the parse
         except DocumentError as error:
             raise NotPdf(error.message, hint=f"{error.hint.rstrip('.')}; the inbox takes {ACCEPTED}.") from None
+    if data is not None and row is not None and not row.envelope:
+        sniffed = _sniffed(name, data)  # the whole file at hand: a document the parse reads is that document
+        if sniffed is not None and sniffed != "text":  # (text named .pdf or .docx stays refused below)
+            return sniffed
     if row is not None and (row.zip_part or row.zip_mimetype):
         if probe.head.startswith(ZIP_MAGIC):
             return _zip_kind(name, row.name, data)
@@ -123,15 +127,18 @@ def kind_of(name: str, probe: ContentProbe, data: bytes | None = None) -> Kind:
                                        "named by its kind (e.g. notes.txt).")
 
 
-def _zip_kind(name: str, claimed: str, data: bytes | None) -> Kind:
-    """A ZIP named as a ZIP format: the format the parse's sniff finds when the whole file is at hand (a .docx name
-    holding an .odt is the .odt), else the one the name claims; what the sniff refuses, the parse refuses again."""
-    if data is None:
-        return claimed  # type: ignore[return-value]
+def _sniffed(name: str, data: bytes) -> Kind | None:
+    """The parse's format for ``data`` (:func:`clausegate.review.document.formats.sniff`); None when it refuses it."""
     try:
         return formats.sniff(name, data)
     except DocumentError:
-        return claimed  # type: ignore[return-value]  # the parse says why, with its own code
+        return None
+
+
+def _zip_kind(name: str, claimed: str, data: bytes | None) -> Kind:
+    """A ZIP named as a ZIP format: the format the parse's sniff finds when the whole file is at hand (a .docx name
+    holding an .odt is the .odt), else the one the name claims; what the sniff refuses, the parse refuses again."""
+    return (_sniffed(name, data) if data is not None else None) or claimed  # type: ignore[return-value]
 
 
 def stored_name(name: str, kind: Kind) -> str:
