@@ -110,10 +110,15 @@ def findings_table(review) -> Table:
         where = ",".join(map(str, pages)) if review.format == "pdf" else ",".join(
             f"¶ {c.paragraph}" if c.paragraph else f"chars {c.span[0]}" if c.span else "?" for c in clauses)
         text = " ".join(best.text.split())
-        gate = "[red]needs a person[/red]" if category in review.gated_categories else ""
+        gate = ("[red]needs a person[/red]" if category in review.gated_categories else
+                "[yellow]listed: possible[/yellow]" if category in review.notes else
+                "possible" if best.possible else "")
         name = f"{category} (team-defined)" if best.custom else category  # a playbook's custom_categories
         table.add_row(name, where, f"{best.confidence:.2f}", gate,
                       text[:110] + ("…" if len(text) > 110 else ""))
+    for clause in review.cleared_by_model:  # taken off the gate by a model, with its reason: a person may overturn it
+        table.add_row(clause.category, ",".join(map(str, clause.pages)), f"{clause.confidence:.2f}",
+                      "[cyan]cleared by the model[/cyan]", " ".join(clause.cleared.reason.split())[:110])
     for check in review.positions:  # a required clause not found (playbook positions): a row with no quote
         if check.verdict == "missing":
             gate = "[red]needs a person[/red]" if check.category in review.gated_categories else "missing"
