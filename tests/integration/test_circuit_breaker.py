@@ -32,6 +32,7 @@ from clausegate.providers.retry import MODEL_RETRY_POLICY, use_fallback_now
 from tests.support.contracts import LIABILITY_PAGES
 from tests.support.model_flow import KEY, playbook, review, save_block
 from tests.support.pdf_factory import make_text_pdf
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -50,15 +51,14 @@ def breaker_state(server: FakeModelServer) -> dict | None:
 
 def model_step_seconds(flow_run_id, timeout: float = 20.0) -> float:
     """Seconds the flow run spent in its ask-extraction-model task run (first attempt to final state)."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def done():
         with get_client(sync_client=True) as client:
             runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-        done = [r for r in runs if r.name.startswith("ask-extraction-model") and r.state and r.state.is_final()
+        return [r for r in runs if r.name.startswith("ask-extraction-model") and r.state and r.state.is_final()
                 and r.start_time and r.end_time]
-        if done or time.monotonic() > deadline:
-            return sum((r.end_time - r.start_time).total_seconds() for r in done)
-        time.sleep(0.5)
+
+    finished = wait_until(done, timeout, what=f"the model task runs of {flow_run_id} finished", step=0.2)
+    return sum((r.end_time - r.start_time).total_seconds() for r in finished)
 
 
 def contracts(tmp_path, n: int, tag: str):
@@ -114,13 +114,15 @@ def test_the_breaker_closes_after_the_cooldown_when_the_provider_answers(tmp_pat
     book = playbook(tmp_path, block)
     first, second = contracts(tmp_path, 2, "close")
     state, _ = review(tmp_path, first, book, out="first")
-    opened, sent = time.monotonic(), hung.calls
+    sent = hung.calls
     assert state.result().status == "degraded" and sent < 4  # opened before the call's last attempt
     with pytest.raises(ProviderCircuitOpen):  # skipped during the cool-down
         CircuitBreaker(PrefectVariableStore(), failures=1).before_call(hung.url + "/v1/messages")
 
     hung.up()
-    time.sleep(max(0.0, cooldown - (time.monotonic() - opened)) + 0.2)
+    open_until = breaker_state(hung)["open_until"]  # the stored end of the cool-down (epoch seconds)
+    assert open_until - time.time() <= cooldown
+    wait_until(lambda: time.time() > open_until, cooldown + 5, what="the cool-down over", step=0.1)
     state, _ = review(tmp_path, second, book, out="second")
     assert state.is_completed(), state.message
     result = state.result()
@@ -213,12 +215,12 @@ def test_calls_during_the_half_open_probe_wait_for_it_instead_of_failing():
         breaker = CircuitBreaker(MemoryStore(), failures=1, cooldown_seconds=0.2, outage_seconds=0)
         client = AnthropicClient(base_url=server.url, api_key=KEY, model="m", read_timeout=10, breaker=breaker)
         breaker.record_failure(server.url + "/v1/messages", ProviderTimeout("no answer"))
-        time.sleep(0.3)  # the cool-down is over: the next call is the probe
+        until = breaker.state(server.url + "/v1/messages").open_until
+        wait_until(lambda: time.time() > until, 5, what="the cool-down over")  # the next call is the probe
         server.script(["slow"])  # the probe's answer takes 1.5 s
         with ThreadPoolExecutor(1) as pool:
             probe = pool.submit(client.complete, "sys", "probe")
-            while server.calls == 0:
-                time.sleep(0.05)
+            wait_until(lambda: server.calls, 10, what="the probe sent", step=0.02)
             waiting = client.complete("sys", "in flight meanwhile")  # waits for the probe, then goes on
             assert probe.result().text == waiting.text == '{"clauses": []}'
         assert server.calls == 2 and not breaker.state(server.url + "/v1/messages").tripped

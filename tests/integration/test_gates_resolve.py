@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import getpass
 import threading
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from prefect.client.orchestration import get_client
 from typer.testing import CliRunner
 
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate, waiting_gates
 from tests.support.gates import open_synthetic_gate, slack_settings, state_of
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -101,7 +102,10 @@ def test_restricted_reviewers_and_stale_gate_keys(settings):
 
 def test_prefect_suspend_timeout_means_it_can_no_longer_be_answered():
     gate = open_synthetic_gate(None, timeout_seconds=1)
-    time.sleep(2.0)
+    with get_client(sync_client=True) as client:
+        timeout_at = client.read_flow_run(gate.flow_run_id).state.state_details.pause_timeout
+    assert timeout_at is not None
+    wait_until(lambda: datetime.now(UTC) > timeout_at, 5, what="the suspension's timeout passed")
     outcome = resolve_gate(gate.flow_run_id, "approve", reviewer="dana", via="cli")
     assert outcome.kind == "timed_out", outcome.message
     assert state_of(gate.flow_run_id) == ("FAILED", "Failed")

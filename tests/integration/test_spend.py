@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from clausegate.providers.errors import ProviderTimeout, ServerError
 from flows.contract_review import contract_review
 from tests.support.fake_model import client_for
 from tests.support.pdf_factory import make_text_pdf
+from tests.support.waiting import wait_until
 
 KEY = "sk-spend-test-0123456789abcdef"
 PRICE_IN, PRICE_OUT = 3.0, 15.0
@@ -127,7 +127,8 @@ def test_the_fake_bills_delivered_answers_only(anthropic):
     for _ in range(2):
         with pytest.raises((ServerError, ProviderTimeout)):
             client.complete("s", "u")  # a 500 (free), then no answer within the read timeout
-    time.sleep(2.2)  # the slow answer is computed after the client hung up
+    # the slow answer is computed after the client hung up: wait for it to be recorded (abandoned, not charged)
+    wait_until(lambda: anthropic.abandoned, anthropic.slow_seconds + 10, what="the slow answer recorded")
     assert [r.fault for r in anthropic.billed] == ["ok", "not_json"]
     assert [r.fault for r in anthropic.abandoned] == ["slow"]
     assert anthropic.billed_tokens() == (sum(a.input_tokens for a in answers), sum(a.output_tokens for a in answers))
