@@ -16,12 +16,13 @@ import uuid
 import pytest
 from typer.testing import CliRunner
 
+from clausegate import audit
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate
 from clausegate.gateway import GatewayConfig, create_app
-from clausegate.ops import audit
 from tests.support.gates import SIGNING_SECRET, GatewayThread, open_synthetic_gate, slack_settings, state_of
 from tests.support.slack_client import SlackTestClient
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 DM = ("D0EVEDM", "directmessage")
@@ -45,13 +46,9 @@ def slack(settings, fake_slack):
 
 
 def reply(fake_slack, name: str, timeout: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [r for r in fake_slack.responses if r["name"] == name]
-        if found:
-            return found[0]["body"]["text"]
-        assert time.monotonic() < deadline, f"no reply on response_url {name}"
-        time.sleep(0.05)
+    found = wait_until(lambda: [r for r in fake_slack.responses if r["name"] == name], timeout,
+                       what=f"a reply on response_url {name}", max_step=0.05)
+    return found[0]["body"]["text"]
 
 
 def answered(response, fake_slack, name: str) -> str:
@@ -75,12 +72,8 @@ def refusals(run_id: str, count: int, timeout: float = 30.0) -> list[dict]:
         async with get_client() as client:
             return await audit.read(client, prefix=audit.PREFIX + "gate.refused", flow_run_id=run_id, limit=50)
 
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [e.payload for e in asyncio.run(read())]
-        if len(found) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)
+    return wait_until(lambda: len(found := [e.payload for e in asyncio.run(read())]) >= count and found, timeout,
+                      what=f"{count} gate.refused event(s) of run {run_id}", step=0.2)
 
 
 def test_a_decision_counts_only_in_the_gate_channel(slack, fake_slack, settings):
@@ -95,7 +88,7 @@ def test_a_decision_counts_only_in_the_gate_channel(slack, fake_slack, settings)
                                     response_url=fake_slack.response_url("other-channel"))
     assert slack.send(body, slack.headers(body)).status_code == 200
     assert "count only in its channel" in reply(fake_slack, "other-channel")
-    time.sleep(0.5)
+    # the refusal is told after it was decided: nothing can resume the run later ("approved by eve" below proves it)
     assert state_of(gate.flow_run_id)[1] == "Suspended"
     reasons = {(r["reason"], r["slack_user_id"]) for r in refusals(gate.flow_run_id, 2)}
     assert reasons == {("wrong_channel", "U0EVE")}, reasons
@@ -116,7 +109,6 @@ def test_a_submitter_never_approves_their_own_contract(slack, fake_slack, settin
                                     response_url=fake_slack.response_url("own-click"))
     slack.send(body, slack.headers(body))
     assert "cannot approve it" in reply(fake_slack, "own-click")
-    time.sleep(0.5)
     assert state_of(gate.flow_run_id)[1] == "Suspended"
     assert {r["reason"] for r in refusals(gate.flow_run_id, 2)} == {"own_contract"}
 

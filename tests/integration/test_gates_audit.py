@@ -12,18 +12,18 @@ import asyncio
 import getpass
 import os
 import re
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from typer.testing import CliRunner
 
+from clausegate import audit
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate
 from clausegate.gates.model import RECEIPT_FIELD, UNVERIFIED_MARK, receipt_key
-from clausegate.ops import audit
 from tests.support.gates import api_resume, open_synthetic_gate, slack_settings, state_of
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -44,15 +44,11 @@ def _read(prefix: str, flow_run_id: str | None = None, limit: int = 200) -> list
     return asyncio.run(read())
 
 
-def wait_events(predicate, *, prefix: str = audit.PREFIX + "gate.", timeout: float = 30.0) -> list:
-    """Audit events matching ``predicate`` once there are any (events reach the database asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [e for e in _read(prefix) if predicate(e)]
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)
-
+def wait_events(predicate, *, prefix: str = audit.PREFIX + "gate.", timeout: float = 30.0, at_least: int = 1) -> list:
+    """Audit events matching ``predicate`` once there are ``at_least`` of them (events reach the database
+    asynchronously); ``TimeoutError`` when they do not within ``timeout``."""
+    return wait_until(lambda: len(found := [e for e in _read(prefix) if predicate(e)]) >= at_least and found,
+                      timeout, what=f"{at_least} audit event(s) under {prefix}", step=0.2)
 
 
 def decision_of(run_id: str, gate: str):
@@ -93,11 +89,7 @@ def test_every_refused_attempt_is_audited_with_reason_path_and_who(fake):
     def mine(event) -> bool:
         return event.event == audit.PREFIX + "gate.refused" and tag in (event.payload.get("who") or "")
 
-    deadline = time.monotonic() + 30
-    events = wait_events(mine)
-    while len(events) < 7 and time.monotonic() < deadline:
-        time.sleep(0.3)
-        events = wait_events(mine)
+    events = wait_events(mine, at_least=7)
     by_who = {e.payload["who"].split("-")[0]: e.payload for e in events}
     assert len(events) == 7, [e.payload for e in events]
     assert by_who["mallory"]["reason"] == "not_allowed_reviewer" and by_who["mallory"]["via"] == "slack"
@@ -195,8 +187,11 @@ def test_the_decided_event_is_idempotent():
     for comment in ("first", "again"):
         assert audit.record(audit.gate_decided(flow_run_id=run_id, gate=gate, decision="approve", via="ui",
                                                reviewer="x", reviewer_verified=False, comment=comment))
-    found = wait_events(lambda e: e.payload.get("gate") == gate, prefix=audit.PREFIX + "gate.decided")
-    time.sleep(1.5)
+    # A later event (another run's) stored proves the server has handled both posts above: no sleep needed.
+    later_run = str(uuid.uuid4())
+    assert audit.record(audit.gate_decided(flow_run_id=later_run, gate=gate, decision="approve", via="ui",
+                                           reviewer="x", reviewer_verified=False, comment="later"))
+    wait_events(lambda e: e.payload.get("flow_run_id") == later_run, prefix=audit.PREFIX + "gate.decided")
     found = [e for e in _read(audit.PREFIX + "gate.decided", run_id)]
     assert [e.payload["comment"] for e in found] == ["first"]
 
@@ -242,13 +237,12 @@ def test_the_audit_log_reads_at_80_columns():
     marker = f"audit-width-{uuid.uuid4().hex[:8]}"
     assert audit.record(audit.audit_event("gate.refused", actor="dana (U0DANA)", flow_run_id=run_id,
                                           reason="wrong_channel", gate=marker, via="slack"))
-    deadline = time.monotonic() + 30
-    while True:
+    def listing():
         out = CliRunner().invoke(app, ["inbox", "audit", "--limit", "200"], env={"COLUMNS": "80"})
         assert out.exit_code == 0, out.output
-        if marker in out.output or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return out if marker in out.output else None
+
+    out = wait_until(listing, 30, what="the event in `clausegate inbox audit`", step=0.3, ignore=())
     lines = out.output.splitlines()
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     entry = next(e for e in audit_entries(out.output) if marker in e)

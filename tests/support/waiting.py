@@ -38,7 +38,7 @@ def scaled(seconds: float) -> float:
     return seconds * max(factor, 1.0)
 
 
-def poll(predicate: Callable[[], Any], timeout: float = 20.0, step: float = 0.05, *, max_step: float = 0.5,
+def poll(predicate: Callable[[], Any], timeout: float = 20.0, step: float = 0.05, *, max_step: float = 0.2,
          ignore: tuple[type[BaseException], ...] = (Exception,)) -> Any:
     """The first truthy value of ``predicate()`` within ``timeout`` seconds, else ``None``; exceptions of the
     ``ignore`` types count as "not yet" (a server still starting, a page still changing)."""
@@ -47,7 +47,7 @@ def poll(predicate: Callable[[], Any], timeout: float = 20.0, step: float = 0.05
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, *, what: str = "condition",
-               step: float = 0.05, max_step: float = 0.5,
+               step: float = 0.05, max_step: float = 0.2,
                ignore: tuple[type[BaseException], ...] = (Exception,),
                progress: Callable[[], Any] | None = None, limit: float | None = None) -> Any:
     """The first truthy value of ``predicate()`` within ``timeout`` seconds (with ``progress``: within ``timeout``

@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import threading
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from clausegate.stack.processes import ProcessRecord, process_start_time, record
 from clausegate.stack.starters import options_to_save, saved_options
 from clausegate.stack.state import StackOptions, StackPaths, read_state, write_state
 from clausegate.stack.supervise import SUPERVISOR, Backoff, Book, plan_up, supervise
+from tests.support.waiting import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,13 +72,7 @@ def _sleeper(paths: StackPaths, name: str) -> ProcessRecord:
 
 
 def _wait_for(check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    return None
+    return poll(check, timeout, step=0.05, max_step=0.1, ignore=())
 
 
 def test_the_supervisor_restarts_a_killed_process_alone_and_down_stops_it_first(tmp_path):
