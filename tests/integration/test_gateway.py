@@ -213,7 +213,7 @@ def test_signature_matches_slack_documentation_example():
 
 
 def _wait(predicate, timeout: float = 20.0):
-    return wait_until(predicate, timeout, what="the outcome posted back to Slack")
+    return wait_until(predicate, timeout, what="the outcome posted back to Slack", max_step=0.05)
 
 
 def test_a_failed_resume_is_reported_back_in_slack(fake_slack, settings):
