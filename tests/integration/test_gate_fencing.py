@@ -30,6 +30,7 @@ from clausegate.inbox.service import Inbox
 from tests.support.contracts import GATED_PAGES
 from tests.support.gates import open_synthetic_gate
 from tests.support.pdf_factory import make_text_pdf
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -340,19 +341,30 @@ def _handle_in_background(run_id):
 
 
 def _wait_until_cancelling(client, run_id, timeout: float = 30) -> None:
-    import time
+    wait_until(lambda: client.read_flow_run(run_id).state_type.value == "CANCELLING", timeout,
+               what="the run set Cancelling", step=0.1)
 
-    deadline = time.monotonic() + timeout
-    while client.read_flow_run(run_id).state_type.value != "CANCELLING":
-        assert time.monotonic() < deadline, "the run was not set Cancelling"
-        time.sleep(0.2)
+
+def _post_executed_and_see_it(client, run_id, timeout: float = 30) -> None:
+    """:func:`_post_executed`, then wait until Prefect's live event stream (the one dead-letters' handler listens
+    to) has delivered it to a subscriber of our own: the handler has it too."""
+    from prefect.events.clients import get_events_subscriber
+    from prefect.events.filters import EventFilter, EventNameFilter
+
+    async def post_and_see() -> None:
+        watch = EventFilter(event=EventNameFilter(name=["prefect.worker.executed-flow-run"]))
+        async with get_events_subscriber(filter=watch) as events:
+            _post_executed(client, run_id)
+            async for event in events:
+                if any(r.id == f"prefect.flow-run.{run_id}" for r in event.related):
+                    return
+
+    asyncio.run(asyncio.wait_for(post_and_see(), timeout))
 
 
 def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tmp_path):
     """The worker is online and has not reported the process ended: Cancelling, then wait for *this* run's
     executed event (another run's does not count), then requeue."""
-    import time
-
     from prefect.states import Cancelled
 
     from clausegate.ops import dead_letters
@@ -365,8 +377,10 @@ def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tm
     with _client() as client:
         _wait_until_cancelling(client, run.id)
         assert dead_letters.REQUEUING in client.read_flow_run(run.id).state.message
-        _post_executed(client, other.id)  # another run's process ended: not ours
-        time.sleep(3)
+        _post_executed_and_see_it(client, other.id)  # another run's process ended: not ours
+        # The live stream delivered it to the handler too, which reacts at once (a look at the stored events and
+        # the run's state, well under a second): it must not have finished on it.
+        handler.join(1.0)
         assert handler.is_alive() and client.read_flow_run(run.id).state_type.value == "CANCELLING"
         client.set_flow_run_state(run.id, Cancelled(message="Flow run was cancelled successfully."), force=True)
         # The worker's Cancelled replaced dead-letters' Cancelling for a moment: to a client it is still a requeue,
@@ -390,8 +404,6 @@ def test_the_worker_s_cancelled_requeues_after_a_grace_when_its_executed_event_n
     attempt's exit (a Crashed) between its Cancelled and that event, and a requeue in between is crashed by it (CI,
     when this requeued at the Cancelled). So CANCELLED_GRACE_SECONDS after the Cancelled, well before the stop
     timeout."""
-    import time
-
     from prefect.states import Cancelled
 
     from clausegate.ops import dead_letters
@@ -402,14 +414,17 @@ def test_the_worker_s_cancelled_requeues_after_a_grace_when_its_executed_event_n
     handler, result = _handle_in_background(run.id)  # (stop_seconds=60)
     with _client() as client:
         _wait_until_cancelling(client, run.id)
-        client.set_flow_run_state(run.id, Cancelled(message="Flow run was cancelled successfully."), force=True)
-        time.sleep(dead_letters.CANCELLED_GRACE_SECONDS / 2)
-        assert handler.is_alive() and client.read_flow_run(run.id).state_type.value == "CANCELLED"
+        cancelled = Cancelled(message="Flow run was cancelled successfully.")
+        client.set_flow_run_state(run.id, cancelled, force=True)
         handler.join(45)  # (within its stop_seconds of 60: before, it waited them out, then dead-lettered)
         assert not handler.is_alive(), "still waiting for an executed event long after the worker's Cancelled"
         handled = result["handled"]
         assert handled.outcome == "requeued" and "executed event did not come" in handled.reason, handled
         assert client.read_flow_run(run.id).state_type.value == "SCHEDULED"
+        # not at once: the requeue (its Scheduled) is stored the grace after the worker's Cancelled
+        requeued = max(s.timestamp for s in client.read_flow_run_states(run.id) if s.is_scheduled())
+        waited = (requeued - cancelled.timestamp).total_seconds()
+        assert waited >= dead_letters.CANCELLED_GRACE_SECONDS - 0.5, waited
         client.set_flow_run_state(run.id, Cancelled(message="test cleanup"), force=True)
 
 
