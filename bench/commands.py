@@ -6,7 +6,7 @@
    with no gateway and Slack off if none is up, and stopped at the end).
    Each contract is reviewed twice, as two copies with
    different bytes (so neither is a cache hit): once as a newcomer runs it (in the stack's warm-start
-   process, clausegate/launch.py) and once with ``--no-warm-start`` (in the command's own process: the
+   process, clausegate/cli/launch.py) and once with ``--no-warm-start`` (in the command's own process: the
    previous behaviour), alternating which goes first.  Target (issue 12): <= 3 s with a stack up.
 2. `clausegate batch DIR` with no stack and no PREFECT_API_URL (a temporary server), on ``--batch`` contracts
    not reviewed before, ``--repeats`` times each way: as a newcomer runs it (the launcher starts the temporary
@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from tools.cuad import cuad_dir, is_holdout  # noqa: E402  (after the path is set)
 
-CLAUSEGATE = [sys.executable, "-c", "from clausegate.launch import main; main()"]  # as the installed command
+CLAUSEGATE = [sys.executable, "-c", "from clausegate.cli.launch import main; main()"]  # as the installed command
 WITHOUT_LAUNCHER = [sys.executable, "-c", "import sys; from clausegate.cli import app; app(prog_name='clausegate')"]
 LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d+ \|")
 RATE = re.compile(r"([\d.]+) contracts/min \(([\d.]+) s")
@@ -85,7 +85,7 @@ def _met(ok: bool) -> str:
 def bench_review(args, work: Path) -> None:
     env = {**os.environ, "CLAUSEGATE_PROJECT_DIR": str(REPO), "COLUMNS": "100"}
     env.pop("PREFECT_API_URL", None)
-    from clausegate.launch import api_listening, stack_state  # the launcher's own check
+    from clausegate.cli.launch import api_listening, stack_state  # the launcher's own check
 
     os.environ["CLAUSEGATE_PROJECT_DIR"] = str(REPO)
     started = not api_listening(stack_state())

@@ -25,7 +25,6 @@ from blocks.models import AnthropicModel, OpenAICompatibleModel
 from blocks.slack import DEFAULT_BLOCK_NAME, SlackSettings
 from clausegate.errors import ConfigurationError
 from clausegate.review.playbook import builtin_playbooks
-from clausegate.security.fetch import Policy, canonical_host, parse_entry
 
 __all__ = ["AnthropicModel", "OpenAICompatibleModel", "SlackSettings", "BLOCK_CLASSES", "MODEL_BLOCK_KINDS",
            "Settings", "InboxSettings", "GatewaySettings", "settings", "slack_block_name", "load_slack_settings",
@@ -86,22 +85,6 @@ class InboxSettings(BaseSettings):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
-    @field_validator("url_allow_list")
-    @classmethod
-    def _valid_entries(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            parse_entry(entry)  # ValueError names the bad entry: fail at start-up, not on the first fetch
-        return value
-
-    @field_validator("url_allow_private_hosts")
-    @classmethod
-    def _valid_hosts(cls, value: list[str]) -> list[str]:
-        return [canonical_host(host) for host in value]
-
-    def url_policy(self) -> Policy:
-        """The ``clausegate.security.fetch.Policy`` for ``source_url``: allow-list, private hosts, size cap, timeout."""
-        return Policy.build(self.url_allow_list, self.url_allow_private_hosts, max_bytes=self.max_upload_bytes,
-                            timeout=self.url_timeout_seconds)
 
     def playbooks(self) -> dict[str, str]:
         """Playbook names clients may ask for → the value the flow gets (built-in name or file path)."""

@@ -225,7 +225,7 @@ CODES: dict[str, Code] = {
     "CG-GATE-DEFERRED": Code("notice: the batch review needs a person; it is asked in a run of its own", "8"),
     "CG-GATE-ESCALATED": Code("notice: the gate was escalated to legal (by a person or the SLA)", "1"),
     "CG-GATE-ESCALATION-UNDELIVERED": Code("an escalation was applied but the escalation channel was not told", "5"),
-    # the nightly batch and flow-run outcomes (clausegate/batch/, clausegate/pipeline/runs.py)
+    # the nightly batch and flow-run outcomes (clausegate/batch/, clausegate/runs/states.py)
     "CG-BATCH-SOURCE": Code("the batch's source folder or python:module:factory cannot be loaded", "8"),
     "CG-BATCH-NO-DEPLOYMENT": Code("contract-review is not deployed on this server", "8"),
     "CG-BATCH-SUBMIT": Code("creating one contract's run failed; the batch went on", "8"),
@@ -255,7 +255,7 @@ CODES: dict[str, Code] = {
     "CG-SCALEOUT-NO-USER": Code("scale-out: the PostgreSQL user could not be created (docs/operations.md)", "9"),
     "CG-SCALEOUT-POSTGRES": Code("scale-out: a PostgreSQL command failed (docs/operations.md)", "9"),
     "CG-SCALEOUT-BATCH": Code("scale-out: the nightly batch on PostgreSQL did not complete (docs/operations.md)", "9"),
-    # the inbox API and the gateway (clausegate/inbox/, clausegate/gateway/, clausegate/ops/audit.py)
+    # the inbox API and the gateway (clausegate/inbox/, clausegate/gateway/, clausegate/audit.py)
     "CG-SOURCE-URL": Code("a review's source URL is not on the allow-list, not a PDF or could not be fetched", "10"),
     "CG-SOURCE-TASK": Code("a review's source names an inbox task with no stored contract on this worker", "10"),
     "CG-INBOX": Code("an inbox request failed", "10"),
@@ -266,6 +266,9 @@ CODES: dict[str, Code] = {
     "CG-INBOX-TOO-LARGE": Code("413: over CLAUSEGATE_INBOX_MAX_UPLOAD_MB (an .eml: _MAX_MESSAGE_MB; or one attachment)",
                                "10"),
     "CG-INBOX-SOURCE": Code("422: a path or URL source that is not allowed or could not be read", "10"),
+    "CG-FETCH-REFUSED": Code("the checked fetcher refused or could not fetch a URL (the inbox answers CG-INBOX-SOURCE)",
+                             "10"),
+    "CG-FETCH-TOO-LARGE": Code("a fetched URL went over the size cap (the inbox answers CG-INBOX-TOO-LARGE)", "10"),
     "CG-INBOX-RATE-LIMIT": Code("429: the sender is over its submissions per minute", "10"),
     "CG-INBOX-CONFLICT": Code("409: the task's state or an earlier idempotency key forbids it", "10"),
     "CG-INBOX-UNAVAILABLE": Code("503: the Prefect API did not answer or contract-review is not deployed", "10"),

@@ -98,7 +98,7 @@ def _no_open_circuit_breakers():
 @pytest.fixture(autouse=True)
 def _cli_settings_do_not_leak():
     """A command run in-process (``CliRunner``) enters Prefect settings for the rest of its process: the API
-    credential of the stack it found, the stack's URL (clausegate/cli/app.py).  A test that ran one against a
+    credential of the stack it found, the stack's URL (clausegate/cli/typer_app.py).  A test that ran one against a
     stack of its own would leave the next tests talking to the session server with that stack's credential."""
     yield
     restore_prefect_settings()

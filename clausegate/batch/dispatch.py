@@ -15,7 +15,7 @@ or reaches a human gate (Suspended/Paused: "waiting", not a failure) frees its s
 failing, or failing to start, never stops the batch.
 
 Error codes (runbook: docs/runbook.md): ``CG-BATCH-SUBMIT``, ``CG-BATCH-NO-DEPLOYMENT``,
-``CG-BATCH-TIMEOUT``; run outcomes use the ``CG-RUN-*`` codes of :mod:`clausegate.pipeline.runs`.
+``CG-BATCH-TIMEOUT``; run outcomes use the ``CG-RUN-*`` codes of :mod:`clausegate.runs.states`.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from pydantic import BaseModel
 
 import clausegate.security.at_rest  # noqa: F401 - registers the serializer that seals review results
 from clausegate.batch.plan import Candidate, ContractOutcome, read_report
+from clausegate.batch.review_events import emit_review_event
 from clausegate.batch.sources import BatchError
-from clausegate.ops.review_events import emit_review_event
-from clausegate.pipeline.runs import RUN_CANCELLED, RUN_CRASHED, RUN_FAILED, error_code_from_message, settled_runs
-from clausegate.pipeline.tags import CLAUSEGATE, batch_tag, contract_tag, playbook_tag
-from clausegate.pipeline.timing import collect_step_times
+from clausegate.runs.states import RUN_CANCELLED, RUN_CRASHED, RUN_FAILED, error_code_from_message, settled_runs
+from clausegate.runs.tags import CLAUSEGATE, batch_tag, contract_tag, playbook_tag
+from clausegate.runs.timing import collect_step_times
 
 SUBMIT_FAILED = "CG-BATCH-SUBMIT"
 NO_DEPLOYMENT = "CG-BATCH-NO-DEPLOYMENT"
@@ -88,7 +88,7 @@ class TaskDispatcher:
     that run).  ``review`` returns the review, or a Failed state (a step stopped it).  One at a time runs
     in the calling thread (Prefect task timeouts only interrupt there); ``threads`` > 1 runs that many in
     threads, each in a copy of the caller's context (Prefect settings live in context variables).
-    Each finished review emits one ``clausegate.review.*`` event (:mod:`clausegate.ops.review_events`:
+    Each finished review emits one ``clausegate.review.*`` event (:mod:`clausegate.batch.review_events`:
     what the failure-rate alert counts); ``playbook`` is the playbook name it carries."""
 
     review: Callable[[str], Any]

@@ -26,8 +26,8 @@ from prefect.client.schemas.objects import StateType
 from pydantic import BaseModel, Field
 
 from clausegate.errors import ClauseGateError
-from clausegate.pipeline.tags import playbook_tag, read_tag
 from clausegate.review.document.sandbox import fingerprint
+from clausegate.runs.tags import playbook_tag, read_tag
 
 REVIEW_FLOW_NAME = "contract-review"
 # Review statuses that count as "already reviewed".  A failed review is tried again next time (unless
@@ -61,7 +61,7 @@ class ContractOutcome(BaseModel):
     flow_run_name: str = ""
     worker: str = ""
     seconds: float | None = None
-    # Where a review's time went (step -> seconds; reviews as tasks of a batch run: clausegate/pipeline/timing.py).
+    # Where a review's time went (step -> seconds; reviews as tasks of a batch run: clausegate/runs/timing.py).
     step_seconds: dict[str, float] = Field(default_factory=dict)
 
 

@@ -1,3 +1,3 @@
-from clausegate.launch import main
+from clausegate.cli.launch import main
 
 main()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from clausegate.cli.app import app, console
+from clausegate.cli.typer_app import app, console
 from clausegate.security import credentials
 
 auth_app = typer.Typer(help="The Prefect API credential (basic auth) of the local stack.", no_args_is_help=True)

@@ -21,8 +21,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from clausegate.cli.app import app, console, quiet_if_temporary_server
 from clausegate.cli.server import TEMPORARY, find_server
+from clausegate.cli.typer_app import app, console, quiet_if_temporary_server
 from clausegate.review.money import eur_digits
 
 STATUS_STYLE = {"reviewed": "green", "waiting": "yellow", "failed": "red", "not-submitted": "red",

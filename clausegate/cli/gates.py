@@ -10,8 +10,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from clausegate.cli.app import app, console
 from clausegate.cli.server import require_server
+from clausegate.cli.typer_app import app, console
 from clausegate.errors import ClauseGateError
 
 EXIT_CODES = {"resumed": 0, "already_decided": 3, "not_suspended": 4, "unknown_run": 2, "not_a_gate": 4,

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from clausegate.cli.app import app, console
 from clausegate.cli.server import require_server
+from clausegate.cli.typer_app import app, console
 
 notes = Console(stderr=True)  # messages go to stderr, so `KEY=$(clausegate inbox keys create ...)` gets the key only
 
@@ -91,7 +91,7 @@ def show_audit(limit: Annotated[int, typer.Option(min=1, max=500)] = 50) -> None
     """The audit log (submissions, cancels, retries, gate decisions), newest first."""
     from prefect.client.orchestration import get_client  # local import: keeps CLI start-up lean
 
-    from clausegate.ops import audit  # local import: Prefect; keeps CLI start-up lean
+    from clausegate import audit  # local import: Prefect; keeps CLI start-up lean
 
     _server("audit")
 

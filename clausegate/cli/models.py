@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from clausegate.cli.app import app, console
 from clausegate.cli.server import TEMPORARY, Server, server_or_temporary
+from clausegate.cli.typer_app import app, console
 from clausegate.stack import temporary_server
 
 Protocol = Literal["anthropic", "openai"]

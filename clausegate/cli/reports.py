@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from clausegate.cli.app import app, console
 from clausegate.cli.server import require_server
+from clausegate.cli.typer_app import app, console
 from clausegate.errors import ClauseGateError
 
 MAX_SEALED_REVIEW_BYTES = 64 * 1024 * 1024

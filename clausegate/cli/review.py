@@ -5,7 +5,7 @@
 never imports ``flows``), on the server clausegate/cli/server.py finds: the configured one, else the running
 local stack's, else a temporary one (started by the ``clausegate`` launcher as the command starts:
 clausegate/stack/temporary_server.py).  With a stack up the launcher
-hands the whole command to the stack's warm-start process (clausegate/launch.py), unless ``--no-warm-start``.
+hands the whole command to the stack's warm-start process (clausegate/cli/launch.py), unless ``--no-warm-start``.
 
 An expected failure (a ``CG-*`` error such as an encrypted or corrupt PDF) prints its code, message and next
 step only; Prefect's traceback and error lines stay in the run's logs, off the console.
@@ -23,9 +23,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from clausegate.cli.app import app, console, quiet_if_temporary_server
 from clausegate.cli.review_input import REVIEW_INPUT, ReviewInputError, review_input
 from clausegate.cli.server import TEMPORARY, find_server
+from clausegate.cli.typer_app import app, console, quiet_if_temporary_server
 from clausegate.errors import ClauseGateError
 from clausegate.review.document.codes import NOT_FOUND
 from clausegate.stack.warmstart import WARM_CHILD_ENV
@@ -44,7 +44,7 @@ def choose_server() -> tuple[str | None, str]:
         return None, ("a temporary Prefect server (no local stack is up; `clausegate up` starts one, and reviews "
                       "on it start in seconds)")
     where = server.where
-    if os.environ.get(WARM_CHILD_ENV):  # clausegate/launch.py handed this command to the stack
+    if os.environ.get(WARM_CHILD_ENV):  # clausegate/cli/launch.py handed this command to the stack
         where += " (run by the stack's warm-start process: Prefect and the model already loaded)"
     return server.url, where
 
@@ -138,7 +138,7 @@ def review(
         help="'offline' or a model block (e.g. anthropic-model/NAME); default: the playbook's")] = None,
     warm_start: Annotated[bool, typer.Option(
         help="with a local stack up, run in its warm-start process, where Prefect and the model are loaded "
-             "already (clausegate/launch.py); --no-warm-start runs the review in this process")] = True,
+             "already (clausegate/cli/launch.py); --no-warm-start runs the review in this process")] = True,
 ) -> None:
     """Review FILE (or stdin: -, or --text "…") with the contract-review flow and write its report."""
     from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from clausegate.cli.app import app, console
+from clausegate.cli.typer_app import app, console
 from clausegate.config import settings
 from clausegate.errors import ClauseGateError
 from clausegate.security import credentials

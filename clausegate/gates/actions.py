@@ -25,10 +25,10 @@ from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict
 
+from clausegate import audit
 from clausegate.gates import authority, findings, store
 from clausegate.gates.model import DECISIONS, GateRecord, ack_key, assign_key, extend_key, now_utc
 from clausegate.gates.rounds import current_progress, refresh_message
-from clausegate.ops import audit
 from clausegate.slack import SlackError, post_message, with_retries
 
 log = logging.getLogger("clausegate.gates")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from clausegate.gates.model import GateRecord, SlackRef
-from clausegate.pipeline.tags import read_tag
+from clausegate.runs.tags import read_tag
 
 SENDER_TAG = "inbox-sender"  # clausegate.inbox.status.tag("sender", ...): the inbox sender of a run
 

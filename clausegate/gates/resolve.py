@@ -34,6 +34,7 @@ from prefect.client.schemas.responses import SetStateStatus
 from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict
 
+from clausegate import audit
 from clausegate.errors import ClauseGateError
 from clausegate.gates import authority, receipts, resolve_findings, store
 from clausegate.gates.model import (
@@ -47,7 +48,6 @@ from clausegate.gates.model import (
     stamp_key,
 )
 from clausegate.gates.slack_tasks import update_gate_message
-from clausegate.ops import audit
 from clausegate.slack import SlackError, with_retries
 
 OutcomeKind = Literal["resumed", "already_decided", "not_suspended", "unknown_run", "not_a_gate", "forbidden",

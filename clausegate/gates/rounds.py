@@ -20,12 +20,11 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 
-from clausegate import slack
+from clausegate import audit, slack
 from clausegate.gates import findings, store
 from clausegate.gates.model import DecisionInfo, GateRecord, round_key
 from clausegate.gates.slack_findings import findings_message
 from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_person_escalation
-from clausegate.ops import audit
 from clausegate.review.money import eur_text
 from clausegate.review.schemas import GateDecision, Notice
 

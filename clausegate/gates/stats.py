@@ -36,10 +36,10 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventOrder
 from pydantic import BaseModel, ConfigDict
 
+from clausegate import audit
 from clausegate.gates import findings, store
 from clausegate.gates.listing import format_delta
 from clausegate.gates.model import GateRecord, now_utc
-from clausegate.ops import audit
 
 ACK_EVENTS = ("gate.acknowledged",)
 REMINDER_EVENTS = ("gate.reminded",)

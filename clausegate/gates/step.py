@@ -17,7 +17,7 @@ assembled. What happens:
    was started as a subflow) or it comes back without an answer, :func:`wait_for_answer` raises
    :class:`~clausegate.errors.GateError` (``CG-GATE-CANNOT-SUSPEND`` / ``CG-GATE-NO-ANSWER``) and
    the run fails. Before writing the gate and before suspending, the process checks that its
-   attempt is still the run's current one (:mod:`clausegate.pipeline.attempts`): a stale process (its run
+   attempt is still the run's current one (:mod:`clausegate.runs.attempts`): a stale process (its run
    was crashed or requeued while it hung) exits without touching the run.
 4. After a resume Prefect re-runs the flow from the top: finished tasks come from cache, this
    step sees the answer is recorded, skips the Slack post, and ``suspend_flow_run`` (same key, a
@@ -38,6 +38,7 @@ from prefect.flow_runs import suspend_flow_run
 from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
+from clausegate import audit
 from clausegate.config import load_slack_settings, slack_block_name, strict_text
 from clausegate.errors import GateError
 from clausegate.gates import store
@@ -59,12 +60,11 @@ from clausegate.gates.model import (
 )
 from clausegate.gates.rounds import run_rounds
 from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_gate, notify_person_escalation, stamp_decision
-from clausegate.ops import audit
-from clausegate.pipeline.attempts import ensure_current
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import Playbook
 from clausegate.review.redact import redact_review
 from clausegate.review.schemas import GateDecision, Notice, Review
+from clausegate.runs.attempts import ensure_current
 
 DEFAULT_SLA_HOURS = 24.0
 
@@ -275,7 +275,7 @@ def wait_for_answer(form, record: GateRecord, key: str | None = None):
     """Suspend at the gate (the process exits) or, after the resume, return the answer.
 
     Never returns without an answer: a deployed run that cannot wait for a person fails instead of
-    completing with the gate unanswered. A stale attempt (see :mod:`clausegate.pipeline.attempts`) exits
+    completing with the gate unanswered. A stale attempt (see :mod:`clausegate.runs.attempts`) exits
     without touching the run, before suspending and when Prefect refuses the suspension because
     the run has moved on.
     """

@@ -22,14 +22,14 @@ from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from clausegate import audit
 from clausegate.gates.model import DECISIONS, normalise_decision
 from clausegate.gates.slack_findings import ACK_ACTION
 from clausegate.gates.slack_view import ACTION_PREFIX
 from clausegate.gateway import slack_state
 from clausegate.gateway.config import GatewayConfig, get_config
 from clausegate.gateway.security import SlackBody
-from clausegate.ops import audit
-from clausegate.security import fetch
+from clausegate.security import fetch, url_policies
 from clausegate.slack import post_ephemeral
 
 router = APIRouter(prefix="/slack", tags=["slack"])
@@ -120,7 +120,7 @@ def _post_back(config: GatewayConfig, answer: Answer, text: str) -> None:
     try:
         if answer.response_url:  # through the checked fetcher: hooks.slack.com or the configured Slack API origin only
             message = {"response_type": "ephemeral", "replace_original": False, "text": text}
-            policy = fetch.slack_policy(config.slack, config.limits.http_timeout_seconds)
+            policy = url_policies.slack_policy(config.slack, config.limits.http_timeout_seconds)
             fetch.post_json_sync(answer.response_url, message, policy)
         elif answer.channel_id:
             post_ephemeral(config.slack, answer.channel_id, answer.user_id, text)

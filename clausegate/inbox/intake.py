@@ -21,7 +21,7 @@ from clausegate.config import InboxSettings
 from clausegate.inbox import kinds
 from clausegate.inbox.errors import BadSubmission, NotDocx, NotPdf, NotText, SourceUnavailable, TooLarge, clip
 from clausegate.inbox.kinds import ContentProbe, Kind
-from clausegate.security import at_rest, fetch
+from clausegate.security import at_rest, fetch, url_policies
 from clausegate.security.fetch import Policy
 from clausegate.security.sealed_stream import SealingWriter
 
@@ -194,14 +194,19 @@ async def fetch_url(url: str, settings: InboxSettings) -> tuple[bytes, str]:
     Every refusal or failure, an answer that is no PDF, .docx or text file included, is the same generic
     ``SourceUnavailable``: the client cannot tell a closed port from an open one; the reason is in the server log.
     """
-    data, final = await fetch.fetch(url, settings.url_policy())
-    name = safe_filename(final.path)
     try:
-        kind = kinds.kind_of(name, ContentProbe.of(data), data)
-    except (NotPdf, NotDocx, NotText) as error:
-        raise fetch.refused("FETCH-NOT-PDF", error.message, url) from None
-    if kind == "eml":
-        raise fetch.refused("FETCH-NOT-PDF", f"'{name}' is an e-mail: upload it instead", url)
+        data, final = await fetch.fetch(url, url_policies.inbox_policy(settings))
+        name = safe_filename(final.path)
+        try:
+            kind = kinds.kind_of(name, ContentProbe.of(data), data)
+        except (NotPdf, NotDocx, NotText) as error:
+            raise fetch.refused("FETCH-NOT-PDF", error.message, url) from None
+        if kind == "eml":
+            raise fetch.refused("FETCH-NOT-PDF", f"'{name}' is an e-mail: upload it instead", url)
+    except fetch.FetchTooLarge as error:  # the fetcher's own errors, as the inbox answers them (413 / 422)
+        raise TooLarge(error.message, hint=error.hint) from None
+    except fetch.FetchRefused as error:
+        raise SourceUnavailable(error.message, hint=error.hint) from None
     return data, name
 
 

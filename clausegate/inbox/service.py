@@ -31,6 +31,7 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Scheduled, State, to_state_create
 
+from clausegate import audit
 from clausegate.config import InboxSettings
 from clausegate.inbox import limits, views
 from clausegate.inbox.connection import SharedClient
@@ -52,11 +53,14 @@ from clausegate.inbox.status import (
     tag_value,
 )
 from clausegate.inbox.views import TaskDetail
-from clausegate.ops import audit
 from clausegate.ops.dead_letters import REQUEUING
-from clausegate.pipeline.tags import CLAUSEGATE, contract_tag, playbook_tag, read_tag
 from clausegate.review.schemas import Review
-from clausegate.security import at_rest, key_canary  # at_rest also registers the serializer of sealed reviews
+from clausegate.runs.tags import CLAUSEGATE, contract_tag, playbook_tag, read_tag
+from clausegate.security import (  # at_rest also registers the serializer of sealed reviews
+    at_rest,
+    key_canary,
+    url_policies,
+)
 
 RETRYABLE = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED)
 OPEN = (StateType.FAILED, StateType.CRASHED, StateType.CANCELLED, StateType.CANCELLING)  # no longer "live"
@@ -69,6 +73,7 @@ class Inbox:
     """The inbox's operations; one per gateway process, stateless apart from a deployment-id cache."""
 
     def __init__(self, settings: InboxSettings, *, ui_url: str | None = None) -> None:
+        url_policies.inbox_policy(settings)  # a bad allow-list entry fails here, at start-up
         self.settings = settings
         self.ui_url = (ui_url or "").rstrip("/") or None
         self._deployment_id: UUID | None = None

@@ -11,7 +11,7 @@ reviews and their error codes.  A review is either (:func:`read_outcomes`)
 - a contract-review flow run that ended Completed, Failed or Crashed (Cancelled ones and runs still
   waiting at a gate do not count), or
 - a contract reviewed as a task of a batch run: its ``clausegate.review.completed`` / ``.failed`` event
-  (:mod:`clausegate.ops.review_events`; one that ended ``pending_decision`` counts when its decision run
+  (:mod:`clausegate.batch.review_events`; one that ended ``pending_decision`` counts when its decision run
   ends).  The alert names the batch run for these.
 
 Each review is counted once: a contract-review run emits no review event.
@@ -52,9 +52,9 @@ from prefect.variables import Variable
 from pydantic import BaseModel, Field
 
 from clausegate import slack
+from clausegate.batch import review_events
 from clausegate.config import load_slack_settings
-from clausegate.ops import review_events
-from clausegate.pipeline.runs import RUN_CANCELLED, RUN_CRASHED, error_code_from_message
+from clausegate.runs.states import RUN_CANCELLED, RUN_CRASHED, error_code_from_message
 
 NO_CHANNEL = "CG-ALERT-NO-CHANNEL"
 STATE_VARIABLE = "clausegate_failure_alert"

@@ -30,7 +30,7 @@ process only dies of SIGKILL), frees the slot, stores Cancelled and reports the 
 requeues (20 s after the Cancelled when no executed event came). If that does not happen within
 ``CLAUSEGATE_REQUEUE_STOP_SECONDS`` (default 120) the run is dead-lettered instead (a requeue would race the
 worker's late Cancelled). A stale process that
-survives anyway (its worker died) is fenced by :mod:`clausegate.pipeline.attempts`: it exits without
+survives anyway (its worker died) is fenced by :mod:`clausegate.runs.attempts`: it exits without
 touching the run.
 
 Each step is written to the audit log (``clausegate.audit.run.requeued`` / ``run.dead-lettered`` /
@@ -63,8 +63,8 @@ from prefect.states import Cancelling, Failed, Scheduled, State
 from prefect.utilities.asyncutils import run_coro_as_sync
 from pydantic import BaseModel
 
+from clausegate import audit
 from clausegate.config import load_slack_settings, settings
-from clausegate.ops import audit
 from clausegate.ops.alerts import post_alert
 from clausegate.slack import SlackError
 
@@ -184,7 +184,7 @@ def stop_stale_attempt(client, run, history: list | None = None, *, timeout: flo
 
     Gone already when the worker reported the run executed after the attempt's Running state, or
     when that worker is offline (the machine died; the run goes to another worker, and a stale
-    process that survives is fenced by clausegate.pipeline.attempts). Otherwise the run is set Cancelling and
+    process that survives is fenced by clausegate.runs.attempts). Otherwise the run is set Cancelling and
     the worker that owns the process kills it (Prefect's cancellation; see the module docstring).
     """
     history = history if history is not None else read_history(client, run)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from prefect.client.orchestration import get_client
 
+from clausegate import audit
 from clausegate.gates import store
 from clausegate.gates.actions import open_people
 from clausegate.gates.listing import WaitingGate, format_delta
@@ -20,7 +21,6 @@ from clausegate.gates.model import remind_key
 from clausegate.gates.rounds import current_progress
 from clausegate.gates.slack_findings import reminder_text
 from clausegate.gates.slack_tasks import post_reminder
-from clausegate.ops import audit
 
 THRESHOLDS = (50, 80)
 

@@ -44,9 +44,10 @@ from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFi
 from prefect.states import Crashed
 from pydantic import BaseModel
 
+from clausegate import audit
 from clausegate.config import settings
-from clausegate.ops import audit, dead_letters
-from clausegate.pipeline.runs import RUN_CRASHED
+from clausegate.ops import dead_letters
+from clausegate.runs.states import RUN_CRASHED
 
 STUCK = "CG-RUN-STUCK"
 CRASHED = RUN_CRASHED

@@ -43,9 +43,9 @@ from clausegate.batch.sources import load_source, write_manifest
 from clausegate.batch.summary import BatchSummary, read_rows, summary_markdown, summary_stem, table_rows, write_summary
 from clausegate.errors import ClauseGateError
 from clausegate.pipeline.review import review_contract
-from clausegate.pipeline.runs import RUN_CRASHED, wait_for_runs
-from clausegate.pipeline.tags import CLAUSEGATE
 from clausegate.review.playbook import load_playbook
+from clausegate.runs.states import RUN_CRASHED, wait_for_runs
+from clausegate.runs.tags import CLAUSEGATE
 
 
 @task(name="discover-contracts", cache_policy=NO_CACHE)

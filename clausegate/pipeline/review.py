@@ -17,7 +17,7 @@ passage and clause looking for futures (``visit_collection``: a large share of a
 A contract-review run (``ask_person=True``) never completes a gated review without a decision: if the
 gate cannot wait (``GateError``) the review records the failure at step ``gate``, the report says so
 and the run fails with the code.  And it acts only while its attempt is the run's current one
-(:mod:`clausegate.pipeline.attempts`): before every step, the gate, the report and the run's result; a process
+(:mod:`clausegate.runs.attempts`): before every step, the gate, the report and the run's result; a process
 that hung while its run was crashed or requeued exits at the next check without touching the run.
 """
 
@@ -33,7 +33,6 @@ from prefect.utilities.annotations import opaque
 from clausegate.errors import ClauseGateError, GateError
 from clausegate.gates import run_gate
 from clausegate.ops.budget import start_meter, stop_meter
-from clausegate.pipeline.attempts import ensure_current, fenced_exit
 from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
 from clausegate.pipeline.outcome import record_outcome
 from clausegate.pipeline.sources import resolve_source
@@ -43,6 +42,7 @@ from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
 from clausegate.review.relocate import NotFound, Relocated, relocate
 from clausegate.review.schemas import Cost, FilteredDocument, Notice, Review, ReviewOrigin, StepFailure
+from clausegate.runs.attempts import ensure_current, fenced_exit
 from clausegate.security.at_rest import SEALED_JSON
 
 
@@ -65,7 +65,7 @@ def review_contract(source: str, playbook: str = "default", extractor: str | Non
     suspend for a gate; mark the review ``pending_decision`` instead (and skip the attempt checks:
     batch chunk runs never decide a gate), and publish no review artifact (the batch's summary lists it).
     With ``ask_person`` an exception leaves the review (and becomes the run's state) only while this
-    attempt is the run's current one (:func:`~clausegate.pipeline.attempts.fenced_exit`)."""
+    attempt is the run's current one (:func:`~clausegate.runs.attempts.fenced_exit`)."""
     if not ask_person:
         return _review(source, playbook, extractor, out_dir, ask_person=False)
     with fenced_exit():

@@ -30,7 +30,7 @@ from prefect.utilities.asyncutils import run_coro_as_sync
 from clausegate.config import settings
 from clausegate.errors import ClauseGateError, DocumentError
 from clausegate.review.document import formats
-from clausegate.security import at_rest, fetch
+from clausegate.security import at_rest, fetch, url_policies
 
 URL_UNAVAILABLE = "CG-SOURCE-URL"
 NO_SUCH_TASK = "CG-SOURCE-TASK"
@@ -60,7 +60,8 @@ def _task_id(text: str) -> uuid.UUID | None:
 def _fetched(url: str) -> Path:
     inbox = settings().inbox
     try:
-        data, final = run_coro_as_sync(fetch.fetch(url, inbox.url_policy()))  # the body runs under the flow's loop
+        # the body runs under the flow's loop
+        data, final = run_coro_as_sync(fetch.fetch(url, url_policies.inbox_policy(inbox)))
         kind = formats.sniff("the URL source", data)
     except ClauseGateError as error:
         raise DocumentError(f"the source URL could not be used: {error.message}", code=URL_UNAVAILABLE,

@@ -54,7 +54,6 @@ from clausegate.pipeline.model_calls import (
     skipped,
     used_in_part,
 )
-from clausegate.pipeline.timing import timed_step
 from clausegate.providers.retry import MODEL_RETRY_POLICY, retry_condition
 from clausegate.review import assemble, schemas
 from clausegate.review.custom_categories import CustomCategory
@@ -76,6 +75,7 @@ from clausegate.review.schemas import (
     Review,
     ReviewOrigin,
 )
+from clausegate.runs.timing import timed_step
 from clausegate.security import at_rest, key_canary
 
 # ---------------------------------------------------------------- cache keys

@@ -7,8 +7,8 @@ resolves to must be public unless the exact host is listed as private; the conne
 the checked address (name kept in ``Host`` and TLS SNI/certificate check; no proxy from the
 environment), so DNS rebinding cannot swap it; every redirect is checked the same way; the body is
 capped (Content-Length, then counted while streaming, nothing decompressed); one total deadline.
-The client only ever sees ``GENERIC`` (or ``TooLarge`` for an allowed URL); the specific reason
-goes to the server log with a ``FETCH-*`` code.
+The client only ever sees ``GENERIC`` (``FetchRefused``, or ``FetchTooLarge`` for an allowed URL); the specific
+reason goes to the server log with a ``FETCH-*`` code.  The policies of its uses: ``url_policies``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from clausegate.inbox.errors import SourceUnavailable, TooLarge
+from clausegate.errors import ClauseGateError
 
 log = logging.getLogger("clausegate.security.fetch")
 
@@ -226,21 +226,9 @@ class Policy:
             return False
 
 
-def slack_policy(settings: Any | None, timeout: float = 10.0) -> Policy:
-    """Slack's ``response_url``: https://hooks.slack.com, plus the origin of the configured Slack API base URL
-    (e.g. the fake Slack in tests); that host may be private only if written as a private IP literal or localhost."""
-    allow, private = [SLACK_HOOKS], []
-    base = getattr(settings, "api_base_url", None)
-    if base:
-        try:
-            api = parse_url(base)
-        except Refused as refusal:
-            log.warning("Slack api_base_url is not a valid http(s) URL [%s]: %s", refusal.code, refusal.detail)
-        else:
-            allow.append(api.origin)
-            if api.host == "localhost" or (_ip(api.host) is not None and _why_forbidden(_ip(api.host))):
-                private.append(api.host)
-    return Policy.build(allow, private, max_bytes=64 * 1024, timeout=timeout, max_redirects=0)
+def private_literal(host: str) -> bool:
+    """``localhost`` or an IP literal that is not a public address."""
+    return host == "localhost" or (_ip(host) is not None and _why_forbidden(_ip(host)) is not None)
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -356,10 +344,20 @@ def _log_origin(url: Any) -> str:
         return repr(str(url)[:60])
 
 
-def refused(code: str, detail: str, url: Any) -> SourceUnavailable:
+class FetchRefused(ClauseGateError):
+    """Refused or not fetched: one generic message (the reason is only logged); the caller maps it (inbox: 422)."""
+    code = "CG-FETCH-REFUSED"
+
+
+class FetchTooLarge(FetchRefused):
+    """An allowed URL's answer went over the size cap while it streamed (inbox: 413)."""
+    code = "CG-FETCH-TOO-LARGE"
+
+
+def refused(code: str, detail: str, url: Any) -> FetchRefused:
     """Log the specific reason; return the one generic error the client sees."""
     log.warning("URL fetch refused [%s] %s: %s", code, _log_origin(url), detail)
-    return SourceUnavailable(GENERIC, hint=HINT)
+    return FetchRefused(GENERIC, hint=HINT)
 
 
 async def _guarded(method: str, url: str, policy: Policy, **kwargs: Any) -> tuple[int, bytes, Target]:
@@ -369,7 +367,7 @@ async def _guarded(method: str, url: str, policy: Policy, **kwargs: Any) -> tupl
     except Refused as refusal:
         if refusal.code == "FETCH-TOO-LARGE":
             refused(refusal.code, refusal.detail, url)  # logged like every other refusal
-            raise TooLarge(
+            raise FetchTooLarge(
                 f"the document at the URL is larger than the limit of {policy.max_bytes / 1024 / 1024:.1f} MB",
                 hint="split the document or ask the operator to raise CLAUSEGATE_INBOX_MAX_UPLOAD_MB") from None
         raise refused(refusal.code, refusal.detail, url) from None
@@ -380,7 +378,7 @@ async def _guarded(method: str, url: str, policy: Policy, **kwargs: Any) -> tupl
 
 
 async def fetch(url: str, policy: Policy) -> tuple[bytes, Target]:
-    """GET under ``policy``: (body, final URL); ``SourceUnavailable(GENERIC)`` if refused, ``TooLarge`` over the cap."""
+    """GET under ``policy``: (body, final URL); ``FetchRefused(GENERIC)`` if refused, ``FetchTooLarge`` over the cap."""
     _, data, target = await _guarded("GET", url, policy)
     return data, target
 

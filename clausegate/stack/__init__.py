@@ -36,7 +36,7 @@ client ``python -m clausegate.stack.warmstart warm-run``, started once per flow 
 - ``deploy``         ``prefect deploy`` of ``prefect.yaml``
 - ``demo_slack``     the local fake Slack and demo SlackSettings block (safe default)
 - ``warmstart``      the fork server (zygote), the pool's ``warm-run`` client and ``run_in_zygote`` (also used by
-                     `clausegate review`, clausegate/launch.py)
+                     `clausegate review`, clausegate/cli/launch.py)
 - ``temporary_server`` the temporary Prefect server of a one-off command with no stack, started with the command
 
 Error codes: ``CG-STACK-PORT-IN-USE``, ``CG-STACK-START``, ``CG-STACK-DEPLOY``,

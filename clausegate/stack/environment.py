@@ -110,7 +110,7 @@ def clausegate_argv(*args: str) -> list[str]:
     script = Path(sys.executable).with_name("clausegate")
     if script.exists():
         return [str(script), *args]
-    code = "from clausegate.launch import main; main()"
+    code = "from clausegate.cli.launch import main; main()"
     return [sys.executable, "-c", code, *args]
 
 

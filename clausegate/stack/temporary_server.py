@@ -4,7 +4,7 @@
 temporary server.  Left to itself, Prefect starts that server (``SubprocessASGIServer``) when the flow first
 needs the API: after the command has imported Prefect and the pipeline, and after importing Prefect's whole
 server app into the command's own process just to start it; the two start-ups then run one after the other.
-ClauseGate's launcher (clausegate/launch.py) starts the same server instead (the uvicorn command and server
+ClauseGate's launcher (clausegate/cli/launch.py) starts the same server instead (the uvicorn command and server
 environment Prefect uses, analytics off, its log in a file) before it imports anything heavy, so the server boots on the
 other core while the command loads; the command waits for its health check right before the first flow run
 (:func:`wait_until_ready`) and stops it at exit.  Its log goes to ``PREFECT_HOME/temporary-server.log``.

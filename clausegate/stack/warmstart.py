@@ -13,7 +13,7 @@ modules the zygote imported (a changed source file sends runs to the normal engi
     python -m clausegate.stack.warmstart warm-run [FLOW_RUN_ID ...]   # the pool's command
     python -m clausegate.stack.warmstart warm-serve SOCKET_PATH       # the zygote
 
-`clausegate review` uses the same zygote (clausegate/launch.py): with a stack up, the command runs in a
+`clausegate review` uses the same zygote (clausegate/cli/launch.py): with a stack up, the command runs in a
 fork of it, so a review starts with Prefect, the flow and the offline model already loaded.
 
 The client runs once per flow run, so this module imports only the standard library at the top (and
@@ -42,7 +42,7 @@ MODULE = "clausegate.stack.warmstart"
 WARM_SOCKET_ENV = "CLAUSEGATE_WARMSTART_SOCKET"
 WARM_CHILD_ENV = "CLAUSEGATE_WARM_CHILD"  # set in every child: it runs in a fork of the zygote
 ENGINE = "prefect.engine"
-CLI = "clausegate.cli"  # `clausegate review` with a stack up (clausegate/launch.py)
+CLI = "clausegate.cli"  # `clausegate review` with a stack up (clausegate/cli/launch.py)
 RUNNABLE = (ENGINE, CLI)
 WARM_PRELOAD = ("prefect.flow_engine", "prefect.flows", "prefect.deployments.steps",
                 "flows.contract_review", "typer", "rich.console", "rich.table")  # no Console made: see _warm_child

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from clausegate.pipeline.tags import batch_tag
+from clausegate.runs.tags import batch_tag
 from tests.support.contracts import NO_GATES_PLAYBOOK
 from tests.support.deployments import SLACK_BLOCK, cancel_unfinished, deploy_once, start_worker, stop_worker, wait_for
 from tests.support.pdf_factory import make_encrypted_pdf, make_text_pdf

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from clausegate import audit
 from clausegate.demo.slack_server import FakeSlack
 from clausegate.gates import resolve_gate
 from clausegate.gates.model import RECEIPT_FIELD, UNVERIFIED_MARK, receipt_key
-from clausegate.ops import audit
 from tests.support.gates import api_resume, slack_settings, state_of, wait_for_state
 from tests.support.processes import start_served, stop_process_group
 

@@ -303,7 +303,7 @@ def decided_events(run_id: str, settle: float = 1.5) -> list:
 
     from prefect.client.orchestration import get_client
 
-    from clausegate.ops import audit
+    from clausegate import audit
 
     async def read():
         async with get_client() as client:

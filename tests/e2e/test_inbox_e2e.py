@@ -21,8 +21,8 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
+from clausegate import audit
 from clausegate.gates import resolve_gate
-from clausegate.ops import audit
 from tests.support.contracts import GATED_PAGES
 from tests.support.deployments import ROOT, deploy_once, start_worker, stop_worker
 from tests.support.inbox_support import (

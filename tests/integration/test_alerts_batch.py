@@ -1,7 +1,7 @@
 """The failure-rate alert sees contracts that fail inside a batch run.
 
 A batch reviews its contracts as tasks of its own run (no contract-review run per contract); each review
-emits a ``clausegate.review.*`` event (clausegate/ops/review_events.py) and the ``failure-alert`` check
+emits a ``clausegate.review.*`` event (clausegate/batch/review_events.py) and the ``failure-alert`` check
 (clausegate/ops/alerts.py) counts those events next to contract-review runs. Here the real batch job runs
 in-process (as `clausegate batch` runs it) over a good sample contract and a truncated PDF, against the
 session Prefect server.
@@ -21,7 +21,8 @@ from prefect.client.orchestration import get_client
 from prefect.events.filters import EventFilter, EventNameFilter, EventRelatedFilter
 from prefect.variables import Variable
 
-from clausegate.ops import alerts, review_events
+from clausegate.batch import review_events
+from clausegate.ops import alerts
 from clausegate.pipeline.batch import review_batch
 from clausegate.pipeline.sync_body import async_body
 from clausegate.review.document.sandbox import fingerprint

@@ -23,8 +23,8 @@ from clausegate.batch.sources import SOURCE_ERROR, BatchError, load_source, writ
 from clausegate.batch.summary import BatchSummary, summary_markdown, table_rows, write_summary
 from clausegate.cli import app
 from clausegate.pipeline.batch import run_count
-from clausegate.pipeline.runs import RUN_CRASHED, RUN_FAILED
 from clausegate.review.document.sandbox import fingerprint
+from clausegate.runs.states import RUN_CRASHED, RUN_FAILED
 from tests.support.flow_runs import prefect_log_records, review_artifact_keys
 from tests.support.pdf_factory import make_encrypted_pdf, make_text_pdf
 

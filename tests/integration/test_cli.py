@@ -73,7 +73,7 @@ def test_review_uses_the_running_local_stack(prefect_server, tmp_path):
 
 def test_review_runs_in_the_stacks_warm_start_process(prefect_server, tmp_path):
     """A stack with a warm-start process is up: `clausegate review` runs as a fork of it (Prefect, the flow and the
-    model loaded already; clausegate/launch.py), prints as usual and exits with the review's status;
+    model loaded already; clausegate/cli/launch.py), prints as usual and exits with the review's status;
     ``--no-warm-start`` runs it in the command's own process."""
     project = tmp_path / "project"
     sock = tmp_path / "warm.sock"

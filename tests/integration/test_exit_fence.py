@@ -1,4 +1,4 @@
-"""``fenced_exit`` (clausegate/pipeline/attempts.py), in-process against the session Prefect server: an exception
+"""``fenced_exit`` (clausegate/runs/attempts.py), in-process against the session Prefect server: an exception
 that leaves a stale attempt's body becomes ``StaleAttempt`` (Prefect's engine proposes nothing), one that leaves
 the current attempt's body becomes the run's state as before.  The SIGSTOP/SIGCONT end-to-end scenario is in
 tests/support/hung_run_scenarios.py (run by tests/e2e/test_hung_runs.py)."""
@@ -25,7 +25,7 @@ def _probe(overtake: bool, error: BaseException):
     from prefect.context import FlowRunContext
     from prefect.states import Crashed, Running, Scheduled, Suspended
 
-    from clausegate.pipeline.attempts import ensure_current, fenced_exit
+    from clausegate.runs.attempts import ensure_current, fenced_exit
 
     seen: dict = {}
 
@@ -49,7 +49,7 @@ def _probe(overtake: bool, error: BaseException):
 @pytest.mark.parametrize("error", [TimeoutError("Scope timed out after 40.0 second(s)."), RuntimeError("boom")],
                          ids=["task-timeout", "task-failure"])
 def test_an_error_in_a_stale_attempt_leaves_the_waiting_gate_alone(error):
-    from clausegate.pipeline.attempts import STALE, StaleAttempt
+    from clausegate.runs.attempts import STALE, StaleAttempt
 
     probe, seen = _probe(True, error)
     with pytest.raises(StaleAttempt, match=STALE) as raised:

@@ -36,6 +36,7 @@ from clausegate.inbox import intake
 from clausegate.inbox.errors import SourceUnavailable, TooLarge
 from clausegate.inbox.service import Inbox
 from clausegate.security import fetch as checked
+from clausegate.security import url_policies
 from tests.support.gates import slack_settings
 from tests.support.inbox_support import auth, inbox_settings, make_key
 
@@ -237,7 +238,7 @@ def test_malformed_and_trick_urls_are_refused(tmp_path, url):
 def test_bad_allow_list_entries_fail_at_start_up(tmp_path):
     for entry in ("http://user@host", "host/path", "http://host/?q=1", "bücher.test", "host:0"):
         with pytest.raises(ValueError, match="allow-list entry"):
-            settings(tmp_path, [entry])
+            Inbox(settings(tmp_path, [entry]))  # the gateway's inbox, built at start-up
 
 
 # -- addresses: loopback, private, link-local ... refused unless the host is explicitly allowed --------
@@ -307,7 +308,7 @@ def test_tls_to_the_pinned_address_still_checks_the_certificate_against_the_name
         policy = checked.Policy.build([f"https://{h}:{server.port}" for h in hosts], hosts, verify=trust, timeout=5)
         data, final = asyncio.run(checked.fetch(f"https://docs.tls.test:{server.port}/host", policy))
         assert data == PDF + f"docs.tls.test:{server.port}".encode() and final.host == "docs.tls.test"
-        with caplog.at_level(logging.WARNING, logger="clausegate.security.fetch"), pytest.raises(SourceUnavailable):
+        with caplog.at_level(logging.WARNING, logger="clausegate.security.fetch"), pytest.raises(checked.FetchRefused):
             asyncio.run(checked.fetch(f"https://other.tls.test:{server.port}/host", policy))  # cert names docs.tls.test
         assert "CERTIFICATE_VERIFY_FAILED" in caplog.text or "certificate" in caplog.text.lower()
     finally:
@@ -442,9 +443,9 @@ def test_slack_response_url_posts_only_to_slack_or_the_configured_api_origin(a, 
         assert len(fake.responses) == 1
 
 
-    policy = checked.slack_policy(config.slack)
+    policy = url_policies.slack_policy(config.slack)
     assert policy.allows_url("https://hooks.slack.com/actions/T1/2/abc")
     for bad in ("http://hooks.slack.com/actions/T1/2/abc", "https://hooks.slack.com.evil.test/actions/x",
                 "https://hooks.slack.com@evil.test/actions/x", "https://hooks.slack.com:8443/actions/x"):
         assert not policy.allows_url(bad), bad
-    assert checked.slack_policy(None).allow == checked.Policy.build([checked.SLACK_HOOKS]).allow
+    assert url_policies.slack_policy(None).allow == checked.Policy.build([checked.SLACK_HOOKS]).allow

@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from typer.testing import CliRunner
 
+from clausegate import audit
 from clausegate.gates import resolve_gate
 from clausegate.gates.stats import NO_ROLE, collect, gate_events, summarise
-from clausegate.ops import audit
 from tests.support.gates import open_synthetic_gate
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")

@@ -23,12 +23,12 @@ from prefect import tags
 from prefect.client.orchestration import get_client
 from prefect.states import Suspended
 
+from clausegate import audit
 from clausegate.gates import store
 from clausegate.gates.model import Finding, GateRecord
 from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox import keys
 from clausegate.inbox.service import Inbox
-from clausegate.ops import audit
 from clausegate.review.redact import SEALED_TEXT
 from clausegate.security.at_rest import file_is_sealed, read_sealed_file
 from clausegate.security.credentials import new_at_rest_key

@@ -27,7 +27,7 @@ from prefect.states import Failed
 from clausegate.config import InboxSettings
 from clausegate.gateway import GatewayConfig, create_app
 from clausegate.inbox.service import Inbox
-from clausegate.pipeline.tags import contract_tag
+from clausegate.runs.tags import contract_tag
 from tests.support.deployments import deploy_once
 from tests.support.gates import GatewayThread
 from tests.support.inbox_support import GOVERNING_LAW_PAGES, auth, cancel_open_inbox_runs, inbox_settings, make_key

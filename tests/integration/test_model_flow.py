@@ -392,7 +392,8 @@ def test_a_low_confidence_confirmation_cannot_clear_a_gated_finding(tmp_path, an
         assert clause.dispute.model_confidence == 0.01
     assert not [c for c in result.clauses if c.source == "model" and c.confidence < 0.5]
     asked = {c.category for c in gated}
-    disputes = [w.message for w in result.warnings if w.code == "CG-MODEL-DISPUTED" and w.message.split(":")[0] in asked]
+    disputes = [w.message for w in result.warnings
+                if w.code == "CG-MODEL-DISPUTED" and w.message.split(":")[0] in asked]
     assert disputes and all("lower confidence (0.01)" in m and "a person decides" in m for m in disputes)
     markdown = next((tmp_path / "reports").glob("*.md")).read_text()
     assert "this text at a lower confidence" in markdown

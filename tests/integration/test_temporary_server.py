@@ -1,5 +1,5 @@
 """The temporary Prefect server the launcher starts for a one-off command (clausegate/stack/temporary_server.py)
-and the launcher's choice (clausegate/launch.py): real server processes, no Prefect server of the session."""
+and the launcher's choice (clausegate/cli/launch.py): real server processes, no Prefect server of the session."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clausegate.launch import api_listening, warm_socket
+from clausegate.cli.launch import api_listening, warm_socket
 from clausegate.stack.temporary_server import api_url_configured_elsewhere
 
 ROOT = Path(__file__).resolve().parents[2]

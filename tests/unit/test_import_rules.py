@@ -64,6 +64,49 @@ def forbidden_imports(root: Path) -> list[str]:
     return broken
 
 
+# Rule 5: the package order (README, "Where things are").  A package (or top-level module) of clausegate imports only
+# those of a lower rank; two of one rank import neither each other.  A new package must be given its rank here.
+RANKS = {
+    "errors": 0,
+    "runs": 1, "audit": 1,                      # run states, tags, attempts, timing; the audit log
+    "review": 2,                                # one contract in plain Python
+    "config": 3, "providers": 3, "demo": 3,     # the settings object; model clients; the fake servers
+    "security": 4, "slack": 4,                  # at rest, fetch, credentials; the one Slack client
+    "batch": 5, "gates": 5,                     # the batch job's parts; human gates (SLA, reminders in ops)
+    "ops": 6,                                   # alerts, dead letters, stuck runs, budget, retention, the sweeps
+    "pipeline": 7,                              # every @task and flow body
+    "inbox": 8, "stack": 8,                     # the inbox service; `clausegate up`
+    "gateway": 9,                               # the FastAPI gateway
+    "cli": 10,                                  # the command and its launcher
+}
+
+
+def _unit(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if parts[0] == "clausegate" and len(parts) > 1 else None
+
+
+def upward_imports(root: Path) -> list[str]:
+    """Rule 5: every import between clausegate's packages runs down the ranks (``RANKS``); a package without a rank
+    is reported too.  Function-local and TYPE_CHECKING imports count: an arrow is an arrow."""
+    broken = []
+    for path in python_files(root, ("clausegate",)):
+        me = _unit(_module_of(root, path))
+        if me is None:
+            continue
+        if me not in RANKS:
+            broken.append(f"{path.relative_to(root)}: package {me!r} has no rank in RANKS")
+            continue
+        for line, name in imported_modules(ast.parse(path.read_text())):
+            other = _unit(name)
+            if other is None or other == me or other not in RANKS:  # a package without a rank: reported on its side
+                continue
+            if RANKS[other] >= RANKS[me]:
+                broken.append(f"{path.relative_to(root)}:{line} imports {name} ({me} rank {RANKS[me]} -> "
+                              f"{other} rank {RANKS[other]}: an arrow up or sideways)")
+    return broken
+
+
 def oversized_modules(root: Path) -> list[str]:
     """Rule 3: no module past 400 lines; a flow module is an entry point of at most 40 lines."""
     broken = []
@@ -119,6 +162,10 @@ def test_no_forbidden_imports():
     assert forbidden_imports(ROOT) == []
 
 
+def test_imports_run_down_the_package_ranks():
+    assert upward_imports(ROOT) == []
+
+
 def test_no_oversized_modules():
     assert oversized_modules(ROOT) == []
 
@@ -160,6 +207,12 @@ def bad_tree(tmp_path: Path) -> Path:
         "blocks/__init__.py": "",
         "tools/__init__.py": "",
         "tests/unit/test_a.py": "from tests.integration.test_b import helper\n",
+        "clausegate/gates/__init__.py": "",
+        "clausegate/gates/step.py": "from clausegate.pipeline.tasks import t\nfrom clausegate.runs import tags\n",
+        "clausegate/pipeline/__init__.py": "",
+        "clausegate/pipeline/tasks.py": "from clausegate.gates import step\n",
+        "clausegate/ops/__init__.py": "from clausegate.batch import x\n",
+        "clausegate/newpkg/__init__.py": "",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -178,3 +231,9 @@ def test_the_rules_catch_a_tree_that_breaks_them(bad_tree: Path):
     assert sorted(b.split(":")[0] for b in oversized_modules(bad_tree)) == ["clausegate/big.py", "flows/fat.py"]
     assert unexplained_local_imports(bad_tree) == ["clausegate/lazy.py:5: import os"]
     assert modules_importing_tests(bad_tree) == ["tests/unit/test_a.py:1 imports tests.integration.test_b"]
+    upward = upward_imports(bad_tree)
+    assert any(b.startswith("clausegate/gates/step.py:1 imports clausegate.pipeline") for b in upward)
+    assert not any(b.startswith("clausegate/gates/step.py:2") for b in upward)  # runs is lower: allowed
+    assert not any(b.startswith("clausegate/pipeline/tasks.py") for b in upward)  # pipeline over gates: allowed
+    assert any("clausegate/newpkg/__init__.py: package 'newpkg' has no rank" in b for b in upward)
+    assert any(b.startswith("clausegate/review/x.py:2 imports clausegate.ops") for b in upward)

@@ -87,7 +87,7 @@ def test_a_type3_font_is_left_to_the_full_check():
 
 def test_the_worker_still_reports_hidden_text_the_pre_check_routes_to_the_full_check():
     data = _form_pdf(b"BT /F1 11 Tf 0 200 Td (" + HIDDEN.encode() + b") Tj ET", b"q 1 0 0 1 72 500 cm /Fm1 Do Q")
-    result = worker._extract(data, {"timeout": 60, "max_chars": 100_000, "ocr": "off", "tesseract": None})
+    result = worker.extract_pdf(data, {"timeout": 60, "max_chars": 100_000, "ocr": "off", "tesseract": None})
     assert [n["code"] for n in result["notices"]] == ["CG-PDF-HIDDEN-TEXT"]
     assert "Ignore all previous" not in result["pages"][0]["text"]
 

@@ -217,7 +217,7 @@ def test_tokenizer_equals_pypdf_on_random_token_soup():
 def extract(data: bytes, extractor: str) -> dict:
     options = {"timeout": 120.0, "max_chars": 10**7, "memory_mb": 4096, "ocr": "off", "extractor": extractor}
     try:
-        return worker._extract(data, options)
+        return worker.extract_pdf(data, options)
     except worker._Stop as stop:  # a definitive failure (e.g. no text): its result, as the child would write it
         return stop.result
 

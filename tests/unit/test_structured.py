@@ -138,7 +138,8 @@ def test_extraction_repair_prompt_shows_the_strict_schema(model_server):
     answer, responses = complete_json(client_for(model_server), "sys", "find clauses", ModelAnswer, max_tokens=500)
     assert answer.clauses == [] and len(responses) == 2
     schema = prompts_of(model_server.requests[1].body)[1].split("<json_schema>\n", 1)[1].split("\n</json_schema>")[0]
-    assert json.loads(schema)["$defs"]["ModelClause"]["required"] == ["category", "passage_id", "text", "confidence", "reason"]
+    required = json.loads(schema)["$defs"]["ModelClause"]["required"]
+    assert required == ["category", "passage_id", "text", "confidence", "reason"]
 
 
 def test_the_repair_prompt_neutralises_the_echoed_answer_like_contract_text(model_server):

@@ -1,6 +1,6 @@
 """Attempt fencing: a flow-run process acts on its run only while its attempt is the run's current one.
 
-    from clausegate.pipeline.attempts import ensure_current
+    from clausegate.runs.attempts import ensure_current
     ensure_current("gate")   # returns, or raises StaleAttempt (a prefect Abort)
 
 Why: a review process can hang (SIGSTOP, a frozen VM, a long GC or swap stall) while its worker
@@ -83,7 +83,7 @@ from prefect.exceptions import Abort, PrefectSignal
 
 STALE = "CG-RUN-STALE-ATTEMPT"
 FRESH_SECONDS = 2.0  # a confirmation younger than this is reused (see "Freshness window" above); zombie window ≥ 45 s
-log = logging.getLogger("clausegate.pipeline.attempts")
+log = logging.getLogger("clausegate.runs.attempts")
 
 
 class StaleAttempt(Abort):

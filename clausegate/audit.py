@@ -28,7 +28,7 @@ from prefect.events import Event
 from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventOrder, EventRelatedFilter
 
 PREFIX = "clausegate.audit."
-log = logging.getLogger("clausegate.ops.audit")
+log = logging.getLogger("clausegate.audit")
 
 
 def audit_event(action: str, *, actor: str, flow_run_id: str | None = None, event_id: UUID | None = None,

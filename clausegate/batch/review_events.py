@@ -32,7 +32,7 @@ COMPLETED = PREFIX + "completed"
 FAILED = PREFIX + "failed"
 RESOURCE_PREFIX = "clausegate.contract."
 
-log = logging.getLogger("clausegate.ops.review_events")
+log = logging.getLogger("clausegate.batch.review_events")
 
 
 def emit_review_event(row: ContractOutcome, *, contract_id: str, playbook: str = "") -> Event | None:
