@@ -36,6 +36,7 @@ from clausegate.stack.deploy import deploy, deployable
 from clausegate.stack.processes import start_process, stop_process
 from clausegate.stack.state import StackPaths
 from clausegate.stack.warmstart import WARM_SOCKET_ENV, serve_argv, warm_command
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SLACK_BLOCK = "deploy-test-slack"
@@ -124,11 +125,6 @@ def cancel_unfinished(flow_names: list[str]) -> int:
 
 
 def wait_for(predicate, timeout: float, interval: float = 1.0, what: str = "condition"):
-    """Until ``predicate()`` is truthy (returns it); AssertionError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    """Until ``predicate()`` is truthy (returns it); AssertionError after ``timeout`` seconds
+    (:func:`tests.support.waiting.wait_until`)."""
+    return wait_until(predicate, timeout, what=what, step=interval, max_step=interval, ignore=())

@@ -39,6 +39,7 @@ from tests.support.deployments import SLACK_BLOCK, start_worker, stop_worker
 from tests.support.inbox_support import poll
 from tests.support.pdf_factory import make_slow_pdf, make_text_pdf
 from tests.support.processes import alive, flow_process
+from tests.support.waiting import WaitTimeout, wait_until
 
 ZOMBIE_SECONDS = 45  # the zombie window tests/e2e/test_hung_runs.py sets (the shortest allowed)
 # payment-liability with generous step time caps: the hung process must not fail on its own parse
@@ -166,14 +167,11 @@ class InboxWatch:
 
 
 def _watch_until(watch: InboxWatch, run_id, done, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        view = watch.look(run_id)
-        if done(view):
-            return view
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; inbox saw {watch.seen}; "
-                         f"states {_history(run_id)}")
+    try:
+        return wait_until(lambda: view if done(view := watch.look(run_id)) else None, timeout, what=what,
+                          step=0.5, max_step=0.5, ignore=())
+    except WaitTimeout as exc:
+        raise WaitTimeout(f"{exc}; inbox saw {watch.seen}; states {_history(run_id)}") from None
 
 
 def _assert_never_done_without_decision(run_id, watch: InboxWatch) -> None:

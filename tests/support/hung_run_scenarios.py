@@ -38,6 +38,9 @@ from tests.support.processes import alive, flow_process, process_tree, signal_tr
 
 # The gated contract with a parse time cap well below the time the stale process stays stopped (so its timeout has
 # passed when it wakes) and well above the ~5 s the requeued attempt needs to parse the slow page.
+PROGRESS_SECONDS = 120  # the longest a flow run may go without a new state or finished task run (a process start)
+RUN_LIMIT = 600  # the whole requeued attempt, at most
+
 GATED_PLAYBOOK = """\
 name: hung-runs-test
 description: payment-liability gates, parse capped at 40 s without retries (tests/support/hung_run_scenarios.py)
@@ -80,6 +83,32 @@ def _heartbeats(run_id) -> int:
     return len(page.events)
 
 
+def _progress(run_id) -> tuple:
+    """What changes while a run advances: its state and attempt, and how many of its task runs have finished."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with _client() as client:
+        run = client.read_flow_run(uuid.UUID(str(run_id)))
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))
+    return run.state_id, run.run_count, sum(1 for t in tasks if t.state and t.state.is_final())
+
+
+def _server_caught_up(timeout: float = 60) -> None:
+    """Post a marker event and wait until the server has stored it: what reached the server before it (events,
+    logs, heartbeats) is stored too (they go through the same in-order pipeline)."""
+    from datetime import UTC, datetime
+
+    from prefect.events import Event
+    from prefect.events.filters import EventFilter, EventResourceFilter
+
+    marker = f"clausegate.test.marker.{uuid.uuid4().hex}"
+    event = Event(occurred=datetime.now(UTC), event="clausegate.test.marker", resource={"prefect.resource.id": marker})
+    with _client() as client:
+        client.request("POST", "/events", json=[event.model_dump(mode="json")]).raise_for_status()
+        poll(lambda: client.read_events(EventFilter(resource=EventResourceFilter(id=[marker])), limit=1).events, bool,
+             timeout=timeout, interval=0.2, what="the server to store a marker event")
+
+
 def _submit(tmp_path: Path, pdf: Path, playbook: str, queue: str):
     from prefect.deployments import run_deployment
 
@@ -111,7 +140,7 @@ def a_run_that_hangs_before_its_first_heartbeat_is_crashed_and_requeued(tmp_path
         pid = _stop_at_running(run.id)
         stopped = time.monotonic()
         assert _read(run.id).state_name == "Running"
-        time.sleep(3)  # (a heartbeat sent just before the stop would be stored by now)
+        _server_caught_up()  # a heartbeat sent before the stop is stored by now
         assert _heartbeats(run.id) == 0, "the process sent a heartbeat before it was stopped: not the case under test"
         crashed = poll(lambda: _history(run.id), lambda h: any(s.name == "Crashed" for s in h),
                        timeout=ZOMBIE_SECONDS + 60, interval=1, what="the zombie automation to crash the hung run")
@@ -125,11 +154,16 @@ def a_run_that_hangs_before_its_first_heartbeat_is_crashed_and_requeued(tmp_path
              and r.state.message.startswith(dead_letters.REQUEUING), timeout=60, interval=0.5,
              what="dead-letters to stop the hung attempt")
         os.kill(pid, signal.SIGKILL)
-        # (longer than dead-letters may wait for the stop, so that a requeue or dead letter at its deadline is seen)
+        # Two waits, each on its event: dead-letters requeues (or dead-letters) within its stop timeout, so that a
+        # requeue or dead letter at its deadline is seen; then the second attempt runs as long as it makes progress
+        # (a new state or task run within PROGRESS_SECONDS: a loaded machine is slow, not stuck), at most RUN_LIMIT.
         try:
+            poll(lambda: _read(run.id), lambda r: r.state_type.value not in ("CANCELLING", "CANCELLED"),
+                 timeout=dead_letters.stop_seconds() + 60, interval=0.5, what="dead-letters to requeue the run")
             done = poll(lambda: _read(run.id), lambda r: r.state_type.value in ("COMPLETED", "FAILED")
                         or (r.state_type.value == "CRASHED" and r.run_count >= 2),
-                        timeout=dead_letters.stop_seconds() + 90, interval=1, what="the requeued attempt to finish")
+                        timeout=PROGRESS_SECONDS, interval=1, what="the requeued attempt to finish",
+                        progress=lambda: _progress(run.id), limit=RUN_LIMIT)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; states {_names(run.id)}") from None
         print(f"\nhung before its first heartbeat: crashed {crashed_after:.0f} s after SIGSTOP, finished "
@@ -204,7 +238,9 @@ def a_stale_process_cannot_end_the_gate_its_successor_waits_at(tmp_path: Path, q
         woke = time.monotonic()
         poll(lambda: not alive(pid), bool, timeout=90, interval=0.5, what="the stale process to exit")
         exited_after = time.monotonic() - woke
-        time.sleep(2)  # (anything it proposed is stored by now)
+        # It has exited: every state it proposed was answered (a proposal is a synchronous API call), and its logs
+        # (sent in the background, flushed at exit) are stored once the server has caught up.
+        _server_caught_up()
         after = _read(run.id)
         print(f"\nstale process: requeued attempt at its gate {gate_after:.0f} s after SIGSTOP; the stale one exited "
               f"{exited_after:.1f} s after SIGCONT; states {_names(run.id)}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from prefect.client.orchestration import get_client
@@ -13,6 +12,7 @@ from prefect.states import Cancelled
 from clausegate.config import InboxSettings
 from clausegate.inbox import keys
 from tests.support.contracts import NO_GATES_PLAYBOOK
+from tests.support.waiting import WaitTimeout, wait_until
 
 GOVERNING_LAW_PAGES = [
     "MASTER SERVICES AGREEMENT between Acme Corp. and Widget Ltd.",
@@ -54,12 +54,19 @@ def cancel_open_inbox_runs() -> None:
             client.set_flow_run_state(run.id, Cancelled(message="test cleanup"), force=True)
 
 
-def poll(fetch, until, timeout: float, interval: float = 0.5, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fetch()
-        if until(last):
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last: {last}")
+def poll(fetch, until, timeout: float, interval: float = 0.5, what: str = "condition", *, progress=None,
+         limit: float | None = None):
+    """``fetch()`` once ``until`` holds for it (:func:`tests.support.waiting.wait_until`: ``progress`` / ``limit``
+    as there); :class:`~tests.support.waiting.WaitTimeout` (an AssertionError) with the last value otherwise."""
+    box: dict = {}
+
+    def ready() -> bool:
+        box["last"] = fetch()
+        return bool(until(box["last"]))
+
+    try:
+        wait_until(ready, timeout, what=what, step=interval, max_step=interval, ignore=(), progress=progress,
+                   limit=limit)
+    except WaitTimeout as exc:
+        raise WaitTimeout(f"{exc}; last: {box.get('last')}") from None
+    return box["last"]
