@@ -45,7 +45,7 @@ ERRORS = {code: {"description": text} for code, text in (
     (401, "missing, malformed, unknown or revoked API key"), (404, "no such task for this key's sender"),
     (409, "conflict with the task's state or an earlier idempotency key"),
     (413, "document, e-mail or text over its size limit"),
-    (415, "not a document the inbox takes: a PDF (by content), or .docx / .txt / .md / .eml whose content "
+    (415, "not a document the inbox takes: a PDF (by content), or .docx / .odt / .txt / .md / .eml whose content "
           "matches its name (CG-INBOX-NOT-PDF, CG-INBOX-NOT-DOCX, CG-INBOX-NOT-TEXT)"),
     (422, "a field is missing or invalid (the message names it); an .eml with malformed headers "
           "(CG-INBOX-EML-MALFORMED) or nothing to review (CG-INBOX-EML-NO-CONTRACT)"),

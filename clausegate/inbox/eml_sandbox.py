@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from clausegate.inbox import email_intake
 from clausegate.inbox.email_intake import Document, MessageLimits, ParsedMessage, PartNote
 from clausegate.inbox.errors import MalformedMessage, MessageTooComplex, Unavailable
-from clausegate.review.document import child, limits
+from clausegate.review.document import child, limits, registry
 from clausegate.review.document.codes import EXIT_NO_MEMORY
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from clausegate.inbox.eml_sandbox import child_main; sys.exit(child_main(sys.argv[2]))")
-KINDS = frozenset({"pdf", "docx", "text"})
+KINDS = frozenset(registry.CONTRACT_FORMATS)
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,140}")  # email_intake's safe names: no folder, no space, no control
 _PART = re.compile(r"[0-9]+(\.[0-9]+)*(\.body)?|body")
 _RAISE_CAPS = ("send the attachments themselves, or ask the operator to raise CLAUSEGATE_INBOX_EML_TIMEOUT_SECONDS / "

@@ -21,6 +21,7 @@ from clausegate.config import InboxSettings
 from clausegate.inbox import kinds
 from clausegate.inbox.errors import BadSubmission, NotDocx, NotPdf, NotText, SourceUnavailable, TooLarge, clip
 from clausegate.inbox.kinds import ContentProbe, Kind
+from clausegate.review.document import registry
 from clausegate.security import at_rest, fetch, url_policies
 from clausegate.security.fetch import Policy
 from clausegate.security.sealed_stream import SealingWriter
@@ -48,7 +49,7 @@ def _empty(origin: str) -> NotPdf:
 
 
 def store(data: bytes, filename: str, origin: str, settings: InboxSettings, *,
-          kinds_allowed: tuple[Kind, ...] = ("pdf", "docx", "text", "eml")) -> StoredContract:
+          kinds_allowed: tuple[Kind, ...] = (*registry.CONTRACT_FORMATS, "eml")) -> StoredContract:
     """Check the bytes are a document the inbox takes and write them encrypted (atomically, once per content).
 
     The stored file is sealed with the at-rest key (``clausegate.security.at_rest``; 0600); ``sha256`` is the

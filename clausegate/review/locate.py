@@ -13,6 +13,7 @@ import bisect
 import re
 from collections.abc import Iterable
 
+from clausegate.review.document import registry
 from clausegate.review.schemas import Clause, Comment, ParsedDocument, Revision
 
 _SPACE = re.compile(r"\s+")
@@ -87,7 +88,7 @@ def _locate(clause: Clause, collapsed: _Collapsed, pages: dict, document: Parsed
     end_c = stop + len(tail) if 0 <= stop <= at + 2 * len(quote) else at + len(quote)
     start, end = collapsed.original(at), collapsed.original(end_c - 1) + 1
     update: dict = {"span": [start, end]}
-    if document.format == "docx":
+    if registry.FORMATS[document.format].located_by == "paragraph":
         update["paragraph"] = paragraph_at(document, start)
     return clause.model_copy(update=update)
 

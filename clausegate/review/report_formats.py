@@ -4,9 +4,8 @@ finding)."""
 
 from __future__ import annotations
 
+from clausegate.review.document import registry
 from clausegate.review.schemas import Clause, Review
-
-FORMAT_NAMES = {"pdf": "PDF", "docx": "Word .docx", "text": "plain text"}
 
 
 def md_cell(text: str) -> str:
@@ -40,8 +39,9 @@ def document_line(review: Review) -> str:
     if review.format == "pdf":
         return (f"- **Pages:** {review.pages_total} ({len(review.pages_kept)} kept by the pre-filter: "
                 f"{', '.join(map(str, review.pages_kept)) or 'none'})")
-    how = "section and paragraph (¶)" if review.format == "docx" else "character span"
-    return (f"- **Format:** {FORMAT_NAMES[review.format]}, no pages: findings are located by {how}; read in "
+    how = ("section and paragraph (¶)" if registry.FORMATS[review.format].located_by == "paragraph"
+           else "character span")
+    return (f"- **Format:** {registry.display(review.format)}, no pages: findings are located by {how}; read in "
             f"{review.pages_total} part(s), {len(review.pages_kept)} kept by the pre-filter")
 
 

@@ -14,11 +14,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from clausegate.review.categories import CATEGORIES, canonical
+from clausegate.review.document.registry import FormatName
 from clausegate.review.text_identity import content_id as _content_id
 from clausegate.review.text_identity import text_id as _text_id
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
-
 
 # a playbook-defined clause type's name (clausegate.review.custom_categories.CustomCategory.name)
 _CUSTOM_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9 /&'()-]{1,59}$")
@@ -44,7 +44,7 @@ class ContractSource(_Model):
     filename: str
 
 
-DocumentFormat = Literal["pdf", "docx", "odt", "text"]
+DocumentFormat = FormatName  # the format table's names (clausegate/review/document/registry.py)
 
 
 class Page(_Model):
@@ -360,7 +360,7 @@ class Review(_Model):
     failure: StepFailure | None = None
     model_unconfirmed: list[str] = Field(
         default_factory=list, description="categories sent to a model whose answer never came (model step failed)")
-    format: DocumentFormat = Field("pdf", description="the contract's format: pdf, docx or text")
+    format: DocumentFormat = Field("pdf", description="the contract's format (the format table's name)")
     revisions: list[Revision] = Field(default_factory=list, description="docx: the pending tracked changes")
     comments: list[Comment] = Field(default_factory=list, description="docx: the comments")
     positions: list[PositionCheck] = Field(

@@ -20,6 +20,7 @@ from clausegate.gates.model import findings_of
 from flows.contract_review import contract_review
 from tests.support import docx_factory as d
 from tests.support import model_flow
+from tests.support import odt_factory as odt
 from tests.support.contracts import GATED_PAGES, LIABILITY_PAGES, SUPPLY_PAGES
 from tests.support.flow_runs import steps_by_state, task_states
 
@@ -149,3 +150,22 @@ def test_the_model_cascade_reads_a_word_draft_and_its_quotes_are_located_by_para
         assert all(c.paragraph is not None and c.span is not None for c in model_clauses)
     finally:
         server.stop()
+
+
+def test_an_opendocument_draft_is_reviewed_located_by_paragraph_and_its_hidden_text_asks_a_person(tmp_path):
+    """Issue 31 item 2: a format is its parser plus one row of the table; the flow, the report and the gate take it
+    from there (an .odt with an uncapped-liability clause, and a hidden sentence)."""
+    uncapped, payment = GATED_PAGES[2].split("\n")
+    body = "".join(f"<text:p>{line}</text:p>" for line in [*GATED_PAGES[0].split("\n"), payment, uncapped])
+    hidden = '<text:p><text:span text:style-name="Hide">Supplier has no liability of any kind.</text:span></text:p>'
+    path = odt.make_odt(tmp_path / "draft.odt", body + hidden)
+    out = tmp_path / "reports"
+    state, states = run(path, out)
+    review = state.result()
+    assert review.format == "odt" and states["parse-pdf"] == "Completed"
+    assert review.gated_categories[0] == "Document integrity" and "Uncapped Liability" in review.gated_categories
+    assert any(w.code == "CG-ODT-HIDDEN-TEXT" for w in review.warnings)
+    ul = next(c for c in review.clauses if c.category == "Uncapped Liability")
+    assert ul.paragraph == 4 and "no liability of any kind" not in json.dumps([c.text for c in review.clauses])
+    _, markdown = report_of(out)
+    assert "OpenDocument .odt" in markdown and "¶ 4" in markdown

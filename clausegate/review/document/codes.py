@@ -50,7 +50,7 @@ NOTICE_CODES = (
 # A review with any of these notices is never a plain `complete`: the human gate lists them under
 # this pseudo-category (it is not one of CUAD's 41 clause categories).
 INTEGRITY_CODES = frozenset({NOTICE_HIDDEN_TEXT, NOTICE_GARBLED_TEXT, NOTICE_INTEGRITY_UNCHECKED,
-                             NOTICE_DOCX_HIDDEN_TEXT, NOTICE_DOCX_UNREAD_PART})
+                             NOTICE_DOCX_HIDDEN_TEXT, NOTICE_DOCX_UNREAD_PART, "CG-ODT-HIDDEN-TEXT"})
 INTEGRITY_CATEGORY = "Document integrity"
 
 # What the parser produces: bump when its output changes for the same bytes (the parse-pdf task's cache
@@ -95,7 +95,6 @@ DOCX_TOO_MUCH_TEXT = "CG-DOCX-TOO-MUCH-TEXT"  # over max_chars, or over DOCX_MAX
 DOCX_TIMEOUT = "CG-DOCX-TIMEOUT"  # the sandboxed parse of a .docx hit the time cap (a PDF's: CG-PDF-TIMEOUT)
 DOCX_TOO_COMPLEX = "CG-DOCX-TOO-COMPLEX"  # ... ran out of memory or was killed (a PDF's: CG-PDF-TOO-COMPLEX)
 # The parser child answers with the PDF codes whatever it read; the parent names them for the format it sent.
-FORMAT_CODES = {"docx": {TIMEOUT: DOCX_TIMEOUT, TOO_COMPLEX: DOCX_TOO_COMPLEX}}
 TEXT_EMPTY = "CG-TEXT-EMPTY"  # a plain-text contract with no text
 TEXT_TOO_MUCH_TEXT = "CG-TEXT-TOO-MUCH-TEXT"  # a plain-text contract over max_chars
 NOTICE_DOCX_TRACKED_CHANGES = "CG-DOCX-TRACKED-CHANGES"  # pending w:ins / w:del: reviewed as accepted, listed

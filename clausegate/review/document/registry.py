@@ -67,9 +67,7 @@ ROWS: tuple[Format, ...] = (
            child_codes={TIMEOUT: DOCX_TIMEOUT, TOO_COMPLEX: DOCX_TOO_COMPLEX}, attachment=True, folder=True),
     Format("odt", "OpenDocument .odt", (".odt",), (ODT_MIMETYPE.decode(),), zip_mimetype=ODT_MIMETYPE,
            parser="clausegate.review.document.odt:extract", located_by="paragraph",
-           child_codes={TIMEOUT: "CG-ODT-TIMEOUT", TOO_COMPLEX: "CG-ODT-TOO-COMPLEX"}, folder=True),
-    # attachment=True once clausegate/inbox/eml_sandbox.py's KINDS (the check of the e-mail child's answer) asks
-    # this table: until then an .odt attachment is skipped with its reason, never a failed message
+           child_codes={TIMEOUT: "CG-ODT-TIMEOUT", TOO_COMPLEX: "CG-ODT-TOO-COMPLEX"}, attachment=True, folder=True),
     Format("text", "plain text", (".txt", ".md"), ("text/plain", "text/markdown")),
     Format("eml", "e-mail", (".eml",), ("message/rfc822",), envelope=True),
 )
