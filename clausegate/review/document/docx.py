@@ -55,12 +55,12 @@ from clausegate.review.document.docx_parts import (
     read_part,
     run_props,
 )
+from clausegate.review.document.visibility import hidden_notices
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _DESCEND = frozenset(W + t for t in ("hyperlink", "smartTag", "customXml", "fldSimple", "sdt", "sdtContent", "dir",
                                      "bdo"))
 _DRAWN = frozenset({W + "pict", W + "drawing", W + "object", extras.ALTERNATE})
-_MAX_HIDDEN_NOTICES = 20
 SEPARATOR = "\n\n"
 
 
@@ -328,18 +328,7 @@ class _Reader:
         return found
 
     def _notices(self, revisions: list[dict], comments: list[dict]) -> list[dict[str, Any]]:
-        notices = []
-        for index, pieces, reasons in self.hidden[:_MAX_HIDDEN_NOTICES]:
-            joined = " ".join(" ".join(pieces).split())
-            excerpt = joined if len(joined) <= 120 else joined[:117] + "…"
-            where = f"¶ {min(index + 1, len(self.paras))}" + ("" if index < len(self.paras) else " (at the end)")
-            notices.append({"code": NOTICE_DOCX_HIDDEN_TEXT, "page": None, "message": (
-                f"“{excerpt}” is hidden text in {where}: {', '.join(sorted(reasons))} ({len(pieces)} piece(s), "
-                f"{len(joined)} characters). A reader of the document in Word does not see it; it was left out of "
-                "the reviewed text. Ask the sender why it is there.")})
-        if len(self.hidden) > _MAX_HIDDEN_NOTICES:
-            notices.append({"code": NOTICE_DOCX_HIDDEN_TEXT, "page": None, "message": (
-                f"hidden text in {len(self.hidden) - _MAX_HIDDEN_NOTICES} more paragraph(s), not listed one by one.")})
+        notices = hidden_notices(self.hidden, len(self.paras), NOTICE_DOCX_HIDDEN_TEXT, "Word")
         for index, what in self.unread:
             where = f"¶ {index}" if index else "the start"
             notices.append({"code": NOTICE_DOCX_UNREAD_PART, "page": None, "message": (

@@ -40,7 +40,7 @@ from clausegate.review.document.codes import (
     SETTING_MAX_CHARS,
     failure,
 )
-from clausegate.review.document.visibility import MIN_FONT_PT, same_colour
+from clausegate.review.document.visibility import MIN_FONT_PT, hidden_notices, same_colour
 
 ODT_ENCRYPTED = "CG-ODT-ENCRYPTED"
 ODT_ZIP_BOMB = "CG-ODT-ZIP-BOMB"
@@ -66,7 +66,6 @@ TINY = f"microscopic (under {MIN_FONT_PT:g} pt)"
 SEPARATOR = "\n\n"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _RATIO_FLOOR = 1024 * 1024
-_MAX_HIDDEN_NOTICES = 20
 _MAX_SPACES = 1000
 _SKIPPED = frozenset({OFFICE + "annotation", OFFICE + "annotation-end", TEXT + "tracked-changes",
                       TEXT + "note-citation", TEXT + "table-of-content", TEXT + "sequence-decls"})
@@ -340,16 +339,4 @@ class _Reader:
                 "comments": []}
 
     def _notices(self) -> list[dict[str, Any]]:
-        notices = []
-        for index, pieces, reasons in self.hidden[:_MAX_HIDDEN_NOTICES]:
-            joined = " ".join(" ".join(pieces).split())
-            excerpt = joined if len(joined) <= 120 else joined[:117] + "…"
-            where = f"¶ {min(index + 1, len(self.paras))}" + ("" if index < len(self.paras) else " (at the end)")
-            notices.append({"code": NOTICE_ODT_HIDDEN_TEXT, "page": None, "message": (
-                f"“{excerpt}” is hidden text in {where}: {', '.join(sorted(reasons))} ({len(pieces)} piece(s), "
-                f"{len(joined)} characters). A reader of the document in LibreOffice or Word does not see it; it was "
-                "left out of the reviewed text. Ask the sender why it is there.")})
-        if len(self.hidden) > _MAX_HIDDEN_NOTICES:
-            notices.append({"code": NOTICE_ODT_HIDDEN_TEXT, "page": None, "message": (
-                f"hidden text in {len(self.hidden) - _MAX_HIDDEN_NOTICES} more paragraph(s), not listed one by one.")})
-        return notices
+        return hidden_notices(self.hidden, len(self.paras), NOTICE_ODT_HIDDEN_TEXT, "LibreOffice or Word")
