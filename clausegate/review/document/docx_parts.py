@@ -17,21 +17,14 @@
 
 from __future__ import annotations
 
-import io
 import zipfile
-from collections import Counter
 from typing import Any
-from xml.etree.ElementTree import Element, ParseError
+from xml.etree.ElementTree import Element
 
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring
-
+from clausegate.review.document import office_zip
 from clausegate.review.document.codes import (
     DOCX_CORRUPT,
     DOCX_MACROS,
-    DOCX_MAX_PART_BYTES,
-    DOCX_MAX_RATIO,
-    DOCX_MAX_UNCOMPRESSED,
     DOCX_XML_UNSAFE,
     DOCX_ZIP_BOMB,
 )
@@ -39,78 +32,31 @@ from clausegate.review.document.docx_hidden import shading
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MAIN = "word/document.xml"
-_RATIO_FLOOR = 1024 * 1024
 
 
-class Refused(Exception):
-    """A definitive failure of the .docx, carried to the parent as a coded result."""
-
-    def __init__(self, code: str, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.code, self.message, self.hint = code, message, hint
+Refused = office_zip.Refused
+_SAVE_AGAIN = "open it in Word or LibreOffice and save it again as .docx (or as PDF), then resubmit."
+DOCX = office_zip.Kind(
+    suffix=".docx", corrupt=DOCX_CORRUPT, xml_unsafe=DOCX_XML_UNSAFE, zip_bomb=DOCX_ZIP_BOMB, save_again=_SAVE_AGAIN,
+    xml_is="OOXML", unsafe_hint="ask the sender for a copy saved again from Word, or as PDF.",
+    bomb_hint="a real contract is far smaller; ask the sender for a copy saved again from Word, or as PDF.",
+    twice_hint="ask the sender for a copy saved again from Word (or as PDF); a real .docx never has this.")
 
 
 def open_archive(data: bytes) -> zipfile.ZipFile:
-    """The checked archive: a ZIP with a main document part, no VBA project, within the inflation caps."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
-        raise Refused(DOCX_CORRUPT, f"the .docx is not a readable ZIP archive ({exc}).", _SAVE_AGAIN) from None
-    names = {i.filename for i in infos}
-    if len(names) != len(infos):  # zipfile keeps the last of two entries of one name; another reader the first
-        twice = sorted(n for n, count in Counter(i.filename for i in infos).items() if count > 1)
-        raise Refused(DOCX_CORRUPT, f"the archive holds {', '.join(twice[:3])} twice (two ZIP entries with one "
-                      "name): programs would disagree on which one is the document, so it was not read.",
-                      "ask the sender for a copy saved again from Word (or as PDF); a real .docx never has this.")
+    """The checked archive (``office_zip.open_archive``) with a main document part and no VBA project."""
+    archive, names = office_zip.open_archive(data, DOCX)
     if MAIN not in names:
         raise Refused(DOCX_CORRUPT, f"the archive has no main document part ({MAIN}).", _SAVE_AGAIN)
     if any(n.lower().rsplit("/", 1)[-1] in ("vbaproject.bin", "vbadata.xml") for n in names):
         raise Refused(DOCX_MACROS, "the document holds a VBA project (macros); macros are never run or read.",
                       "save it as a plain .docx or as PDF and submit that.")
-    total = sum(i.file_size for i in infos)
-    if total > DOCX_MAX_UNCOMPRESSED:
-        raise _bomb(f"its parts inflate to {total / 1048576:,.0f} MB, over the {DOCX_MAX_UNCOMPRESSED >> 20} MB cap")
     return archive
 
 
 def read_part(archive: zipfile.ZipFile, name: str, *, required: bool = False) -> Element | None:
-    """Part ``name`` parsed without DTDs or entities; None when it is absent and not ``required``."""
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        if required:
-            raise Refused(DOCX_CORRUPT, f"the archive has no {name}.", _SAVE_AGAIN) from None
-        return None
-    if info.file_size > DOCX_MAX_PART_BYTES:
-        raise _bomb(f"{name} inflates to {info.file_size / 1048576:,.0f} MB, over the "
-                    f"{DOCX_MAX_PART_BYTES >> 20} MB cap for one part")
-    if info.file_size > _RATIO_FLOOR and info.file_size > DOCX_MAX_RATIO * max(info.compress_size, 1):
-        raise _bomb(f"{name} inflates {info.file_size // max(info.compress_size, 1):,} times "
-                    f"(over {DOCX_MAX_RATIO} is a decompression bomb)")
-    try:
-        with archive.open(info) as fh:
-            raw = fh.read(DOCX_MAX_PART_BYTES + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise Refused(DOCX_CORRUPT, f"{name} cannot be inflated ({exc}).", _SAVE_AGAIN) from None
-    if len(raw) > DOCX_MAX_PART_BYTES:
-        raise _bomb(f"{name} inflates past the {DOCX_MAX_PART_BYTES >> 20} MB cap (its declared size is false)")
-    try:
-        return fromstring(raw, forbid_dtd=True, forbid_entities=True, forbid_external=True)
-    except DefusedXmlException as exc:
-        raise Refused(DOCX_XML_UNSAFE, f"{name} declares a DTD or entities ({type(exc).__name__}), which OOXML never "
-                      "needs and which can expand without limit (an XML entity bomb); it was not expanded.",
-                      "ask the sender for a copy saved again from Word, or as PDF.") from None
-    except (ParseError, ValueError) as exc:
-        raise Refused(DOCX_CORRUPT, f"{name} is not well-formed XML ({exc}).", _SAVE_AGAIN) from None
-
-
-_SAVE_AGAIN = "open it in Word or LibreOffice and save it again as .docx (or as PDF), then resubmit."
-
-
-def _bomb(why: str) -> Refused:
-    return Refused(DOCX_ZIP_BOMB, f"the .docx was not read: {why}.",
-                   "a real contract is far smaller; ask the sender for a copy saved again from Word, or as PDF.")
+    """Part ``name`` parsed without DTDs or entities (``office_zip.read_part``)."""
+    return office_zip.read_part(archive, name, DOCX, required=required)
 
 
 def on(value: str | None) -> bool:

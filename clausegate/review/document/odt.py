@@ -21,21 +21,13 @@ with blank lines, cut into parts of about ``PART_CHARS`` characters.
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
-from collections import Counter
 from typing import Any
-from xml.etree.ElementTree import Element, ParseError
+from xml.etree.ElementTree import Element
 
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring
-
+from clausegate.review.document import office_zip
 from clausegate.review.document.codes import (
     DOCX_MAX_PARAGRAPHS,
-    DOCX_MAX_PART_BYTES,
-    DOCX_MAX_RATIO,
-    DOCX_MAX_UNCOMPRESSED,
     PART_CHARS,
     SETTING_MAX_CHARS,
     failure,
@@ -65,95 +57,46 @@ SAME_COLOUR = "in the colour of its background"
 TINY = f"microscopic (under {MIN_FONT_PT:g} pt)"
 SEPARATOR = "\n\n"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_RATIO_FLOOR = 1024 * 1024
 _MAX_SPACES = 1000
 _SKIPPED = frozenset({OFFICE + "annotation", OFFICE + "annotation-end", TEXT + "tracked-changes",
                       TEXT + "note-citation", TEXT + "table-of-content", TEXT + "sequence-decls"})
 _SAVE_AGAIN = "open it in LibreOffice or Word and save it again as .odt (or as PDF), then resubmit."
 
 
-class Refused(Exception):
+class Refused(office_zip.Refused):
     def __init__(self, code: str, message: str, hint: str = _SAVE_AGAIN) -> None:
-        super().__init__(message)
-        self.code, self.message, self.hint = code, message, hint
+        super().__init__(code, message, hint)
+
+
+ODT = office_zip.Kind(
+    suffix=".odt", corrupt=ODT_CORRUPT, xml_unsafe=ODT_XML_UNSAFE, zip_bomb=ODT_ZIP_BOMB, save_again=_SAVE_AGAIN,
+    xml_is="ODF", unsafe_hint="ask the sender for a copy saved again, or a PDF; treat the file as hostile.",
+    bomb_hint="a real contract is far smaller; ask the sender for a copy saved again, or a PDF.",
+    twice_hint="ask the sender for a copy saved again (or a PDF); a real .odt never has this.")
 
 
 def extract(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     """The worker's result for an .odt: its parts and hidden-text notices, or a coded failure."""
     try:
-        with _open(data) as archive:
-            manifest = _read(archive, "META-INF/manifest.xml")
+        with office_zip.open_archive(data, ODT)[0] as archive:
+            manifest = office_zip.read_part(archive, "META-INF/manifest.xml", ODT)
             if manifest is not None and any(el.tag == MANIFEST + "encryption-data" for el in manifest.iter()):
                 raise Refused(ODT_ENCRYPTED, "the .odt is password-protected (encrypted): its text can only be read "
                               "with the password, which ClauseGate never asks for.",
                               "open it in LibreOffice, remove the password (File > Properties > Security, or Save "
                               "As without 'Save with password') and submit that file, or a PDF.")
-            content = _read(archive, "content.xml", required=True)
-            styles = _Styles(_read(archive, "styles.xml"), content)
+            content = office_zip.read_part(archive, "content.xml", ODT, required=True)
+            styles = _Styles(office_zip.read_part(archive, "styles.xml", ODT), content)
         reader = _Reader(styles, int(options["max_chars"]))
         for text in content.iter(OFFICE + "text"):
             reader.blocks(text)
-    except Refused as refused:
+    except office_zip.Refused as refused:
         return failure(refused.code, refused.message, refused.hint)
     if not reader.paras:
         return failure(ODT_EMPTY, "the document's body has no text (only empty paragraphs, images or hidden text), "
                                   "so there is nothing to review.",
                        "check that the right file was sent; a scanned contract needs to be sent as a PDF with text.")
     return reader.result()
-
-
-# ---------------------------------------------------------------------------------------------- the archive
-def _open(data: bytes) -> zipfile.ZipFile:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
-        raise Refused(ODT_CORRUPT, f"the .odt is not a readable ZIP archive ({exc}).") from None
-    twice = sorted(n for n, count in Counter(i.filename for i in infos).items() if count > 1)
-    if twice:  # zipfile keeps the last of two entries of one name; another reader the first
-        raise Refused(ODT_CORRUPT, f"the archive holds {', '.join(twice[:3])} twice (two ZIP entries with one name): "
-                      "programs would disagree on which one is the document, so it was not read.",
-                      "ask the sender for a copy saved again (or a PDF); a real .odt never has this.")
-    total = sum(i.file_size for i in infos)
-    if total > DOCX_MAX_UNCOMPRESSED:
-        raise _bomb(f"its parts inflate to {total / 1048576:,.0f} MB, over the {DOCX_MAX_UNCOMPRESSED >> 20} MB cap")
-    return archive
-
-
-def _read(archive: zipfile.ZipFile, name: str, *, required: bool = False) -> Element | None:
-    """Part ``name`` parsed without DTDs or entities, within the caps; None when it is absent and not ``required``."""
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        if required:
-            raise Refused(ODT_CORRUPT, f"the archive has no {name}.") from None
-        return None
-    if info.file_size > DOCX_MAX_PART_BYTES:
-        raise _bomb(f"{name} inflates to {info.file_size / 1048576:,.0f} MB, over the {DOCX_MAX_PART_BYTES >> 20} MB "
-                    "cap for one part")
-    if info.file_size > _RATIO_FLOOR and info.file_size > DOCX_MAX_RATIO * max(info.compress_size, 1):
-        raise _bomb(f"{name} inflates {info.file_size // max(info.compress_size, 1):,} times (over {DOCX_MAX_RATIO} "
-                    "is a decompression bomb)")
-    try:
-        with archive.open(info) as fh:
-            raw = fh.read(DOCX_MAX_PART_BYTES + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise Refused(ODT_CORRUPT, f"{name} cannot be inflated ({exc}).") from None
-    if len(raw) > DOCX_MAX_PART_BYTES:
-        raise _bomb(f"{name} inflates past the {DOCX_MAX_PART_BYTES >> 20} MB cap (its declared size is false)")
-    try:
-        return fromstring(raw, forbid_dtd=True, forbid_entities=True, forbid_external=True)
-    except DefusedXmlException as exc:
-        raise Refused(ODT_XML_UNSAFE, f"{name} declares a DTD or entities ({type(exc).__name__}), which ODF never "
-                      "needs and which can expand without limit (an XML entity bomb); it was not expanded.",
-                      "ask the sender for a copy saved again, or a PDF; treat the file as hostile.") from None
-    except (ParseError, ValueError) as exc:
-        raise Refused(ODT_CORRUPT, f"{name} is not well-formed XML ({exc}).") from None
-
-
-def _bomb(why: str) -> Refused:
-    return Refused(ODT_ZIP_BOMB, f"the .odt was not read: {why}.",
-                   "a real contract is far smaller; ask the sender for a copy saved again, or a PDF.")
 
 
 # ---------------------------------------------------------------------------------------------- styles
