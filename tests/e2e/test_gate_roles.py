@@ -32,6 +32,7 @@ import pytest
 from clausegate.demo.slack_server import FakeSlack
 from tests.support.gates import state_history, wait_for_state
 from tests.support.served_gates import CLI, GateStack, served_gate_stack, start_gated_review
+from tests.support.waiting import WaitTimeout, wait_until
 
 DEPLOYMENT = "roles-e2e"
 BLOCK = "roles-e2e"
@@ -110,23 +111,11 @@ def pause_keys(run_id: str) -> list[str]:
 
 
 def wait_suspended_at_round(run_id: str, n: int, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        keys = pause_keys(run_id)
-        if keys and keys[0].endswith(f"-a{n}"):
-            return
-        time.sleep(0.3)
-    raise TimeoutError(f"run {run_id} did not suspend at answer round {n}: {state_history(run_id)[-3:]}")
-
-
-def wait_until(predicate, timeout: float = 60, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(what)
+    try:
+        wait_until(lambda: (keys := pause_keys(run_id)) and keys[0].endswith(f"-a{n}"), timeout, step=0.2,
+                   what=f"run {run_id} suspended at answer round {n}", ignore=())
+    except WaitTimeout as exc:
+        raise WaitTimeout(f"{exc}: {state_history(run_id)[-3:]}") from None
 
 
 def click(stack: GateStack, run_id: str, decision: str, user, finding: str | None = None) -> None:
@@ -239,7 +228,7 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     assert answer["status"] == "ACCEPT", answer
     wait_suspended_at_round(review.id, 1)
     refused = wait_until(lambda: [e for e in refused_events(review.id) if e.event.endswith("gate.refused")
-                                  and e.payload.get("reason") == "role_unverified"], what="role_unverified audit")
+                                  and e.payload.get("reason") == "role_unverified"], 60, what="role_unverified audit")
     assert "Answer in Slack" in refused[0].payload["message"]
     cli = subprocess.run([CLI, "resolve", review.id, "approve", "--finding", legal_ids[0]], capture_output=True,
                          text=True, timeout=120, env={**os.environ, "CLAUSEGATE_SLACK_BLOCK": BLOCK})
@@ -249,20 +238,20 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     # 2. I'm on it: recorded, shown in Slack and in `clausegate gates`
     click(stack, review.id, "ack", LEGAL)
     wait_until(lambda: "Acknowledged by legal-lou" in json.dumps(message_of(fake, review.id)["blocks"]), 60,
-               "the ack in the Slack message")
+               what="the ack in the Slack message")
     listing = subprocess.run([CLI, "gates"], capture_output=True, text=True, timeout=120)
     assert "acknowledged: legal-lou (U0LEGAL)" in " ".join(listing.stdout.split()), listing.stdout
 
     # 3. reassign legal's finding to another person of role legal
     for fid in legal_ids:
         stack.slack.command("/resolve", f"{review.id} {fid} reassign <@U0LEE|lee>", user=LEGAL)
-    wait_until(lambda: len(extras_of(review.id, record.key).assignments) == len(legal_ids), 60, "reassignment")
+    wait_until(lambda: len(extras_of(review.id, record.key).assignments) == len(legal_ids), 60, what="reassignment")
     wait_until(lambda: "assigned to <@U0LEE>" in json.dumps(message_of(fake, review.id)["blocks"]), 60,
-               "the assignee in the Slack message")
+               what="the assignee in the Slack message")
 
     # 4. the assignee decides legal's findings (the original legal person no longer can)
     click(stack, review.id, "approve", LEGAL, finding=legal_ids[0])
-    wait_until(lambda: responses_for(stack, "assigned to U0LEE"), 120, "the refusal of the unassigned legal")
+    wait_until(lambda: responses_for(stack, "assigned to U0LEE"), 120, what="the refusal of the unassigned legal")
     for n, fid in enumerate(legal_ids, 2):
         click(stack, review.id, "approve", LEE, finding=fid)
         wait_suspended_at_round(review.id, n)
@@ -270,8 +259,11 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     # 5. reminders at 50% and 80% of the SLA, to whoever still has to answer (finance, now)
     for threshold in (0.5, 0.8):
         wait_until(lambda t=threshold: (datetime.now(UTC) - record.opened_at).total_seconds()
-                   >= t * SLA_HOURS * 3600, SLA_HOURS * 3600, "SLA time")
-        run_sweep()
+                   >= t * SLA_HOURS * 3600, SLA_HOURS * 3600, step=1.0, max_step=1.0, what="SLA time")
+        # sweep (again, as the scheduled sweeper would) until the reminder is recorded
+        wait_until(lambda t=threshold: run_sweep() is not None and round(t * 100) in
+                   extras_of(review.id, record.key).reminders, 120, step=2.0, max_step=5.0, ignore=(),
+                   what=f"the {threshold:.0%} reminder recorded")
     assert extras_of(review.id, record.key).reminders == [50, 80]
     reminders = [c for c in fake.calls("chat.postMessage", ok_only=True) if "of the SLA" in c.args.get("text", "")
                  and review.filename in c.args["text"]]
@@ -279,9 +271,7 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     assert "<@U0FIN>" in reminders[-1].args["text"] and "<@U0LEE>" not in reminders[-1].args["text"]
 
     # 6. finance never answers: the SLA breach still escalates (what is open), the review ends needs_legal
-    wait_until(lambda: (datetime.now(UTC) - record.opened_at).total_seconds() > SLA_HOURS * 3600, 300, "SLA")
-    done = run_sweep()
-    mine = next(d for d in done if d["flow_run_id"] == review.id and "outcome" in d and "percent" not in d)
+    mine = sweep_until_escalated(review.id, record)
     assert mine["outcome"] == "resumed" and mine["escalation_posted"], mine
     wait_for_state(review.id, {"Completed"}, timeout=180)
     report = review.report()
@@ -291,6 +281,45 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
     assert all(by[(f, "finance")][:2] == ("escalate", "sla") for f in finance_ids)
 
     print_life(fake, review, "one gate's life (UI refused, ack, reassign, reminders, a decision, SLA breach)")
+
+
+def sweep_until_escalated(run_id: str, record) -> dict:
+    """The sweep's entry escalating ``run_id``. First wait for what the sweep acts on: the gate listed overdue
+    (``waiting_gates``: the SLA has passed by the product's clock, the run is Suspended); then sweep, again if a
+    sweep did not escalate it (as the scheduled sweeper would, every few minutes), within two minutes."""
+    from clausegate.gates import waiting_gates
+
+    def listed() -> list:
+        return [g for g in waiting_gates() if g.flow_run_id == run_id]
+
+    left = max((record.sla_deadline - datetime.now(UTC)).total_seconds(), 0.0)
+    try:
+        wait_until(lambda: (gate := listed()) and gate[0].overdue, left + 60, step=1.0, max_step=2.0,
+                   what=f"the gate of {run_id} listed overdue")
+    except WaitTimeout as exc:
+        raise WaitTimeout(f"{exc}; states {state_history(run_id)[-3:]}; {paused_runs()} paused runs on the "
+                          "server (waiting_gates reads at most 200)") from None
+    sweeps: list[list[dict]] = []
+
+    def escalated() -> dict | None:
+        sweeps.append(run_sweep())
+        return next((d for d in sweeps[-1] if d["flow_run_id"] == run_id and "outcome" in d
+                     and "percent" not in d), None)
+
+    try:
+        return wait_until(escalated, 120, step=2.0, max_step=5.0, ignore=(), what=f"a sweep escalating {run_id}")
+    except WaitTimeout as exc:
+        raise WaitTimeout(f"{exc}; sweeps returned {sweeps}; states {state_history(run_id)[-3:]}") from None
+
+
+def paused_runs() -> int:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+
+    with get_client(sync_client=True) as client:
+        return client.count_flow_runs(flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))))
 
 
 def print_life(fake: FakeSlack, review: Review, title: str) -> None:
