@@ -39,11 +39,10 @@ from clausegate.review.gate_reasons import describe_reasons
 from clausegate.review.positions import MISSING_REASON, describe
 from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.report_formats import pending_changes_note, where
-from clausegate.review.schemas import Review, Suggestion
+from clausegate.review.schemas import Review, Suggestion, Via
 from clausegate.security import at_rest
 
 Decision = Literal["approve", "changes", "escalate"]
-Via = Literal["slack", "ui", "cli", "sla"]
 
 DECISIONS: tuple[str, ...] = ("approve", "changes", "escalate")
 DECISION_LABELS = {"approve": "Approve", "changes": "Request changes", "escalate": "Escalate"}

@@ -274,6 +274,8 @@ class KeyTerms(_Model):
     terms: list[KeyTerm]
     model_asked: bool = Field(False, description="the model answered the summary prompt")
 
+Via = Literal["slack", "ui", "cli", "sla"]  # how an answer reached a gate: the one list (gates/, receipts)
+
 
 class GateDecision(_Model):
     """A person's (or the SLA sweeper's) answer at a human gate. A timeout is an escalation, never a rejection."""
@@ -283,7 +285,7 @@ class GateDecision(_Model):
     decision: Literal["approve", "changes", "escalate"]
     reviewer: str
     comment: str = ""
-    via: Literal["slack", "ui", "cli", "sla"] = "ui"
+    via: Via = "ui"
     decided_at: datetime
     finding: str | None = Field(None, description="per-finding gate: the finding id (F1, …) this decision is on")
     role: str | None = Field(None, description="per-finding gate: the role this answer counted for")
@@ -375,26 +377,7 @@ class Review(_Model):
 
 
 __all__ = [
-    "CATEGORIES",
-    "Clause",
-    "Clearance",
-    "Comment",
-    "ContractSource",
-    "Cost",
-    "Dispute",
-    "Extraction",
-    "FilteredDocument",
-    "GateDecision",
-    "GateReason",
-    "KeyTerm",
-    "KeyTerms",
-    "Notice",
-    "Page",
-    "ParsedDocument",
-    "Passage",
-    "PositionCheck",
-    "Review",
-    "Revision",
-    "ReviewOrigin",
-    "StepFailure",
+    "CATEGORIES", "Clause", "Clearance", "Comment", "ContractSource", "Cost", "Dispute", "Extraction",
+    "FilteredDocument", "GateDecision", "GateReason", "KeyTerm", "KeyTerms", "Notice", "Page", "ParsedDocument",
+    "Passage", "PositionCheck", "Review", "ReviewOrigin", "Revision", "StepFailure", "Via"
 ]
