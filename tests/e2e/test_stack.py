@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from clausegate.stack.state import (
 )
 from tests.support.pdf_factory import make_text_pdf
 from tests.support.prefect_server import free_port
+from tests.support.waiting import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,10 +118,7 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
             online = any(w[0] == "clausegate-local" and w[1] == "ONLINE" for w in info.get("workers", []))
             return info if online else None
 
-        deadline = time.monotonic() + 60
-        info = None
-        while time.monotonic() < deadline and not (info := worker_online()):
-            time.sleep(1)
+        info = poll(worker_online, 60, step=0.5, max_step=1.0, ignore=())
         assert info, "the worker never reported ONLINE"
         assert info["healthy"] and [q[:2] for q in info["queues"]][:3] == [("high", 1), ("normal", 2), ("low", 3)]
         # A flow run on this worker goes through the warm start: forked from the preloaded process.
@@ -185,13 +182,7 @@ def test_up_status_down_against_a_running_server(tmp_path, monkeypatch):
 
 def _poll(check, timeout: float):
     """``check()``'s first true value within ``timeout`` seconds (None if none)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    return None
+    return poll(check, timeout, step=0.2, max_step=0.5, ignore=())
 
 
 def _record(home: Path, name: str) -> ProcessRecord:
