@@ -207,7 +207,7 @@ def extras_of(run_id: str, key: str):
 def refused_events(run_id: str) -> list:
     from prefect.client.orchestration import get_client
 
-    from clausegate.ops import audit
+    from clausegate import audit
 
     async def read():
         async with get_client() as client:

@@ -2,7 +2,7 @@
 
 * Why the fence exists: Prefect accepts ``Crashed → Completed`` and ``Scheduled → Completed`` from a
   process that no longer owns the run.
-* ``clausegate.pipeline.attempts``: a flow whose run was crashed or requeued under it exits with Prefect's
+* ``clausegate.runs.attempts``: a flow whose run was crashed or requeued under it exits with Prefect's
   Abort and leaves the run exactly as the server has it; a current attempt (or one being cancelled)
   carries on.
 * A deployed contract-review run whose gate Prefect refuses to suspend (it was started as a
@@ -55,7 +55,7 @@ def _names(run_id) -> list[str]:
 
 
 def test_prefect_lets_a_process_complete_a_run_it_no_longer_owns():
-    """The reason for clausegate.pipeline.attempts: the server does not reject these (if it ever does, good)."""
+    """The reason for clausegate.runs.attempts: the server does not reject these (if it ever does, good)."""
     from prefect import flow
     from prefect.states import Completed, Crashed, Running, Scheduled
 
@@ -72,7 +72,7 @@ def test_prefect_lets_a_process_complete_a_run_it_no_longer_owns():
             assert result.status.value == "ACCEPT", (stale_view.name, result)
 
 
-# --------------------------------------------------------------------------- clausegate.pipeline.attempts
+# --------------------------------------------------------------------------- clausegate.runs.attempts
 
 
 def _flow_that_is_overtaken(change):
@@ -80,7 +80,7 @@ def _flow_that_is_overtaken(change):
     from prefect import flow
     from prefect.context import FlowRunContext
 
-    from clausegate.pipeline.attempts import ensure_current
+    from clausegate.runs.attempts import ensure_current
 
     @flow(name="clausegate-fencing-probe", persist_result=False)
     def overtaken():
@@ -97,7 +97,7 @@ def _flow_that_is_overtaken(change):
 def test_a_stale_attempt_exits_without_changing_the_run(moved_to):
     from prefect.states import Crashed, Running, Scheduled, Suspended
 
-    from clausegate.pipeline.attempts import STALE, StaleAttempt
+    from clausegate.runs.attempts import STALE, StaleAttempt
 
     seen = {}
 
@@ -133,7 +133,7 @@ def test_the_current_attempt_and_one_being_cancelled_carry_on():
 
 
 def test_outside_a_flow_run_there_is_nothing_to_fence():
-    from clausegate.pipeline.attempts import ensure_current
+    from clausegate.runs.attempts import ensure_current
 
     assert ensure_current("anywhere") is None
 
@@ -145,7 +145,7 @@ def test_a_recent_confirmation_stands_in_for_the_read_only_within_the_window(mon
     from prefect.context import FlowRunContext
     from prefect.states import Crashed
 
-    from clausegate.pipeline import attempts
+    from clausegate.runs import attempts
 
     now = [1000.0, 1_700_000_000.0]  # the boot clock, the wall clock
     monkeypatch.setattr(attempts, "clocks", lambda: tuple(now))

@@ -12,7 +12,7 @@
   is stopped inside its parse task and its worker is killed (SIGKILL); another worker runs the requeued attempt,
   which waits at its gate.  Then the stale process is continued (SIGCONT): its parse task's timeout has long
   passed, so Prefect raises ``TimeoutError`` in it at once.  It must exit without touching the run (the exception
-  is fenced: clausegate/pipeline/attempts.py, ``fenced_exit``); the gate stays answerable.  Before the fix the
+  is fenced: clausegate/runs/attempts.py, ``fenced_exit``); the gate stays answerable.  Before the fix the
   engine proposed ``Failed``/``TimedOut`` and the server moved the waiting run Suspended -> Failed.
 
 Each runs on its own work queue (``queue``) with workers that poll only that queue.  Measured timings are
@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 
 from clausegate.ops import dead_letters
-from clausegate.pipeline.attempts import STALE
+from clausegate.runs.attempts import STALE
 from tests.support.contracts import GATED_PAGES, NO_GATES_PLAYBOOK, SUPPLY_PAGES
 from tests.support.deployments import SLACK_BLOCK, start_worker, stop_worker
 from tests.support.gate_skip_scenarios import ZOMBIE_SECONDS
