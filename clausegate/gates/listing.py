@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
 from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.sorting import FlowRunSort
 from pydantic import BaseModel, ConfigDict
 
 from clausegate.gates import store
@@ -54,16 +55,20 @@ class WaitingGate(BaseModel):
         return self.sla_left <= timedelta(0)
 
 
-def waiting_gates(*, now: datetime | None = None, limit: int = 200) -> list[WaitingGate]:
-    """All runs suspended at a ClauseGate gate, earliest SLA deadline first."""
+def waiting_gates(*, now: datetime | None = None, page: int = 200) -> list[WaitingGate]:
+    """All runs suspended at a ClauseGate gate, earliest SLA deadline first.  Read ``page`` runs at a time, in a
+    stable order, to the last one: a sweep that read only the first page would miss gates beyond it."""
     moment = now or now_utc()
     gates: list[WaitingGate] = []
+    paused = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])))
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))),
-            limit=limit,
-        )
+        runs, offset = [], 0
+        while True:
+            batch = client.read_flow_runs(flow_run_filter=paused, sort=FlowRunSort.ID_DESC, limit=page, offset=offset)
+            runs += batch
+            if len(batch) < page:
+                break
+            offset += page
         for run in runs:
             key = store.gate_key_of(run)
             if key is None:

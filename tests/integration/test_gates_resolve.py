@@ -119,6 +119,7 @@ def test_waiting_gates_and_the_cli(settings, monkeypatch):
     fresh = open_synthetic_gate(settings, filename="fresh.pdf", sla_hours=8)
     listed = {g.flow_run_id: g for g in waiting_gates()}
     assert old.flow_run_id in listed and fresh.flow_run_id in listed
+    assert set(listed) == {g.flow_run_id for g in waiting_gates(page=1)}  # every page read, not only the first
     assert listed[old.flow_run_id].overdue and not listed[fresh.flow_run_id].overdue
     assert timedelta(hours=7, minutes=50) < listed[fresh.flow_run_id].sla_left <= timedelta(hours=8)
     assert listed[fresh.flow_run_id].slack.ok

@@ -209,7 +209,7 @@ def test_a_failed_hidden_text_check_is_reported_not_silent(tmp_path, monkeypatch
     # PDFium's pre-check: when it cannot judge (or fails), has_hidden decides, so it must not hide the failure above
     monkeypatch.setattr(plain_page, "plainly_visible", lambda *_: False)
     data = factory.make_text_pdf(tmp_path / "plain.pdf", [VISIBLE]).read_bytes()
-    result = worker._extract(data, {"timeout": 60, "max_chars": 100_000, "ocr": "off", "tesseract": None})
+    result = worker.extract_pdf(data, {"timeout": 60, "max_chars": 100_000, "ocr": "off", "tesseract": None})
     assert "liability shall be" in " ".join(result["pages"][0]["text"].split())
     assert [(n["code"], n["page"]) for n in result["notices"]] == [("CG-PDF-INTEGRITY-UNCHECKED", 1)]
     assert "unexpected operator" in result["notices"][0]["message"]
