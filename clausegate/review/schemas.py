@@ -274,7 +274,8 @@ class KeyTerms(_Model):
     terms: list[KeyTerm]
     model_asked: bool = Field(False, description="the model answered the summary prompt")
 
-Via = Literal["slack", "ui", "cli", "sla"]  # how an answer reached a gate: the one list (gates/, receipts)
+Via = Literal["slack", "email", "ui", "cli", "sla"]  # how an answer reached a gate: the one list (gates/, receipts)
+PERSON_VIAS: tuple[str, ...] = ("slack", "email")  # the channels whose answers prove which person gave them
 
 
 class GateDecision(_Model):
@@ -379,5 +380,5 @@ class Review(_Model):
 __all__ = [
     "CATEGORIES", "Clause", "Clearance", "Comment", "ContractSource", "Cost", "Dispute", "Extraction",
     "FilteredDocument", "GateDecision", "GateReason", "KeyTerm", "KeyTerms", "Notice", "Page", "ParsedDocument",
-    "Passage", "PositionCheck", "Review", "ReviewOrigin", "Revision", "StepFailure", "Via"
+    "PERSON_VIAS", "Passage", "PositionCheck", "Review", "ReviewOrigin", "Revision", "StepFailure", "Via"
 ]
