@@ -17,13 +17,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from clausegate.review.figures import Figure, read, redacted
 from clausegate.review.position_figures import ContractFigures
 
-if TYPE_CHECKING:
-    from clausegate.review.positions import WalkAway
+
+class WalkAway(Protocol):
+    """What a comparison reads of a playbook's walk-away rule (``positions.WalkAway`` is the validated one)."""
+
+    kind: str
+    min: float | None
+    max: float | None
+    currency: str | None
+
+    def line(self) -> str: ...
 
 Outcome = Literal["meets", "breaks", "cannot say"]
 _SYMBOL = {"USD": "$", "EUR": "€", "GBP": "£"}
