@@ -5,13 +5,16 @@ finding has one **slot** per required role (``legal``; ``legal`` and ``finance``
 ``any`` slot when its category names no role. An answer (one resume round, see
 :func:`clausegate.gates.model.round_key`) fills every open slot its answerer may fill:
 
-* a role's slot only by a Slack answer (the user id comes from Slack's signed request) of one of the
-  role's people (``role_members``; after a reassignment, only the assignee), or by the SLA sweeper;
+* a role's slot only by an answer through a channel that proves the person (``PERSON_VIAS``: Slack's
+  signed request names the user id, an e-mail link's signature the address) of one of the role's people
+  (``role_members``: their Slack ids and addresses; after a reassignment, only the assignee), or by the
+  SLA sweeper;
 * an ``any`` slot by every path.
 
 A path that cannot prove who answers (the Prefect UI form, the CLI: its login is the operator
 account, not a person) never fills a role's slot: the answer is refused for that finding and the
-refusal says to answer in Slack. The first answer per slot wins.
+refusal says to answer in Slack or by the e-mail link. :func:`why_not` is the one check, every channel's
+answers go through it. The first answer per slot wins.
 
 The gate is complete when every slot is filled; its status: any *escalate* → ``needs_legal``, else
 any *changes* → ``changes_requested``, else (all approved) ``complete``.
@@ -34,6 +37,7 @@ from clausegate.gates.model import (
     Finding,
     GateRecord,
 )
+from clausegate.review.schemas import PERSON_VIAS
 
 ANY_ROLE = "any"
 RANK = {"approve": 0, "changes": 1, "escalate": 2}
@@ -64,7 +68,7 @@ class FindingProgress(BaseModel):
     finding: Finding
     roles: list[str]
     answers: dict[str, SlotAnswer] = {}
-    assignees: dict[str, str] = {}  # role -> the one Slack user it was reassigned to
+    assignees: dict[str, str] = {}  # role -> the one person (Slack user id) it was reassigned to
 
     @property
     def slots(self) -> list[str]:
@@ -116,9 +120,9 @@ def why_not(record: GateRecord, fp: FindingProgress, role: str, *, via: str, ver
     if role == ANY_ROLE or via == "sla":
         return None
     f = fp.finding
-    where = (f"Answer in Slack: the buttons on the gate message, or `/resolve {record.flow_run_id} {f.id} "
-             "approve|changes|escalate`")
-    if via != "slack" or not verified or not user:
+    where = (f"Answer in Slack (the buttons on the gate message, or `/resolve {record.flow_run_id} {f.id} "
+             "approve|changes|escalate`) or with the links in your e-mail")
+    if via not in PERSON_VIAS or not verified or not user:
         return (f"{f.id} ({f.category}) must be decided by role {role}; an answer via {via} cannot prove who gave "
                 f"it, so it does not count for {f.id}. {where}.")
     people = slot_people(record, fp, role)
@@ -179,7 +183,7 @@ def fillable(record: GateRecord, prog: Progress, *, via: str, user: str | None,
         reasons = [why_not(record, fp, role, via=via, verified=True, user=user) for role in fp.open_slots]
         if any(r is None for r in reasons):
             ids.append(fp.finding.id)
-        elif finding or via != "slack":
+        elif finding or via not in PERSON_VIAS:
             problems.append(next(r for r in reasons if r))
     return ids, problems
 

@@ -50,7 +50,7 @@ from clausegate.gates.model import (
 )
 from clausegate.security import credentials
 
-ReceivedVia = Literal["slack", "cli", "sla"]  # the paths of ``Via`` that prove who answered (not "ui")
+ReceivedVia = Literal["slack", "email", "cli", "sla"]  # the paths of ``Via`` that prove who answered (not "ui")
 MAX_AGE_SECONDS = 600.0  # issued → answer stored; a resume follows its receipt within a second or two
 MAX_SKEW_SECONDS = 120.0  # clock difference between the receiving process and the Prefect server
 NONCE = re.compile(r"^[0-9a-f]{32}$")

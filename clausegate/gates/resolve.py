@@ -52,7 +52,7 @@ from clausegate.slack import SlackError, with_retries
 
 OutcomeKind = Literal["resumed", "already_decided", "not_suspended", "unknown_run", "not_a_gate", "forbidden",
                       "rejected", "timed_out", "error"]
-RECEIVING_PATHS = ("slack", "cli", "sla")
+RECEIVING_PATHS = ("slack", "email", "cli", "sla")
 SWEEPER_USER = "clausegate-sla-sweeper"
 # The audit's reason for each refused outcome (not_suspended is "wrong_gate" when the answer named another gate).
 REFUSAL_REASONS = {"already_decided": "already_decided", "not_suspended": "not_waiting", "unknown_run": "unknown_run",
@@ -90,19 +90,23 @@ def _login() -> str | None:
         return None
 
 
-def verified_user_of(via: str, slack_user_id: str | None) -> str | None:
-    """Who the receiving path itself vouches for: the signed Slack request's user, the CLI's login, the sweeper."""
+def verified_user_of(via: str, slack_user_id: str | None, email: str | None = None) -> str | None:
+    """Who the receiving path itself vouches for: the signed Slack request's user, the signed e-mail link's
+    address, the CLI's login, the sweeper."""
+    if via == "email":
+        return email.strip().lower() if email else None
     return {"slack": slack_user_id, "cli": _login(), "sla": SWEEPER_USER}.get(via)
 
 
 def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, comment: str = "",
                  slack_user_id: str | None = None, settings=None, gate: str | None = None,
                  slack_channel: str | None = None, slack_channel_name: str | None = None,
-                 finding: str | None = None) -> ResolveOutcome:
+                 finding: str | None = None, email: str | None = None) -> ResolveOutcome:
     """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases.
 
-    ``via``: the path that received the answer (``slack``, ``cli`` or ``sla``), recorded in the
-    signed receipt with the user that path verified (Slack user id, the CLI's login, the sweeper).
+    ``via``: the path that received the answer (``slack``, ``email``, ``cli`` or ``sla``), recorded in the
+    signed receipt with the user that path verified (Slack user id, the e-mail link's ``email`` address, the
+    CLI's login, the sweeper).
     ``slack_user_id``, ``slack_channel`` (id) and ``slack_channel_name``: the verified Slack user and
     where the answer was given; a Slack answer counts only as :mod:`clausegate.gates.authority` says
     (the gate's channel, its allowed reviewers, never the submitter's own approval).
@@ -114,7 +118,7 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     may decide (``clausegate.gates.resolve_findings``; a one-decision gate ignores it).
     """
     rid = str(run_id).strip()
-    verified_user = verified_user_of(via, slack_user_id)
+    verified_user = verified_user_of(via, slack_user_id, email)
     where = (slack_channel, slack_channel_name, settings)
     outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
                        verified_user=verified_user, gate=gate, where=where, finding=finding)
@@ -133,7 +137,7 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
 def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, slack_user_id: str | None,
              verified_user: str | None, gate: str | None, where: tuple, finding: str | None = None) -> ResolveOutcome:
     if via not in RECEIVING_PATHS:
-        return _outcome("rejected", rid, f"'{via}' is not a path resolve_gate answers for (slack, cli, sla); "
+        return _outcome("rejected", rid, f"'{via}' is not a path resolve_gate answers for (slack, email, cli, sla); "
                                          "answers in the Prefect UI go through its form.")
     word = normalise_decision(decision)
     if word is None:
@@ -256,6 +260,9 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                 and slack_user_id not in record.allowed_reviewers:
             refusal = authority.Refusal("not_allowed_reviewer", f"{record.filename}: you are not one of the "
                                                                 "reviewers allowed to decide this gate.")
+        if refusal is None and via == "email" and not record.per_finding:
+            refusal = authority.Refusal("not_in_role", f"{record.filename}: this gate takes one decision for the "
+                                                       "whole contract, not e-mail answers per finding.")
         if refusal is not None:  # channel, reviewers, own contract (clausegate.gates.authority)
             return _outcome("forbidden", rid, refusal.message, state=state_name, record=record,
                             reason=refusal.reason)

@@ -1,7 +1,8 @@
 """``resolve_gate`` for a per-finding gate: which findings this answer decides, then one resume round.
 
-The roles are checked here for the paths that answer through ``resolve_gate`` (a Slack answer must
-come from a person of the finding's role, or its assignee; the CLI cannot prove a person, so it decides
+The roles are checked here (:func:`clausegate.gates.findings.fillable`, the one slot check) for the paths that
+answer through ``resolve_gate`` (a Slack or e-mail answer must come from a person of the finding's role, or its
+assignee; the CLI cannot prove a person, so it decides
 only findings without a role; the SLA sweeper escalates every open finding), and again by the resumed
 flow (:mod:`clausegate.gates.findings`), which is what counts for answers from the Prefect UI.
 Between two answers the run is briefly not waiting (it re-runs to the next round): an answer
@@ -19,6 +20,7 @@ from prefect.client.schemas.responses import SetStateStatus
 from clausegate.gates import findings, receipts, store
 from clausegate.gates.model import DECISION_PAST, RECEIPT_FIELD, GateInput, GateRecord
 from clausegate.gates.rounds import current_progress
+from clausegate.review.schemas import PERSON_VIAS
 
 ROUND_WAIT_SECONDS = 180.0
 RACE_RETRIES = 4
@@ -65,13 +67,12 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
         return outcome("rejected", rid, f"{record.filename}: there is no finding '{finding[:20]}' at this gate "
                                         f"(its findings: {ids}).", state=state_name, record=record,
                        reason="unknown_finding")
-    user = slack_user_id if via == "slack" else verified_user
-    ids, problems = findings.fillable(record, prog, via=via, user=user, finding=finding)
+    ids, problems = findings.fillable(record, prog, via=via, user=verified_user, finding=finding)
     if not ids:
         if problems and all("already decided" in p for p in problems):
             return outcome("already_decided", rid, f"{record.filename}: {' '.join(problems)} Your answer was not "
                                                    "applied.", state=state_name, record=record)
-        reason = "role_unverified" if via != "slack" else "not_in_role"
+        reason = "not_in_role" if via in PERSON_VIAS else "role_unverified"
         why = " ".join(problems[:3]) or "every finding you may decide is decided."
         return outcome("forbidden", rid, f"{record.filename}: {why} Nothing was changed.", state=state_name,
                        record=record, reason=reason)
