@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from clausegate.errors import PlaybookError
 from clausegate.review.categories import CATEGORIES, canonical
 from clausegate.review.custom_categories import CustomCategory
+from clausegate.review.ladder import LADDER_HELP, Ladder
 from clausegate.review.positions import Position
 
 BUILTIN_DIR = Path(__file__).parent / "playbooks"
@@ -115,12 +116,12 @@ _MODEL_REVIEW = ("'low_confidence': a model's reasoned answer may take a low-con
 
 class Gate(_Strict):
     category: GateableName
-    sla_hours: float = Field(24, gt=0, description="escalate when nobody decided within this time")
+    sla_hours: float = Field(24, gt=0, description="the SLA: escalate when nobody decided within it (the ladder)")
     reason: str = ""
     model_review: ModelReview | None = Field(None, description=_MODEL_REVIEW + "; empty: the playbook's model_review")
-    roles: list[str] = Field(default_factory=list, description="roles that must each decide this category's "
-                             "findings (e.g. [legal], [legal, finance]); people per role: SlackSettings.role_members. "
-                             "Empty (every gate of the playbook): one decision for the whole gate")
+    roles: list[str] = Field(default_factory=list, description="roles that must each decide this category's findings "
+                             "(e.g. [legal, finance]; people: the Deciders block); empty: one decision for the gate")
+    ladder: Ladder = Field(default_factory=list, description=LADDER_HELP)
 
     @field_validator("roles")
     @classmethod
