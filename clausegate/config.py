@@ -21,17 +21,21 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from blocks.deciders import Deciders
 from blocks.models import AnthropicModel, OpenAICompatibleModel
 from blocks.slack import DEFAULT_BLOCK_NAME, SlackSettings
+from blocks.smtp import SmtpSettings
 from clausegate.errors import ConfigurationError
 from clausegate.review.playbook import builtin_playbooks
 
-__all__ = ["AnthropicModel", "OpenAICompatibleModel", "SlackSettings", "BLOCK_CLASSES", "MODEL_BLOCK_KINDS",
+__all__ = ["AnthropicModel", "OpenAICompatibleModel", "SlackSettings", "Deciders", "SmtpSettings",
+           "BLOCK_CLASSES", "MODEL_BLOCK_KINDS",
            "Settings", "InboxSettings", "GatewaySettings", "settings", "slack_block_name", "load_slack_settings",
-           "load_model_block", "strict_text"]
+           "load_model_block", "strict_text", "load_deciders", "load_smtp_settings"]
 
 MODEL_BLOCK_KINDS = {"anthropic-model": AnthropicModel, "openai-compatible-model": OpenAICompatibleModel}
-BLOCK_CLASSES = (AnthropicModel, OpenAICompatibleModel, SlackSettings)  # registered by `clausegate up`
+# registered by `clausegate up`
+BLOCK_CLASSES = (AnthropicModel, OpenAICompatibleModel, SlackSettings, Deciders, SmtpSettings)
 DEFAULT_RETENTION_DAYS = 30.0
 DEFAULT_REQUEUE_STOP_SECONDS = 120.0
 
@@ -225,6 +229,22 @@ def load_slack_settings(name: str | None = None) -> SlackSettings | None:
     """The SlackSettings block, or None when it is not configured (the gate still works without Slack)."""
     try:
         return SlackSettings.load(name or slack_block_name())
+    except (ValueError, KeyError):
+        return None
+
+
+def load_deciders(name: str | None = None) -> Deciders | None:
+    """The Deciders block (who may decide gates), or None: then the SlackSettings block's older fields say."""
+    try:
+        return Deciders.load(name or slack_block_name())
+    except (ValueError, KeyError):
+        return None
+
+
+def load_smtp_settings(name: str | None = None) -> SmtpSettings | None:
+    """The SmtpSettings block, or None when gates are not asked by e-mail."""
+    try:
+        return SmtpSettings.load(name or slack_block_name())
     except (ValueError, KeyError):
         return None
 
