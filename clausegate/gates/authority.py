@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from clausegate.gates.deciders import who_decides
 from clausegate.gates.model import GateRecord, SlackRef
 from clausegate.runs.tags import read_tag
 
@@ -43,11 +44,13 @@ def gate_channels(ref: SlackRef | None, settings) -> set[str]:
     return {configured} if configured else set()
 
 
-def submitter_ids(tags: list[str], settings) -> tuple[str | None, list[str]]:
-    """(the inbox sender of the run, the Slack user ids the block maps to it)."""
+def submitter_ids(tags: list[str], settings, record: GateRecord | None = None) -> tuple[str | None, list[str]]:
+    """(the inbox sender of the run, its people's identities): fixed on the gate when it opened (the Deciders
+    block), else the SlackSettings block's older ``submitter_slack_ids``."""
     sender = read_tag(list(tags or []), SENDER_TAG)
-    mapping = getattr(settings, "submitter_slack_ids", None) or {}
-    return sender, list(mapping.get(sender, [])) if sender else []
+    if record is not None and record.submitters:
+        return sender, list(record.submitters)
+    return sender, who_decides(None, settings).submitter_ids(sender)
 
 
 def slack_refusal(record: GateRecord, ref: SlackRef | None, *, decision: str, slack_user_id: str | None,
@@ -62,7 +65,7 @@ def slack_refusal(record: GateRecord, ref: SlackRef | None, *, decision: str, sl
     if record.allowed_reviewers and slack_user_id not in record.allowed_reviewers:
         return Refusal("not_allowed_reviewer", f"{record.filename}: you are not one of the reviewers allowed to "
                                                "decide this gate. Nothing was changed.")
-    sender, ids = submitter_ids(tags, settings)
+    sender, ids = submitter_ids(tags, settings, record)
     if decision == "approve" and slack_user_id in ids:
         return Refusal("own_contract", f"{record.filename}: you submitted this contract (inbox sender '{sender}'), "
                                        "so you cannot approve it; another reviewer must. Nothing was changed.")

@@ -34,8 +34,10 @@ from prefect.input import RunInput
 from prefect.input.run_input import keyset_from_base_key
 from pydantic import BaseModel, ConfigDict, Field
 
+from clausegate.review import ladder
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
 from clausegate.review.gate_reasons import describe_reasons
+from clausegate.review.ladder import Rung
 from clausegate.review.positions import MISSING_REASON, describe
 from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.report_formats import pending_changes_note, where
@@ -146,6 +148,14 @@ class GateRecord(BaseModel):
                                                "user ids, e-mail), fixed when the gate opened")
     playbook_sha256: str = ""
     model_version: str = ""
+    ladder: list[Rung] = Field(default_factory=list, description="the gate's deadlines (playbook gates[].ladder); "
+                               "empty: remind at 50% and 80%, decide at 100% of sla_hours")
+    submitters: list[str] = Field(default_factory=list, description="the people (Slack ids, addresses) who submitted "
+                                  "the contract: they may not approve it")
+
+    def deadlines(self) -> list[Rung]:
+        """The ladder as it runs (:func:`clausegate.review.ladder.rungs`); the last rung decides, at ``sla_hours``."""
+        return ladder.rungs(self.ladder, self.sla_hours)
 
     @property
     def sla_deadline(self) -> datetime:

@@ -39,9 +39,11 @@ from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
 from clausegate import audit
-from clausegate.config import load_slack_settings, slack_block_name, strict_text
+from clausegate.config import load_deciders, load_slack_settings, slack_block_name, strict_text
 from clausegate.errors import GateError
 from clausegate.gates import store
+from clausegate.gates.authority import SENDER_TAG
+from clausegate.gates.deciders import WhoDecides, who_decides
 from clausegate.gates.model import (
     DECISION_PAST,
     STATUS_BY_DECISION,
@@ -60,11 +62,14 @@ from clausegate.gates.model import (
 )
 from clausegate.gates.rounds import run_rounds
 from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_gate, notify_person_escalation, stamp_decision
+from clausegate.review import ladder
+from clausegate.review.ladder import Rung
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import Playbook
 from clausegate.review.redact import redact_review
 from clausegate.review.schemas import GateDecision, Notice, Review
 from clausegate.runs.attempts import ensure_current
+from clausegate.runs.tags import read_tag
 
 DEFAULT_SLA_HOURS = 24.0
 
@@ -109,19 +114,29 @@ def describe_for_ui(record: GateRecord) -> str:
     return "\n".join(lines)
 
 
-def _allowed(settings, categories: list[str], book: Playbook) -> list[str]:
+def _allowed(who: WhoDecides, categories: list[str], book: Playbook) -> list[str]:
     """The gate's allowed Slack reviewers; a restricted list also admits the people of the gate's roles."""
-    allowed = settings.reviewers_for(categories) if settings else []
+    allowed = [u for u in who.reviewers_for(categories) if "@" not in u]
     if allowed:
-        members = getattr(settings, "role_members", None) or {}
+        members = who.role_members()
         roles = {r for g in book.gates if g.category in categories for r in g.roles}
         allowed = sorted({*allowed, *(u for r in roles for u in members.get(r, []) if "@" not in u)})
     return allowed
 
 
+def _deadlines(book: Playbook, categories: list[str]) -> tuple[float, list[Rung]]:
+    """(SLA hours, the ladder in times since the gate opened) of the gate whose SLA ends first."""
+    gates = [g for g in book.gates if g.category in categories]
+    if not gates:
+        return DEFAULT_SLA_HOURS, []
+    first = min(gates, key=lambda g: ladder.decide_hours(g.ladder, g.sla_hours))
+    steps = [Rung(at=f"{r.hours(first.sla_hours) * 3600:.3f}s", do=r.do, to=r.to)
+             for r in ladder.rungs(first.ladder, first.sla_hours)]
+    return ladder.decide_hours(first.ladder, first.sla_hours), steps
+
+
 def _sla_hours(book: Playbook, categories: list[str]) -> float:
-    hours = [g.sla_hours for g in book.gates if g.category in categories]
-    return min(hours) if hours else DEFAULT_SLA_HOURS
+    return _deadlines(book, categories)[0]
 
 
 def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -> GateOutcome:
@@ -147,13 +162,14 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     "asked in Slack and the Prefect UI.")])
 
     settings = load_slack_settings(block_name)
+    who = who_decides(load_deciders(block_name), settings)
     with get_client(sync_client=True) as client:
         ensure_current("the gate", client=client)  # a stale attempt must not open (or post) a gate
         decided = store.read_decision(client, flow_run.id, key)
         record = store.read_record(client, flow_run.id, key)
         if decided is None:
             if record is None:
-                sla = _sla_hours(book, categories)
+                sla, steps = _deadlines(book, categories)
                 record = GateRecord(
                     key=key, flow_run_id=str(flow_run.id), flow_run_name=flow_run.name, contract_id=review.contract_id,
                     filename=review.filename, playbook=review.playbook, categories=categories,
@@ -165,9 +181,10 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     suggestions=[x for x in (redact_review(review) if strict_text() else review).suggestions
                                  if x.category in categories],
                     sla_hours=sla, suspend_timeout_seconds=suspend_timeout_seconds(sla),
-                    allowed_reviewers=_allowed(settings, categories, book),
+                    allowed_reviewers=_allowed(who, categories, book), ladder=steps,
+                    submitters=who.submitter_ids(read_tag(list(flow_run.tags or []), SENDER_TAG)),
                     roles={g.category: list(g.roles) for g in book.gates if g.category in categories and g.roles},
-                    role_members=dict(getattr(settings, "role_members", None) or {}),
+                    role_members=who.role_members(),
                     playbook_sha256=playbook_sha256(book), model_version=review.extractor,
                 )
                 if not store.write_once(client, flow_run.id, record.record_key, record):

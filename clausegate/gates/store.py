@@ -93,6 +93,15 @@ def _read_value(client, flow_run_id: UUID | str, key: str):
     return None
 
 
+def read_value(client, flow_run_id: UUID | str, key: str):
+    """The decoded value stored under ``key`` on the run, or None."""
+    item = _read_value(client, flow_run_id, key)
+    try:
+        return item.decoded_value if item is not None else None
+    except ValueError:
+        return None
+
+
 def read_decision(client, flow_run_id: UUID | str, key: str) -> DecisionInfo | None:
     """The accepted answer of gate ``key`` (Prefect's response input) with the time it was stored and
     ClauseGate's attribution: ``via``/reviewer from a verified receipt, else ``ui`` and unverified

@@ -1,12 +1,20 @@
-"""Reminders at 50% and 80% of a gate's SLA: part of the SLA sweep (the ``sla-sweeper`` deployment's schedule).
+"""The gate's deadline ladder, short of its SLA: reminders and escalation levels, part of the SLA sweep.
 
-For each waiting gate past a threshold whose reminder was not sent, the sweep claims the reminder
-(a write-once flow-run input ``clausegate-remind-<gate>-<percent>``: two sweeps never both send it),
-then posts it as a reply in the gate message's thread, mentioning who still has to answer: a
-per-finding gate's open roles' people (or assignees), a one-decision gate's allowed reviewers.
-A sweep that finds a gate already past 80% claims 50% too and sends one reminder (80%). A reminder
-that cannot be posted is logged; it is not retried by the next sweep (the claim stands) and the
-escalation at 100% is unaffected. Each sent reminder is one ``gate.reminded`` audit event.
+Each gate carries its ladder (``GateRecord.deadlines()``, from the playbook's ``gates[].ladder``; by
+default reminders at 50% and 80%, decided at 100%). The SLA sweep (:mod:`clausegate.ops.sla`) decides the
+last rung (``resolve_gate(..., via="sla")``); this module acts on the rungs before it. For each waiting
+gate past a rung, the sweep claims the rung (a write-once flow-run input ``clausegate-remind-<gate>-<percent>``,
+the rung's place as a percentage of the SLA: two sweeps never both act), then, through every channel the
+gate uses (:class:`clausegate.gates.channel.Channel`: Slack, e-mail):
+
+* ``remind``: tells the people who still have to answer (a per-finding gate's open slots' people or
+  assignees; a one-decision gate's allowed reviewers). Several due reminders act once, as the latest;
+* ``escalate``: tells the role named by ``to`` (its people), or the escalation place, that the gate is late;
+  the gate keeps waiting. A second escalation level is a second such rung.
+
+A rung that cannot be delivered is logged and recorded (``posted: false``); it is not retried by the
+next sweep (the claim stands) and later rungs are unaffected. Each is one audit event
+(``gate.reminded`` / ``gate.escalation_sent``).
 """
 
 from __future__ import annotations
@@ -14,58 +22,84 @@ from __future__ import annotations
 from prefect.client.orchestration import get_client
 
 from clausegate import audit
-from clausegate.gates import store
-from clausegate.gates.actions import open_people
-from clausegate.gates.listing import WaitingGate, format_delta
-from clausegate.gates.model import remind_key
+from clausegate.gates import findings, store
+from clausegate.gates.listing import WaitingGate
+from clausegate.gates.model import GateRecord, remind_key
 from clausegate.gates.rounds import current_progress
-from clausegate.gates.slack_findings import reminder_text
-from clausegate.gates.slack_tasks import post_reminder
-
-THRESHOLDS = (50, 80)
+from clausegate.review import ladder
 
 
-def remind_due(gates: list[WaitingGate], settings, logger) -> list[dict]:
-    """Send the due reminders; one entry per reminder sent (``outcome``: ``reminded`` or ``reminder_failed``)."""
+def due_rungs(gate: WaitingGate) -> list[tuple[ladder.Rung, int]]:
+    """The gate's rungs before its SLA that are due and not yet claimed: (rung, its percentage of the SLA)."""
+    record = gate.record
+    out = []
+    for rung in record.deadlines()[:-1]:
+        percent = ladder.percent(rung, record.ladder, record.sla_hours)
+        if gate.sla_fraction * 100 >= percent and percent not in gate.extras.reminders:
+            out.append((rung, percent))
+    return out
+
+
+def remind_due(gates: list[WaitingGate], channels: list, logger) -> list[dict]:
+    """Act on the due rungs of every gate through ``channels``; one entry per rung acted on (``outcome``:
+    ``reminded`` / ``reminder_failed`` / ``escalation_sent`` / ``escalation_failed``)."""
     done = []
     for gate in gates:
-        due = [t for t in THRESHOLDS if gate.sla_fraction * 100 >= t and t not in gate.extras.reminders]
-        if not due:
-            continue
-        entry = _remind(gate, due, settings, logger)
-        if entry is not None:
-            done.append(entry)
+        due = due_rungs(gate)
+        if due:
+            done += _climb(gate, due, channels, logger)
     return done
 
 
-def _remind(gate: WaitingGate, due: list[int], settings, logger) -> dict | None:
+def _people(record: GateRecord, prog) -> list[str]:
+    """Every identity (Slack ids, addresses) that still has to answer."""
+    if prog is None:
+        return list(record.allowed_reviewers)
+    people = []
+    for fp in prog.findings:
+        for role in fp.open_slots:
+            people += findings.slot_people(record, fp, role) if role != findings.ANY_ROLE else record.allowed_reviewers
+    return sorted(set(people))
+
+
+def _climb(gate: WaitingGate, due: list[tuple[ladder.Rung, int]], channels: list, logger) -> list[dict]:
     record = gate.record
     with get_client(sync_client=True) as client:
-        claimed = [t for t in due if store.write_once(client, record.flow_run_id, remind_key(record.key, t),
-                                                       {"percent": t, "at": gate.now.isoformat()})]
-        if not claimed:
-            return None  # another sweep sent it
-        percent = max(claimed)
-        if record.per_finding:
-            prog, _ = current_progress(client, record)
-            people = open_people(record, prog)
+        claimed = [(r, p) for r, p in due if store.write_once(client, record.flow_run_id, remind_key(record.key, p),
+                                                               {"percent": p, "do": r.do, "at": gate.now.isoformat()})]
+        prog = current_progress(client, record)[0] if claimed and record.per_finding else None
+    reminders = [(r, p) for r, p in claimed if r.do == "remind"]
+    acting = reminders[-1:] + [(r, p) for r, p in claimed if r.do == "escalate"]
+    entries = []
+    for rung, percent in acting:
+        entry = {"flow_run_id": gate.flow_run_id, "contract": record.filename, "percent": percent}
+        if rung.do == "remind":
+            people = _people(record, prog)
+            posted = [c.name for c in channels if _safely(c.remind, gate, people, percent, logger)]
+            entry.update(people=people, outcome="reminded" if posted else "reminder_failed", channels=posted)
+            event = audit.audit_event("gate.reminded", actor="clausegate-sla-sweeper", flow_run_id=record.flow_run_id,
+                                      gate=record.key, percent=percent, people=people, posted=bool(posted),
+                                      channels=posted)
         else:
-            prog, people = None, list(record.allowed_reviewers)
-    left = format_delta(gate.sla_left)
-    if prog is not None:
-        text = reminder_text(record, prog, percent, people, left)
-    else:
-        who = " ".join(f"<@{p}>" for p in people) or "Reviewers"
-        text = (f":alarm_clock: {who}: {percent}% of the SLA for *{record.filename}* has passed ({left} left); "
-                "it escalates to legal at 100%.")
-    entry = {"flow_run_id": gate.flow_run_id, "contract": record.filename, "percent": percent, "people": people}
-    posted = None
-    if settings is not None and gate.slack is not None and gate.slack.ok:
-        posted = post_reminder(record, gate.slack, text, settings, return_state=True)
-    ok = posted is not None and posted.is_completed()
-    if not ok:
-        logger.warning("%s (%s): the %d%% reminder was not posted (%s)", record.filename, gate.flow_run_id, percent,
-                       "no Slack message" if posted is None else posted.message)
-    audit.record(audit.audit_event("gate.reminded", actor="clausegate-sla-sweeper", flow_run_id=record.flow_run_id,
-                                   gate=record.key, percent=percent, people=people, posted=ok))
-    return {**entry, "outcome": "reminded" if ok else "reminder_failed"}
+            people = list(record.role_members.get(rung.to, [])) if rung.to else []
+            note = f"{percent}% of its SLA has passed" + (f"; escalated to {rung.to}" if rung.to else "")
+            posted = [c.name for c in channels if _safely(c.escalate, gate, people, note, logger)]
+            entry.update(people=people, to=rung.to, outcome="escalation_sent" if posted else "escalation_failed",
+                         channels=posted)
+            event = audit.audit_event("gate.escalation_sent", actor="clausegate-sla-sweeper",
+                                      flow_run_id=record.flow_run_id, gate=record.key, percent=percent, to=rung.to,
+                                      people=people, posted=bool(posted), channels=posted)
+        if not posted:
+            logger.warning("%s (%s): the %d%% %s was not delivered by any channel", record.filename,
+                           gate.flow_run_id, percent, rung.do)
+        audit.record(event)
+        entries.append(entry)
+    return entries
+
+
+def _safely(act, gate: WaitingGate, people: list[str], what, logger) -> bool:
+    try:
+        return bool(act(gate, people, what))
+    except Exception as exc:  # a channel's failure is logged; the other channels and rungs go on
+        logger.warning("%s: %s failed: %s", gate.record.filename, getattr(act, "__qualname__", "channel"), exc)
+        return False

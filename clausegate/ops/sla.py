@@ -1,8 +1,9 @@
 """The SLA sweep: escalate gates nobody decided within their SLA (the ``sla-sweeper`` flow, flows/sla_sweeper.py).
 
-A gate's SLA comes from the playbook (``gates[].sla_hours``; a gate over several categories uses
-the shortest), plus its one extension if a reviewer extended it. Before that, the same sweep reminds
-the assignees at 50% and 80% of the SLA (:mod:`clausegate.ops.reminders`).
+A gate's SLA is the last rung of its deadline ladder (the playbook's ``gates[].ladder``, by default
+``sla_hours``; a gate over several categories uses the one that ends first), plus its one extension if a
+reviewer extended it. Before that, the same sweep acts on the ladder's earlier rungs, reminders and
+escalation levels, through every channel (Slack, e-mail: :mod:`clausegate.ops.reminders`).
 Past it, the sweep resumes the run with decision ``escalate``, reviewer ``sla``,
 via ``sla`` (the same ``resolve_gate`` as Slack and the CLI): the review ends ``needs_legal``, the
 report is still written, and the escalation channel hears about it. A timeout is an escalation,
@@ -29,8 +30,10 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 
-from clausegate.config import load_slack_settings
+from clausegate.config import load_slack_settings, load_smtp_settings
 from clausegate.gates import ResolveOutcome, WaitingGate, format_delta, resolve_gate, waiting_gates
+from clausegate.gates.email_channel import EmailChannel
+from clausegate.gates.slack_channel import SlackChannel
 from clausegate.gates.slack_tasks import EscalationUndelivered, post_escalation
 from clausegate.ops import reminders
 from clausegate.ops.alerts import post_alert
@@ -53,9 +56,13 @@ def sweep(dry_run: bool = False) -> list[dict] | State:
     settings = load_slack_settings() if overdue and not dry_run else None
     if overdue and not dry_run and settings is None:
         logger.warning("no SlackSettings block: escalations are applied but nobody is notified (see docs/slack.md)")
-    done = [_sweep_one(gate, settings, dry_run, logger) for gate in overdue]
-    if not dry_run:  # reminders at 50% and 80% of the SLA (reminders.py), after the escalations
-        done += reminders.remind_due([g for g in gates if not g.overdue], load_slack_settings(), logger)
+    smtp = load_smtp_settings() if gates and not dry_run else None
+    done = [_sweep_one(gate, settings, dry_run, logger, smtp) for gate in overdue]
+    if not dry_run:  # the ladder's earlier rungs (reminders.py), after the escalations
+        slack_settings = load_slack_settings()
+        channels = [SlackChannel(slack_settings)] if slack_settings else []
+        channels += [EmailChannel(smtp)] if smtp else []
+        done += reminders.remind_due([g for g in gates if not g.overdue], channels, logger)
     undelivered = [d for d in done if d.get("escalation_posted") is False]
     if undelivered:
         error = EscalationUndelivered(
@@ -68,7 +75,7 @@ def sweep(dry_run: bool = False) -> list[dict] | State:
     return done
 
 
-def _sweep_one(gate: WaitingGate, settings, dry_run: bool, logger) -> dict:
+def _sweep_one(gate: WaitingGate, settings, dry_run: bool, logger, smtp=None) -> dict:
     """Escalate one overdue gate and tell the escalation channel (or the alert channel, if it failed)."""
     record = gate.record
     entry = {"flow_run_id": gate.flow_run_id, "contract": record.filename, "overdue_by": format_delta(-gate.sla_left)}
@@ -77,6 +84,9 @@ def _sweep_one(gate: WaitingGate, settings, dry_run: bool, logger) -> dict:
     outcome = escalate(gate.flow_run_id, record.key, record.sla_hours)
     entry.update(outcome=outcome.kind, message=outcome.message)
     logger.info("%s (%s): %s", record.filename, gate.flow_run_id, outcome.message)
+    if smtp is not None and outcome.kind == "resumed" and smtp.escalation_to:
+        entry["escalation_emailed"] = EmailChannel(smtp).escalate(gate, [], f"overdue by {entry['overdue_by']}; "
+                                                                  "decided escalate: needs_legal")
     if settings is not None and outcome.kind == "resumed":
         posted = post_escalation(record, f"Overdue by {entry['overdue_by']}.", settings, return_state=True)
         entry["escalation_posted"] = posted.is_completed()
