@@ -26,11 +26,12 @@ from prefect.client.orchestration import get_client
 from pydantic import BaseModel, ConfigDict
 
 from clausegate.errors import ClauseGateError
-from clausegate.gates import email_links, findings
+from clausegate.gates import email_links, findings, store
 from clausegate.gates.channel import reaches
 from clausegate.gates.listing import WaitingGate
 from clausegate.gates.model import DECISION_LABELS, DECISIONS, RECORD_PREFIX, GateRecord
 from clausegate.gates.rounds import current_progress
+from clausegate.review.schemas import Notice
 
 UNREACHABLE, REJECTED, UNDELIVERED = "CG-EMAIL-UNREACHABLE", "CG-EMAIL-REJECTED", "CG-EMAIL-UNDELIVERED"
 RETRY_DELAYS = [1.0, 2.0, 4.0]
@@ -199,3 +200,27 @@ class EmailChannel:
             return email_links.read(str(evidence)).email
         except email_links.LinkRefused:
             return None
+
+
+def ask_by_email(client, record: GateRecord, smtp, logger) -> EmailRef | None:
+    """When the gate opens: e-mail its people once (the ref on the run says it was done); None without SMTP."""
+    if smtp is None or not record.per_finding:
+        return None
+    ref = store.read_model(client, record.flow_run_id, email_key(record.key), EmailRef)
+    if ref is None:
+        ref = EmailChannel(smtp).post(record)
+        store.write_once(client, record.flow_run_id, email_key(record.key), ref)
+    if not ref.ok:
+        logger.error("gate %s: %s: the gate e-mails were not all sent (%s); the gate waits: answer in Slack, or the "
+                     "ladder's reminders send them again", record.key, UNDELIVERED, ref.error)
+    return ref
+
+
+def email_notices(record: GateRecord) -> list[Notice]:
+    """The review's notice when the gate's e-mails were not all sent."""
+    with get_client(sync_client=True) as client:
+        ref = store.read_model(client, record.flow_run_id, email_key(record.key), EmailRef)
+    if ref is None or ref.ok:
+        return []
+    return [Notice(code=UNDELIVERED, message=f"The gate e-mails were not all sent ({(ref.error or '')[:300]}); sent "
+                                             f"to: {', '.join(ref.sent_to) or 'nobody'}.")]

@@ -39,11 +39,12 @@ from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
 from clausegate import audit
-from clausegate.config import load_deciders, load_slack_settings, slack_block_name, strict_text
+from clausegate.config import load_deciders, load_slack_settings, load_smtp_settings, slack_block_name, strict_text
 from clausegate.errors import GateError
 from clausegate.gates import store
 from clausegate.gates.authority import SENDER_TAG
 from clausegate.gates.deciders import WhoDecides, who_decides
+from clausegate.gates.email_channel import ask_by_email, email_notices
 from clausegate.gates.model import (
     DECISION_PAST,
     STATUS_BY_DECISION,
@@ -193,6 +194,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
             if ref is None:
                 ref = _notify(record, settings, logger)
                 store.write_once(client, flow_run.id, slack_key(key), ref)
+            ask_by_email(client, record, load_smtp_settings(block_name), logger)  # per-finding gates' people
             logger.info("gate %s: waiting for a decision on %s (SLA %g h, Prefect timeout %d s); Slack: %s",
                         key, ", ".join(categories), record.sla_hours, record.suspend_timeout_seconds,
                         f"posted to {ref.channel}" if ref.ok else f"not posted ({ref.error})")
@@ -204,7 +206,8 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                             sla_hours=_sla_hours(book, categories),
                             suspend_timeout_seconds=suspend_timeout_seconds(_sla_hours(book, categories)))
     if record.per_finding:  # a decision per finding and role: one suspension per answer (clausegate.gates.rounds)
-        return GateOutcome(*run_rounds(record, settings, wait_for_answer))
+        decisions, status, notices = run_rounds(record, settings, wait_for_answer)
+        return GateOutcome(decisions, status, notices + email_notices(record))
     form = GateInput.with_initial_data(description=describe_for_ui(record))
     answer = wait_for_answer(form, record)  # first time: suspends (the process exits); after the resume: the answer
 
