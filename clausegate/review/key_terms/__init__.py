@@ -1,0 +1,1 @@
+"""Key terms offline: dates, durations, jurisdictions, and what a contract states about its term and renewal."""
