@@ -131,9 +131,7 @@ def _deadlines(book: Playbook, categories: list[str]) -> tuple[float, list[Rung]
     if not gates:
         return DEFAULT_SLA_HOURS, []
     first = min(gates, key=lambda g: ladder.decide_hours(g.ladder, g.sla_hours))
-    steps = [Rung(at=f"{r.hours(first.sla_hours) * 3600:.3f}s", do=r.do, to=r.to)
-             for r in ladder.rungs(first.ladder, first.sla_hours)]
-    return ladder.decide_hours(first.ladder, first.sla_hours), steps
+    return ladder.fixed(first.ladder, first.sla_hours)
 
 
 def _sla_hours(book: Playbook, categories: list[str]) -> float:

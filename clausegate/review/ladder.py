@@ -79,3 +79,9 @@ def percent(rung: Rung, ladder: list[Rung], sla_hours: float) -> int:
 def decide_hours(ladder: list[Rung], sla_hours: float) -> float:
     """The gate's SLA: when its decide rung acts (hours after it opened)."""
     return rungs(ladder, sla_hours)[-1].hours(sla_hours)
+
+
+def fixed(ladder: list[Rung], sla_hours: float) -> tuple[float, list[Rung]]:
+    """(the SLA in hours, the rungs as times since the gate opened): what a gate record keeps when it opens."""
+    steps = [Rung(at=f"{r.hours(sla_hours) * 3600:.3f}s", do=r.do, to=r.to) for r in rungs(ladder, sla_hours)]
+    return decide_hours(ladder, sla_hours), steps
