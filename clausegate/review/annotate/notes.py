@@ -1,0 +1,109 @@
+"""What an annotation says about one finding, the same words in a Word comment, a PDF highlight and the HTML page:
+its number and category, its confidence, why it gates (``Review.gate_reasons``), its verdict against the playbook's
+position, and once a person decided, the decision with who and when.
+
+Every note starts with its tag, ``ClauseGate #N`` (N: the finding's 1-based index in ``Review.clauses``), which is how
+the read-back (:mod:`clausegate.review.annotate.readback`) ties an annotation to its finding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clausegate.review.schemas import Clause, GateDecision, Review
+
+AUTHOR = "ClauseGate"
+INITIALS = "CG"
+CUT_MARK = " […]"
+TAG = re.compile(r"ClauseGate #(\d+)\b")
+
+
+@dataclass(frozen=True)
+class Note:
+    """One finding to annotate: its index in ``Review.clauses``, the clause, the note's lines, and the playbook's
+    fallback wording when the finding deviates from its position (None otherwise)."""
+
+    index: int
+    clause: Clause
+    lines: tuple[str, ...]
+    fallback: str | None = None
+
+    @property
+    def tag(self) -> str:
+        return f"ClauseGate #{self.index + 1}"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    @property
+    def quote(self) -> str:
+        """The clause's quote as the document has it: the cut mark dropped, white space collapsed."""
+        return quote_of(self.clause)
+
+
+def quote_of(clause: Clause) -> str:
+    text = clause.text[:-len(CUT_MARK)] if clause.text.endswith(CUT_MARK) else clause.text
+    return " ".join(text.split())
+
+
+def notes(review: Review, fallbacks: dict[str, str] | None = None) -> list[Note]:
+    """A note per finding of ``review`` (a possible finding too, marked so); ``fallbacks``: per category, the
+    playbook position's fallback wording, inserted where the finding's verdict is ``deviates``."""
+    fallbacks = fallbacks or {}
+    out = []
+    for index, clause in enumerate(review.clauses):
+        check = next((p for p in review.positions if p.clause == index), None)
+        lines = [f"{AUTHOR} #{index + 1} · {clause.category}"
+                 + (" (possible)" if clause.possible else "")
+                 + f" · confidence {clause.confidence:.2f}"]
+        gated = clause.category in review.gated_categories
+        reasons = [r for r in review.gate_reasons if r.category == clause.category]
+        if gated:
+            said = "; ".join(f"{r.why}: {r.detail}" if r.detail else r.why for r in reasons) or "gated category"
+            lines.append(f"Gates: {said}")
+        else:
+            lines.append("Does not gate this review")
+        if check is not None:
+            lines.append(f"Position: {check.verdict}" + (f" — {check.reason}" if check.reason else ""))
+        fallback = fallbacks.get(clause.category) if check is not None and check.verdict == "deviates" else None
+        if fallback:
+            lines.append("The playbook's fallback wording follows as a tracked change by ClauseGate (not applied).")
+        decided = [d for d in review.decisions if clause.category in d.categories]
+        if decided:
+            lines.extend(_decision(d) for d in decided)
+        elif gated:
+            lines.append("Decision: pending")
+        out.append(Note(index=index, clause=clause, lines=tuple(lines), fallback=fallback or None))
+    return out
+
+
+def _decision(decision: GateDecision) -> str:
+    when = decision.decided_at.strftime("%Y-%m-%d %H:%M UTC")
+    said = f"Decision: {decision.decision} by {decision.reviewer} via {decision.via}, {when}"
+    return said + (f": {decision.comment}" if decision.comment else "")
+
+
+def fallback_wording(positions) -> dict[str, str]:
+    """Per category, the wording a deviating finding is offered: the position's first fallback, else its preferred
+    wording (``positions``: the playbook's :class:`~clausegate.review.positions.Position` list)."""
+    out = {}
+    for position in positions or ():
+        wording = (position.fallback[0] if position.fallback else position.preferred).strip()
+        if wording:
+            out[position.category] = wording
+    return out
+
+
+def where(clause: Clause) -> str:
+    """Where the finding is, for a person: the page, or the § and ¶ of a .docx."""
+    parts = []
+    if clause.section:
+        parts.append(f"§ {clause.section}")
+    if clause.paragraph:
+        parts.append(f"¶ {clause.paragraph}")
+    if not parts:
+        pages = clause.pages
+        parts.append(f"page {pages[0]}" if len(pages) == 1 else f"pages {pages[0]}–{pages[-1]}")
+    return ", ".join(parts)

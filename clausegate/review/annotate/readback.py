@@ -1,0 +1,149 @@
+"""Read an annotated file back and count, per finding, the ClauseGate annotations anchored on its quote.
+
+Independent of the writers: a .docx is read back by the review's own .docx reader
+(:func:`clausegate.review.document.docx.extract`) with ClauseGate's proposed insertions rejected first (the text a
+counterparty sees if they reject them), each comment's anchor being the text between its range marks; a PDF's
+highlights are read with pypdf and the text under each quadrilateral with PDFium (``FPDFText_GetBoundedText``).
+A finding counts as **anchored** when exactly one ClauseGate annotation (a PDF's continued parts together) carries its
+tag and its anchored text is the finding's quote; an annotation whose text is not its finding's quote is **wrong**.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from clausegate.review.annotate.notes import AUTHOR, TAG, Note
+
+
+@dataclass
+class Count:
+    """Per finding index: how many annotations anchor on its quote; annotations on other text."""
+
+    anchored: dict[int, int] = field(default_factory=dict)
+    wrong: list[tuple[int, str]] = field(default_factory=list)  # (finding index, the text it is anchored on)
+    insertions: dict[int, int] = field(default_factory=dict)  # .docx: ClauseGate tracked insertions per finding
+    other_comments: int = 0  # comments not by ClauseGate (the counterparty's), still there
+
+    def exactly_one(self, notes: list[Note]) -> list[int]:
+        """The notes' indexes with exactly one annotation on their quote and none on other text."""
+        bad = {i for i, _ in self.wrong}
+        return [n.index for n in notes if self.anchored.get(n.index) == 1 and n.index not in bad]
+
+
+def same_text(anchored: str, quote: str) -> bool:
+    """The anchored text of a .docx comment is the quote, white space aside, with two allowances for what the
+    review's text leaves out: a list number Word draws (not in the runs: up to 12 characters missing at the start),
+    and page furniture inside the quote (a page number or a running header the CUAD text keeps as a paragraph:
+    extra pieces of at most 80 characters, a quarter of the anchor at most).  Anything else is the wrong text."""
+    from clausegate.review.annotate.pdf import fold
+
+    a, q = "".join(fold(c) for c in anchored), "".join(fold(c) for c in quote)
+    if a == q:
+        return bool(a)
+    extra = 0
+    for op, a1, a2, q1, q2 in SequenceMatcher(None, a, q, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if op == "insert" and a1 == 0 and q2 - q1 <= 12:
+            continue
+        if op == "delete" and a2 - a1 <= 80:
+            extra += a2 - a1
+            continue
+        return False
+    return extra <= len(a) // 4
+
+
+def same_chars(anchored: str, quote: str) -> bool:
+    """A PDF's highlighted text is the quote, blanks and control characters aside (PDFium's text puts blanks around
+    punctuation where the parser's does not, and a line-end hyphen may have no box); NFKC-folded like the review's."""
+    from clausegate.review.annotate.pdf import fold
+
+    return "".join(fold(c, False) for c in anchored) == "".join(fold(c, False) for c in quote)
+
+
+def docx(data: bytes, notes: list[Note]) -> Count:
+    from lxml import etree
+
+    from clausegate.review.annotate.docx import MAIN, W, parser
+    from clausegate.review.document.docx import extract
+
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        root = etree.fromstring(z.read(MAIN), parser())
+        count = Count()
+        ours = [ins for ins in root.iter(W + "ins") if ins.get(W + "author") == AUTHOR]
+        inserted_text = {}
+        for ins in ours:
+            inserted_text[" ".join("".join(t.text or "" for t in ins.iter(W + "t")).split())] = True
+            ins.getparent().remove(ins)
+        rejected = _replace(data, MAIN, etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True))
+    result = extract(rejected, {"max_chars": 10 ** 9})
+    text = "".join(page["text"] for page in result.get("pages", []))
+    by_index = {n.index: n for n in notes}
+    for note in notes:
+        if note.fallback and " ".join(note.fallback.split()) in inserted_text:
+            count.insertions[note.index] = count.insertions.get(note.index, 0) + 1
+    for comment in result.get("comments", []):
+        if comment["author"] != AUTHOR:
+            count.other_comments += 1
+            continue
+        tag = TAG.search(comment["text"])
+        note = by_index.get(int(tag.group(1)) - 1) if tag else None
+        if note is None:
+            count.wrong.append((-1, comment["anchor"]))
+        elif same_text(text[comment["start"]:comment["end"]], note.quote):
+            count.anchored[note.index] = count.anchored.get(note.index, 0) + 1
+        else:
+            count.wrong.append((note.index, comment["anchor"]))
+    return count
+
+
+def _replace(data: bytes, name: str, body: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info, body if info.filename == name else src.read(info.filename))
+    return out.getvalue()
+
+
+def pdf(data: bytes, notes: list[Note]) -> Count:
+    import pypdfium2 as pdfium
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(data))
+    document = pdfium.PdfDocument(data)
+    parts: dict[int, list[str]] = {}
+    count = Count()
+    try:
+        for number, page in enumerate(reader.pages):
+            annotations = page.get("/Annots") or []
+            textpage = None
+            for ref in annotations:
+                annotation = ref.get_object()
+                if annotation.get("/Subtype") != "/Highlight" or annotation.get("/T") != AUTHOR:
+                    continue
+                tag = TAG.search(str(annotation.get("/Contents", "")))
+                if tag is None:
+                    count.wrong.append((-1, ""))
+                    continue
+                textpage = textpage or document[number].get_textpage()
+                quads = [float(v) for v in annotation.get("/QuadPoints", [])]
+                text = []
+                for q in range(0, len(quads), 8):
+                    xs, ys = quads[q:q + 8:2], quads[q + 1:q + 8:2]
+                    text.append(textpage.get_text_bounded(min(xs), min(ys), max(xs), max(ys)))
+                first = "(continued)" not in str(annotation.get("/Contents", ""))
+                parts.setdefault(int(tag.group(1)) - 1, []).append((first, " ".join(text)))
+    finally:
+        document.close()
+    by_index = {n.index: n for n in notes}
+    for index, texts in parts.items():
+        note = by_index.get(index)
+        joined = " ".join(text for _, text in texts)
+        if note is not None and same_chars(joined, note.quote):
+            count.anchored[index] = sum(first for first, _ in texts)
+        else:
+            count.wrong.append((index, joined))
+    return count
