@@ -1,0 +1,65 @@
+"""Decisions carried by the clause's text, over the scripted revision corpus (CUAD TRAIN contracts)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from clausegate.gates.model import text_sha256
+from clausegate.review.versions.align import align_units
+from clausegate.review.versions.carry import EarlierDecision, carry, carry_one, clause_sha256
+from clausegate.review.versions.units import split_units
+from tools import cuad, make_revisions
+
+PLAYBOOK = "a" * 64
+
+
+def _decisions(units) -> list[EarlierDecision]:
+    return [EarlierDecision(category="Clause", finding=f"F{u.index + 1}", clause_sha256=clause_sha256(u.text),
+                            playbook_sha256=PLAYBOOK, clause_text=u.text, decision="approve", reviewer="dana",
+                            comment=f"fine as drafted ({u.index})") for u in units]
+
+
+def test_the_hash_is_the_one_the_decision_receipt_signs() -> None:
+    text = "Neither party's liability  shall exceed\nthe fees paid."
+    assert clause_sha256(text) == text_sha256(text)
+
+
+@pytest.mark.skipif(not cuad.cuad_available(), reason="needs ../shared/data/cuad")
+def test_every_untouched_clause_carries_and_no_changed_one_does() -> None:
+    items = make_revisions.train_contracts(4)
+    donors = [p for item in make_revisions.train_contracts(6)[4:] for p in item["paragraphs"]]
+    checked = {"carried": 0, "asked_again": 0}
+    for item in items:
+        edits = make_revisions.edits(item, donors, random.Random(item["entry"]["filename"]))
+        old = split_units(" ".join(item["paragraphs"]))
+        decided = _decisions(old)
+        old_keys = {u.text for u in old}
+        for kind, (v2, _truth, _tracked) in edits.items():
+            new = split_units(" ".join(v2))
+            outcomes = carry([("Clause", u.text) for u in new], decided, PLAYBOOK)
+            for unit, outcome in zip(new, outcomes, strict=True):
+                expected = "carried" if unit.text in old_keys else "asked_again"
+                assert outcome.outcome == expected, (kind, unit.text)
+                checked[outcome.outcome] += 1
+            for change in align_units(old, new):  # a changed clause shows the decision on its earlier text
+                if change.status == "changed":
+                    outcome = outcomes[change.new_index]
+                    assert outcome.earlier.clause_text == change.old_text
+                    assert outcome.redline and outcome.earlier.comment
+            if kind in ("one_word", "number", "reword"):
+                assert any(o.outcome == "asked_again" for o in outcomes), kind
+    assert checked["carried"] > 1000 and checked["asked_again"] >= 12
+
+
+def test_one_word_or_one_digit_never_inherits_and_a_new_playbook_asks_again() -> None:
+    clause = "Customer shall pay the fees within thirty (30) days of each invoice."
+    earlier = _decisions(split_units(clause))
+    assert carry_one("Clause", clause, earlier, PLAYBOOK).outcome == "carried"
+    for edited in (clause.replace("(30)", "(31)"), clause.replace("shall", "may")):
+        outcome = carry_one("Clause", edited, earlier, PLAYBOOK)
+        assert outcome.outcome == "asked_again" and outcome.earlier.reviewer == "dana"
+        assert "~~" in outcome.redline and "**" in outcome.redline
+    assert carry_one("Clause", clause, earlier, "b" * 64).outcome == "asked_again"
+    assert carry_one("Cap on Liability", clause, earlier, PLAYBOOK).outcome == "new"
