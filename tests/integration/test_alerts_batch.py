@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from clausegate.pipeline.batch import review_batch
 from clausegate.pipeline.sync_body import async_body
 from clausegate.review.document.sandbox import fingerprint
 from flows.failure_alert import failure_alert
+from tests.support import waiting
 from tests.support.pdf_factory import make_truncated_pdf
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
@@ -40,13 +40,9 @@ categories: [Governing Law, Cap on Liability, Anti-Assignment]
 
 
 def wait_until(fetch, until, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        last = fetch()
-        if until(last) or time.monotonic() > deadline:
-            assert until(last), f"timed out waiting for {what}; last: {last}"
-            return last
-        time.sleep(0.5)
+    """``fetch()`` once ``until`` holds for it (tests/support/waiting.py's loop), failing with ``what``."""
+    return waiting.wait_until(lambda: (value,) if until(value := fetch()) else None, timeout, what=what, step=0.1,
+                              max_step=0.5, ignore=())[0]
 
 
 @pytest.fixture

@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections import Counter
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
 
+from tests.support.waiting import poll
+
 
 def task_states(flow_run_id, expected: int, timeout: float = 20.0) -> dict[str, str]:
-    """Map task name -> final state name ("Completed" = really executed, "Cached" = reused)."""
-    deadline = time.monotonic() + timeout
-    states: dict[str, str] = {}
-    while time.monotonic() < deadline:
+    """Map task name -> final state name ("Completed" = really executed, "Cached" = reused), as soon as
+    ``expected`` tasks have a final state (the server records them asynchronously); what there is after
+    ``timeout`` otherwise (the caller's assertion then names what is missing)."""
+    seen: dict[str, str] = {}
+
+    def final() -> dict[str, str] | None:
         with get_client(sync_client=True) as client:
             runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-        states = {run.name.rsplit("-", 1)[0]: run.state.name
-                  for run in runs if run.state and run.state.is_final()}
-        if len(states) >= expected:
-            return states
-        time.sleep(0.5)
-    return states
+        seen.clear()
+        seen.update({run.name.rsplit("-", 1)[0]: run.state.name for run in runs if run.state and run.state.is_final()})
+        return dict(seen) if len(seen) >= expected else None
+
+    return poll(final, timeout, step=0.1, max_step=0.5) or dict(seen)
 
 
 def executed(states: dict[str, str]) -> Counter:
