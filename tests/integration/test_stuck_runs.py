@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from clausegate.config import InboxSettings
 from clausegate.inbox.service import Inbox
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -159,10 +160,11 @@ def test_a_running_run_without_heartbeats_is_crashed_but_a_live_one_is_not():
         for run in (dead, live):
             _set(client, run.id, Pending(), Running())
         started = max(client.read_flow_run(r.id).state.timestamp for r in (dead, live))
-        time.sleep(10)
+        # the heartbeat comes 3 s after both Running states: a window ending 1 s after them holds it with 2 s to spare
+        wait_until(lambda: datetime.now(UTC) > started + timedelta(seconds=3), 10, what="3 s past the Running states")
         _emit(client, "prefect.flow-run.heartbeat", {"prefect.resource.id": f"prefect.flow-run.{live.id}"})
         _wait_visible(client, live.id, "prefect.flow-run.heartbeat")
-        # a window both Running states are older than, which still holds the heartbeat (sent 10 s after them)
+        # a window both Running states are older than, which still holds the heartbeat (sent 3 s after them)
         window = (datetime.now(UTC) - started).total_seconds() - 1
         found = _sweep(client, tag, zombie_seconds=window, margin_seconds=0)
         try:
