@@ -427,6 +427,9 @@ class Review(_Model):
     notes: list[str] = Field(default_factory=list, description="gated categories with only a possible finding, "
                                                                "listed without suspending (possible_findings: note)")
     key_terms: KeyTerms | None = Field(None, description="set when the summary path was used (CG-MODEL-SUMMARY-PATH)")
+    annotated: str | None = Field(None, description="the annotated copy's file name, in the report's folder "
+                                                    "(clausegate/review/annotate/: .docx comments, PDF highlights, "
+                                                    "an HTML page for text)")
     contract_terms: ContractTerms | None = Field(None, description="the key terms and renewal dates, at the top")
     language: LanguageReading | None = Field(None, description="the contract's detected natural language")
 
