@@ -172,42 +172,54 @@ def pytest_collection_modifyitems(session, config, items):
     config._clausegate_counts = {name: sum(_folder(i) == name for i in items) for name in _FOLDERS}
 
 
-# The end-to-end modules that drive browsers, the CLI and `clausegate up` (no worker timings, hung processes or SLA
-# clocks): a second e2e unit, handed out last, so it runs on whichever worker finishes the other modules first.
-E2E_APPS = ("test_ui_form", "test_resume_form", "test_gateway_docs", "test_stack", "test_cli_servers", "test_api_auth",
-            "test_inbox_e2e", "test_retention")
-E2E_TIMED, E2E_APPS_UNIT = "tests/e2e (workers, hung processes, SLAs)", "tests/e2e (browser, CLI, stack)"
+# What a module costs on one core of the 2-core CI machine (seconds, its tests plus its module fixtures), for the
+# modules that take longest; measured by `python -m pytest -q --durations=0` from a clean clone (tests/README.md).
+# Any other module is estimated from its folder and number of tests (PER_TEST_SECONDS).
+MODULE_SECONDS = {
+    "tests/e2e/test_gate_roles.py": 260,
+    "tests/e2e/test_hung_runs.py": 215,
+    "tests/e2e/test_stack.py": 165,
+    "tests/e2e/test_gates_e2e.py": 120,
+    "tests/e2e/test_gates_attribution.py": 100,
+    "tests/e2e/test_dead_letters.py": 100,
+    "tests/e2e/test_deployments.py": 90,
+    "tests/e2e/test_inbox_e2e.py": 80,
+    "tests/e2e/test_retention.py": 80,
+    "tests/e2e/test_gateway_restart.py": 70,
+    "tests/e2e/test_cli_servers.py": 70,
+    "tests/integration/test_circuit_breaker.py": 61,
+    "tests/integration/test_gate_fencing.py": 55,
+}
+PER_TEST_SECONDS = {"unit": 0.12, "integration": 2.0, "e2e": 40.0, "other": 1.0}
 
 
-def work_unit(nodeid: str) -> str | None:
-    """The xdist work unit of an end-to-end test (None: not end-to-end, its module is its unit)."""
-    if not nodeid.startswith("tests/e2e/"):
-        return None
-    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-    return E2E_APPS_UNIT if module in E2E_APPS else E2E_TIMED
+def unit_seconds(scope: str, tests: int) -> float:
+    """The expected seconds of one xdist work unit (a module): MODULE_SECONDS, else its folder's rate x its tests."""
+    module = scope.split("::", 1)[0]
+    if module in MODULE_SECONDS:
+        return MODULE_SECONDS[module]
+    parts = module.split("/")
+    folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
+    return PER_TEST_SECONDS.get(folder, PER_TEST_SECONDS["other"]) * tests
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent when xdist is not installed
 def pytest_xdist_make_scheduler(config, log):
-    """Under xdist (``-n``, the default in pyproject.toml with ``--dist loadscope``) the work units are: the
-    end-to-end tests with worker timings in one unit, handed out first, so they never run beside each other; the
-    browser/CLI/stack end-to-end tests in a second unit, handed out last (beside the first, once the other
-    modules are done); and each other module as one unit, so its fixtures start once."""
+    """Under xdist (``-n``, the default in pyproject.toml with ``--dist loadscope``) each module is one work unit
+    (its module fixtures start once), handed out longest first (``unit_seconds``): the long end-to-end modules start
+    at once on every worker and the short unit modules fill the gaps at the end, so no worker runs a long module
+    alone at the tail while the others are idle."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 (only under xdist)
 
-    class E2EUnits(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return work_unit(nodeid) or super()._split_scope(nodeid)
-
+    class LongestFirst(LoadScopeScheduling):
         def _assign_work_unit(self, node) -> None:
-            rank = {E2E_TIMED: 0, E2E_APPS_UNIT: 2}
-            first = min(self.workqueue, key=lambda scope: rank.get(scope, 1))  # stable: the largest of its rank
-            self.workqueue.move_to_end(first, last=False)
+            longest = max(self.workqueue, key=lambda scope: unit_seconds(scope, len(self.workqueue[scope])))
+            self.workqueue.move_to_end(longest, last=False)
             super()._assign_work_unit(node)
 
-    return E2EUnits(config, log)
+    return LongestFirst(config, log)
 
 
 def pytest_runtest_logstart(nodeid, location):
