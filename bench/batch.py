@@ -280,9 +280,9 @@ def main() -> None:
                 print("  " + line)
     queue_wait = statistics.median(stats["queue_wait"]) if stats["queue_wait"] else None
     result["median_queue_wait"] = queue_wait
-    print(f"\nTARGETS (issue 12), {cores} cores, load avg at end {os.getloadavg()[0]:.2f} "
+    print(f"\nTARGETS, {cores} cores, load avg at end {os.getloadavg()[0]:.2f} "
           "(shared machine: other jobs skew the figures; ratios matter):")
-    print(f"  throughput >= 250 contracts/min{'' if n >= 400 else ' (issue: on 400 contracts, --n 400)'}: "
+    print(f"  throughput >= 250 contracts/min{'' if n >= 400 else ' (the target is set on 400 contracts, --n 400)'}: "
           f"{result['contracts_per_minute']} -> {_met(result['contracts_per_minute'] >= 250)}")
     if result.get("prefect_cpu_share") is not None:
         print(f"  Prefect's share of the stack's CPU <= 33%: {result['prefect_cpu_share']:.0%} -> "

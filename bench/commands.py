@@ -6,11 +6,11 @@
    with no gateway and Slack off if none is up, and stopped at the end).
    Each contract is reviewed twice, as two copies with
    different bytes (so neither is a cache hit): once as a newcomer runs it (in the stack's warm-start
-   process, clausegate/cli/launch.py) and once with ``--no-warm-start`` (in the command's own process: the
-   previous behaviour), alternating which goes first.  Target (issue 12): <= 3 s with a stack up.
+   process, clausegate/cli/launch.py) and once with ``--no-warm-start`` (in the command's own process),
+   alternating which goes first.  Target: <= 3 s with a stack up.
 2. `clausegate batch DIR` with no stack and no PREFECT_API_URL (a temporary server), on ``--batch`` contracts
    not reviewed before, ``--repeats`` times each way: as a newcomer runs it (the launcher starts the temporary
-   server as the command starts, clausegate/stack/temporary_server.py) and the previous way (the command run
+   server as the command starts, clausegate/stack/temporary_server.py) and without it (the command run
    without the launcher, so Prefect starts its temporary server when the flow first needs it).  A warm-up
    run on one contract migrates the temporary server's new database first (reported, not counted).  Prints
    the whole command's wall time and the rate the batch itself reports ("N contracts/min"), which is the
@@ -115,7 +115,7 @@ def bench_review(args, work: Path) -> None:
             subprocess.run([*CLAUSEGATE, "down"], env=env, cwd=REPO, capture_output=True, timeout=300)
     w, p = _median(warm), _median(plain)
     print(f"REVIEW with a stack up, median of {len(warm)}: in the stack's warm-start process {w:.2f} s, in the "
-          f"command's own process (--no-warm-start, the previous way) {p:.2f} s -> {p / w:.1f}x")
+          f"command's own process (--no-warm-start) {p:.2f} s -> {p / w:.1f}x")
     print(f"  target <= 3 s with a stack up: {w:.2f} s -> {_met(w <= 3.0)}")
 
 
@@ -159,7 +159,7 @@ def bench_batch(args, work: Path) -> None:
                   f"({args.batch / seconds * 60:5.1f}/min); the batch reports {rate.group(1)} contracts/min "
                   f"({rate.group(2)} s)", flush=True)
     for kind, label in (("launcher", "as a newcomer runs it (temporary server started by the launcher)"),
-                        ("prefect", "previous way (Prefect starts the temporary server on first use)")):
+                        ("prefect", "without the launcher (Prefect starts the temporary server on first use)")):
         wall = _median([s for s, _ in figures[kind]])
         rate = _median([r for _, r in figures[kind]])
         print(f"BATCH no stack, {label}: whole command {wall:.1f} s ({args.batch / wall * 60:.0f}/min), "

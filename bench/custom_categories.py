@@ -1,4 +1,4 @@
-"""Clause types a team defines, measured on CUAD (issue 22 item 4): 5 examples against the supervised model.
+"""Clause types a team defines, measured on CUAD: 5 examples against the supervised model.
 
     python bench/custom_categories.py [--scorer tfidf|encoder|blend] [--candidates 10] [--blend 0.5] [--examples 5]
                                       [--train-contracts 120] [--json FILE]

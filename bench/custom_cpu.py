@@ -1,4 +1,4 @@
-"""CPU per contract of the custom-category step, without and with an encoder stage, on one thread (issue 22 item 4).
+"""CPU per contract of the custom-category step, without and with an encoder stage, on one thread.
 
     python bench/custom_cpu.py [--n 30] [--candidates 10] [--playbook samples/playbooks/team-clauses.yaml]
 

@@ -24,8 +24,8 @@ clients, nothing lost) with met / not met.  The machine is shared: compare runs 
 
     python bench/inbox_load.py --reads 60 [--limit 100]      # reading: the list and the single task view
 
-``--reads N`` measures reading instead (issue 29: ``GET /inbox/tasks?limit=100`` over 60 tasks with reviews
-took over 60 s): the stack with a worker reviews one contract on a playbook without gates (a team playbook in
+``--reads N`` measures reading instead (``GET /inbox/tasks?limit=100`` over 60 tasks with reviews must not
+decode every review): the stack with a worker reviews one contract on a playbook without gates (a team playbook in
 ``CLAUSEGATE_INBOX_PLAYBOOKS_DIR``), then N - 1 more tasks are created Completed with that run's persisted
 (sealed) review as their result, so every one is a task with a real review to decode.  It times
 ``GET /inbox/tasks?limit=L`` three times (the first is cold: no outcome recorded on the runs yet) and

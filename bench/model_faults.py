@@ -1,4 +1,4 @@
-"""The circuit breaker under faults a provider survives, and against a hanging provider (issue 29).
+"""The circuit breaker under faults a provider survives, and against a hanging provider.
 
     python bench/model_faults.py [--calls 120] [--in-flight 6] [--rate 0.3] [--seed 3] [--hang 3] [--read-timeout 20]
 

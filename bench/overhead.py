@@ -6,7 +6,7 @@ Each sample contract is reviewed (a) by calling the plain modules directly, (b) 
 no cache hit (the PDF gets a unique trailing comment, so its content hash is new), and (c) by the
 flow again on the same bytes (all cache hits).  Uses PREFECT_API_URL if set, else a temporary
 local server (its start-up is excluded by a warm-up run).  Prints seconds, the ratios and whether the
-targets of issue 12 are met: flow / plain <= 1.3x, fully cached rerun <= 0.25 s (medians).
+targets are met: flow / plain <= 1.3x, fully cached rerun <= 0.25 s (medians).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def main() -> None:
 
     def flow(pdf: Path):
         run = contract_review(str(pdf), out_dir=str(work / "flow"))
-        return asyncio.run(run) if inspect.iscoroutine(run) else run  # async since issue 12; sync before
+        return asyncio.run(run) if inspect.iscoroutine(run) else run  # the flow is async
 
     flow(unique_copy(samples[0], work))  # warm-up: server start, imports, model load
     plain_review(samples[0], work / "plain")

@@ -1,4 +1,4 @@
-"""Benchmark: playbook positions judged on substance (figures) vs on wording, before and after issue 30 item 5.
+"""Benchmark: playbook positions judged on substance (figures) vs on wording (a commit that judged on wording only).
 
     python bench/positions.py [--n 20] [--before COMMIT] [--examples 6]
 
@@ -43,7 +43,7 @@ from tools import cuad  # noqa: E402
 
 CATEGORIES = {"Cap on Liability", "Uncapped Liability", "Liquidated Damages", "Minimum Commitment"}
 PLAYBOOKS = ("default", "payment-liability")
-BEFORE = "5388bd9"  # the commit before issue 30 item 5
+BEFORE = "5388bd9"  # the last commit that judged positions on wording only
 
 
 def _git(commit: str, path: str) -> str:

@@ -1,4 +1,4 @@
-"""A fine-tuned small encoder as a second-stage re-ranker of the shipped first stage's top passages (issue 22 item 2).
+"""A fine-tuned small encoder as a second-stage re-ranker of the shipped first stage's top passages.
 
     python tools/train_offline_model.py --dump .bench/oof_split.npz --out /tmp/model   # OOF logits (TRAIN only)
     python bench/rerank_encoder.py candidates [--k 3]                    # product venv: top-k per contract/category

@@ -24,7 +24,7 @@ Needs Chromium and its driver (Debian: ``apt-get install -y chromium chromium-dr
    the server runs with ``PREFECT_API_LOG_RETRYABLE_ERRORS=true``, so every 503 it answers for a lock is logged;
    one traceback mentions it about twice), as ``bench/batch.py`` counts them.
 
-Target (issue 12): 0 failures in 50 submissions.
+Target: 0 failures in 50 submissions.
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ def main() -> None:
     print(f"  'database is locked' mentions in the stack's logs: "
           f"{locked if started_stack else 'not counted (--api-url: not our logs)'}")
     met = len(failures) == 0 and result["runs_created"] == args.n and len(outcomes) >= 50
-    print(f"TARGET (issue 12): 0 failures in 50 submissions -> {'met' if met else 'NOT met'}"
+    print(f"TARGET: 0 failures in 50 submissions -> {'met' if met else 'NOT met'}"
           + ("" if len(outcomes) >= 50 else f" (only {len(outcomes)} submitted)"))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

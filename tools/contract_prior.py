@@ -6,7 +6,7 @@ category, one logistic regression over the TF-IDF of the contract's text (its pa
 vocabulary and idf, so serving reuses the same transform) is fitted on each contract fold of TRAIN. Its logit,
 times a per-category weight, is added to every passage logit of the contract before anything is thresholded; the
 weight is chosen by nested contract F1 and is 0 for a category with fewer than ``MIN_POSITIVES`` positive
-training contracts (the rare ones lost F1 with it on TRAIN cross-validation: docs/quality.md, session 12).
+training contracts (the rare ones lost F1 with it on TRAIN cross-validation: docs/quality.md).
 
 Everything here reads TRAIN's out-of-fold scores only, like ``tools/offline_tuning.py``.
 """

@@ -6,7 +6,7 @@ which serving reads (``clausegate.review.offline.model``)."""
 from __future__ import annotations
 
 KEYWORD_PRIORS = {  # words of CUAD's category questions
-    # 2.3: frequent categories with many contract-level errors in TRAIN's out-of-fold error analysis; kept where the
+    # frequent categories with many contract-level errors in TRAIN's out-of-fold error analysis; kept where the
     # fully nested TRAIN CV (boost chosen on 3 folds, applied to the 4th) gained (docs/quality.md)
     "Exclusivity": r"\bexclusive(?:ly)?\b|sole (?:and exclusive )?(?:supplier|distributor|source|provider|manufacturer)"
                    r"|all (?:of )?(?:its|their) requirements|solely (?:from|through|with)",

@@ -95,9 +95,9 @@ EXTRACT_FLOOR = 0.05
 RECALL_FIRST = ["Uncapped Liability", "Cap on Liability", "Liquidated Damages", "Minimum Commitment",
                 "Revenue/Profit Sharing", "Most Favored Nation"]  # the default playbook's high-risk list
 RECALL_TARGET, MIN_PRECISION = 0.98, 0.6  # found: recall target at OOF contract precision >= 0.6
-# found or possible (2.4, issue 22 item 3): per category the highest "possible" threshold whose OOF found-or-possible
-# contract recall reaches 0.98 (nested CV: >= 0.97 the target) at precision >= 0.1; 2.3 was 0.99 at precision >= 0.35,
-# which capped Most Favored Nation at 0.47 and Liquidated Damages at 0.83
+# found or possible: per category the highest "possible" threshold whose OOF found-or-possible contract recall
+# reaches 0.98 (nested CV: >= 0.97 the target) at precision >= 0.1 (at precision >= 0.35 Most Favored Nation's
+# recall was capped at 0.47 and Liquidated Damages' at 0.83)
 POSSIBLE_RECALL, POSSIBLE_PRECISION, POSSIBLE_FLOOR = 0.99, 0.1, 0.002
 BOOST_GRID = [0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0]
 RECALL_LEVELS = {"balanced": 0.965, "high": 0.98, "max": 0.99}

@@ -1,8 +1,8 @@
 """Work sharing between a batch run and its chunk runs: each contract is reviewed by whichever run claims it first.
 
-A batch with chunk runs used to split its contracts up front (every run a fixed share).  A chunk run starts
-seconds after the batch run (a worker must pick it up and start a process), and contracts differ in size, so
-the batch run sat idle waiting for the slowest share.  Now every run goes through the *whole* list in the same
+Splitting a batch's contracts up front (every run a fixed share) would leave the batch run idle: a chunk run
+starts seconds after the batch run (a worker must pick it up and start a process), and contracts differ in size,
+so the batch run would wait for the slowest share.  So every run goes through the *whole* list in the same
 order and reviews a contract only after claiming it: a claim is a file named by the contract id in the batch's
 claims folder, created exclusively (``O_CREAT | O_EXCL``: exactly one run wins), holding the claiming run's id.
 The runs finish together, and the batch run reports each contract from the run that claimed it (a claimed

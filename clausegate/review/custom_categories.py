@@ -1,4 +1,4 @@
-"""Clause types a team defines (issue 22 item 4): a question, 3-10 example clauses and optional keywords.
+"""Clause types a team defines: a question, 3-10 example clauses and optional keywords.
 
 A playbook's ``custom_categories`` (``CustomCategory``) name clause types CUAD does not have (indemnification,
 confidentiality, data protection, …).  They are found offline by similarity to the examples:

@@ -10,7 +10,7 @@ wakes up: task states travel as events, and the server accepts ``Crashed → Com
 ``Scheduled → Completed`` from it (``HandleFlowTerminalStateTransitions`` only guards leaving a
 Completed run with a persisted result). Unchecked, the stale process finishes the review, cannot
 suspend at the gate (the run is no longer Running) and completes the run it no longer owns — a
-gated contract reported done with no decision (issue 9, class 3).
+gated contract reported done with no decision.
 
 How: Prefect re-reads the flow run when the run context starts, so ``FlowRunContext.flow_run.state``
 is the state this process's attempt started with (its Running state, by id). ``ensure_current``
@@ -43,7 +43,7 @@ my state"), and a watchdog thread that ended the process once it found the attem
 the main thread on wake-up (a pending SIGALRM runs the task's timeout at the first bytecode after
 SIGCONT; the watchdog needs a read of the server first).
 
-Freshness window (issue 12): a read costs ~20 ms on a loaded SQLite server, and a fully cached review passes
+Freshness window: a read costs ~20 ms on a loaded SQLite server, and a fully cached review passes
 six checks in ~0.3 s.  So a check within :data:`FRESH_SECONDS` (2 s) of this attempt's last confirmation
 (the moment that read was *sent*, by the clock below) reuses it instead of reading again.  Why that cannot
 let a stale attempt act:

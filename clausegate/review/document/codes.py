@@ -55,13 +55,8 @@ INTEGRITY_CATEGORY = "Document integrity"
 
 # What the parser produces: bump when its output changes for the same bytes (the parse-pdf task's cache
 # key should include it, so parses cached before a change are not reused; see clausegate/pipeline/tasks.py).
-# 2: hidden text left out and reported, garbled pages reported / OCR'd; 3: PDFium reads the text of pages
-# without hidden text (clausegate/review/document/text.py); 4: a page PDFium's page objects show to be plainly
-# visible skips pypdf's content-stream check (clausegate/review/document/plain_page.py), so a page that check would
-# have failed on is no longer read by pypdf with CG-PDF-INTEGRITY-UNCHECKED
-# 5: Word (.docx) and plain text parsed too (clausegate/review/document/formats.py), pages carry their offsets
-# 6: a .docx's text boxes, headers and footers (not their furniture), footnotes and endnotes read; hidden text judged
-# against its effective background, scale and the shared size threshold (3 pt), for PDFs too
+# The version names what this parser reads: a .docx's text boxes, headers, footers, footnotes and endnotes, hidden
+# text judged against its effective background, scale and the 3 pt size threshold (PDFs too).
 PARSER_VERSION = "6-docx-parts"
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024

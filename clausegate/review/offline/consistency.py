@@ -13,7 +13,7 @@ read as the passage was ("non-exclusive" is not quoted as Exclusivity).
 
 Every rule was chosen on TRAIN cross-validation only (``bench/offline_gates.py``, docs/quality/offline-gates.md):
 kept when contract micro-F1 does not fall and found-or-possible recall of the high-risk categories holds, and it
-either cuts false gates or gains F1, or, changing nothing on TRAIN, mends a reading issue 30 names (the placement
+either cuts false gates or gains F1, or, changing nothing on TRAIN, mends a reading a reviewer reported (the placement
 fee, the shortfall, the limitation period read as a covenant not to sue). The rules measured and not kept are in
 the bench (``NOT_KEPT``). CUAD's definitions decide what a reading is: a time limit for bringing claims *is* a Cap
 on Liability in CUAD ("This includes time limitation for the counterparty to bring claims"), and a cap or time
