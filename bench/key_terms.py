@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from prefilter import load_holdout  # noqa: E402  (bench/prefilter.py)
 
 from clausegate.review.key_terms.dates import durations, parse_date  # noqa: E402
-from clausegate.review.key_terms.extract import read_terms  # noqa: E402
 from clausegate.review.key_terms.jurisdictions import primary  # noqa: E402
+from clausegate.review.key_terms.reading import read_terms  # noqa: E402
 from tools import cuad  # noqa: E402
 
 FIELDS = {  # our field -> CUAD's answer column

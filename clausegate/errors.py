@@ -198,6 +198,8 @@ CODES: dict[str, Code] = {
                                  "14"),
     "CG-TEXT-INSTRUCTIONS": Code("warning: the contract holds text addressed to a model or reviewer; no model answer "
                                  "may clear a gate", "14"),
+    "CG-TEXT-LANGUAGE": Code("warning: the contract is not in English; no clause is reported missing and a person "
+                             "reviews it (Language gate)", "14"),
     "CG-MODEL-CLAUSE-INVALID": Code("warning: a model clause that is not a valid object was dropped", "14"),
     "CG-MODEL-QUOTE-EMPTY": Code("warning: a model clause with an empty quote was dropped", "14"),
     "CG-MODEL-QUOTE-TOO-SHORT": Code("warning: a model quote under the category's minimum words was dropped", "14"),

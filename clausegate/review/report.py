@@ -11,6 +11,8 @@ from pathlib import Path
 from clausegate.errors import ReportWriteError
 from clausegate.review.document.codes import INTEGRITY_CODES
 from clausegate.review.gate_reasons import describe_reasons
+from clausegate.review.key_terms.ics import calendar
+from clausegate.review.key_terms.render import markdown_lines as key_terms_lines
 from clausegate.review.money import eur_digits, eur_text
 from clausegate.review.report_formats import CLAUSE_NOTE, document_line, markup_sections, where
 from clausegate.review.schemas import Cost, Notice, Review
@@ -128,6 +130,9 @@ def render_markdown(review: Review) -> str:
         lines.append(f"- **Reused from:** {_md_cell(r.filename)} (`{r.contract_id[:12]}`, reviewed "
                      f"{r.reviewed_at:%Y-%m-%d %H:%M} UTC): the same text, so its pre-filter, extraction and model "
                      "answers were reused; its decisions were not")
+    if review.language is not None and not review.language.english:
+        lines.append(f"- **Language:** {review.language.name} ({review.language.code}): not read by the offline reader")
+    lines += key_terms_lines(review.contract_terms, review.language)  # the first thing a reader needs
     if review.failure:
         f = review.failure
         lines += ["", "## Stopped", "", f"Step **{f.step}** stopped with `{f.code}`"
@@ -234,15 +239,25 @@ def report_paths(review: Review, out_dir: str | Path) -> tuple[Path, Path]:
     return Path(out_dir) / f"{stem}.json", Path(out_dir) / f"{stem}.md"
 
 
+def _terms_first(data: dict) -> dict:
+    """The JSON with the key terms and language right after the contract's identity and status."""
+    head = [k for k in ("contract_id", "filename", "playbook", "status", "contract_terms", "language") if k in data]
+    return {**{k: data[k] for k in head}, **{k: v for k, v in data.items() if k not in head}}
+
+
 def write_report(review: Review, out_dir: str | Path, *, private: bool = False) -> tuple[Path, Path]:
-    """Write ``<stem>.json`` and ``<stem>.md`` atomically (owner-only files); return their paths.
+    """Write ``<stem>.json`` and ``<stem>.md`` atomically (owner-only files; ``<stem>.ics`` too when the key terms
+    date a term's end: its calendar); return the JSON's and the Markdown's paths.
     ``private``: a folder this creates is owner-only too (strict text mode)."""
     folder = Path(out_dir)
     try:
         folder.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
         json_path, md_path = report_paths(review, folder)
-        _atomic_write(json_path, json.dumps(review.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+        _atomic_write(json_path, json.dumps(_terms_first(review.model_dump(mode="json")), indent=2,
+                                             ensure_ascii=False) + "\n")
         _atomic_write(md_path, render_markdown(review))
+        if review.contract_terms is not None and review.contract_terms.renewal is not None:
+            _atomic_write(json_path.with_suffix(".ics"), calendar([review]).decode("utf-8"))
     except OSError as exc:
         raise ReportWriteError(
             f"cannot write the report to {folder}: {exc.strerror or exc}",

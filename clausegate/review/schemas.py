@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from clausegate.review.categories import CATEGORIES, canonical
 from clausegate.review.document.registry import FormatName
+from clausegate.review.term_models import ContractTerm, ContractTerms, LanguageReading, RenewalDates
 from clausegate.review.text_identity import content_id as _content_id
 from clausegate.review.text_identity import text_id as _text_id
 
@@ -273,58 +274,6 @@ class KeyTerms(_Model):
 
     terms: list[KeyTerm]
     model_asked: bool = Field(False, description="the model answered the summary prompt")
-
-TermName = Literal["parties", "agreement_date", "effective_date", "expiration_date", "renewal_term", "notice_period",
-                   "governing_law", "liability_cap"]
-
-
-class ContractTerm(_Model):
-    """One key term at the top of a review (``clausegate.review.key_terms``): its normalised value (an ISO date,
-    an ISO 8601 duration, a jurisdiction, an amount with its currency) and where the contract says it; ``value``
-    None: not found."""
-
-    name: TermName
-    value: str | None = Field(None, description="normalised: 2014-05-08, P1Y, P90D, perpetual, New York, "
-                                                "USD 1000000.00")
-    display: str | None = Field(None, description="the value for a person: 8 May 2014, 1 year, 90 days")
-    quote: str = Field("", description="the contract's words the value was read from")
-    page: int | None = Field(None, ge=1, description="the page (a .docx or text: the part) of the quote")
-    paragraph: int | None = Field(None, ge=1, description="docx: the paragraph (¶) the quote starts in")
-    section: str | None = Field(None, description="the numbered section the quote sits in")
-    source: Literal["offline", "model"] = "offline"
-    note: str = Field("", description="how it was read, e.g. 'the effective date plus the 3 year term'")
-
-
-class RenewalDates(_Model):
-    """The dates that act: the current term's end and the last day to give notice so it does not renew."""
-
-    term_end: str | None = Field(None, description="ISO date the current term ends (rolled forward past today "
-                                                   "while the contract renews automatically)")
-    auto_renews: bool = False
-    notice_deadline: str | None = Field(None, description="ISO date: term_end minus the notice period")
-    computed_on: str = Field(description="ISO date the dates were computed from (today, at review time)")
-    explanation: str = ""
-
-
-class ContractTerms(_Model):
-    """The key terms of a contract, read offline (and, with a model, confirmed or filled), plus its renewal dates."""
-
-    terms: list[ContractTerm]
-    renewal: RenewalDates | None = None
-
-    def get(self, name: str) -> ContractTerm | None:
-        return next((t for t in self.terms if t.name == name), None)
-
-
-class LanguageReading(_Model):
-    """The contract's natural language, detected from its text (py3langid); ``english`` False: the offline
-    reader cannot read it (CG-TEXT-LANGUAGE)."""
-
-    code: str = Field(description="ISO 639-1 code, e.g. 'en', 'de'; 'und' when the text is too short to tell")
-    name: str
-    probability: float = Field(ge=0.0, le=1.0)
-    english: bool
-
 
 Via = Literal["slack", "email", "ui", "cli", "sla"]  # how an answer reached a gate: the one list (gates/, receipts)
 PERSON_VIAS: tuple[str, ...] = ("slack", "email")  # the channels whose answers prove which person gave them

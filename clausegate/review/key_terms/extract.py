@@ -9,16 +9,15 @@ keeps the words it was read from and its page; a term the text does not state is
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field
 from datetime import date
 
+from clausegate.review.figures import normalise
 from clausegate.review.figures import read as read_figures
 from clausegate.review.key_terms.dates import DATE_RE, Duration, FoundDate, add, durations, find_dates
 from clausegate.review.key_terms.jurisdictions import jurisdiction_at
 
-PAGE_JOIN = "\n\n"
 _PREAMBLE = re.compile(r"\b(?:entered\s+into|made\s+(?:and\s+entered\s+)?(?:as\s+of|on|this|effective)|dated|"
                        r"by\s+and\s+between|is\s+made|between)\b")
 _EFFECTIVE = re.compile(r"effective\s+date")  # scanned over the lowered text, as every pattern ending in _LOW
@@ -52,15 +51,11 @@ _LAWS_OF_STATE = re.compile(r"\blaws?\s+of\s+(?:the\s+)?(?:state|commonwealth|pr
 _INCORPORATED = re.compile(r"(?:organi[sz]ed|existing|incorporated|formed|standing|registered|chartered)\b[^.;]{0,40}$")
 _CAP = re.compile(r"liabilit")
 _CAP_WORDS = re.compile(r"\b(?:exceed|limited\s+to|maximum|aggregate|in\s+no\s+event|cap)\b", re.IGNORECASE)
-_BETWEEN = re.compile(r"\b(?:by\s+and\s+)?between\s*:?\s*", re.IGNORECASE)
-_PARTY_END = re.compile(r"(?:\bWHEREAS\b|\bRECITALS?\b|\bW\s?I\s?T\s?N\s?E\s?S\s?S\s?E\s?T\s?H\b|\bBACKGROUND\b|"
-                        r"\.\s+[A-Z][a-z]+\s|\n\s*\n\s*\d)")
 _RECITAL = re.compile(r"WHEREAS|that\s+certain|pursuant\s+to|under\s+the|amended|issuance|order\s+no",
                       re.IGNORECASE)  # a date another document is given, not this one's
 _DATE_CUE = re.compile(r"(?:as\s+of|dated|made|entered\s+into|this|day\s+of|effective|\bon|date\s*:?)\s*(?:the\s+)?$",
                        re.IGNORECASE)
 _DATE_LABEL = re.compile(r"\bDated?\s*:?\s*$", re.IGNORECASE)
-_STAMP = re.compile(r"Source:\s+[^\n]{0,100}?,\s*[0-9A-Z][^,\n]{0,30},\s*\d{1,2}/\d{1,2}/\d{2,4}")
 WINDOW = 700  # the longest sentence read around a keyword, in characters either side
 
 
@@ -76,18 +71,6 @@ class Term:
     extra: dict = field(default_factory=dict)
 
 
-@dataclass
-class Reading:
-    """The key terms of one contract (``None``: the text does not state it) and the text they were read from."""
-
-    text: str
-    page_starts: list[int]
-    terms: dict[str, Term]
-
-    def page_of(self, offset: int) -> int:
-        return bisect.bisect_right(self.page_starts, offset)
-
-
 _ABBREVIATIONS = ("No", "Inc", "Co", "Ltd", "St", "Sec", "Corp", "U.S", "N.A", "S.A", "Mr", "Ms", "Dr", "etc")
 
 
@@ -100,7 +83,7 @@ def _ends_sentence(text: str, k: int) -> bool:
                                                   or nxt[1].isspace()))
 
 
-def _sentence(text: str, i: int, j: int | None = None) -> tuple[int, int]:
+def sentence_bounds(text: str, i: int, j: int | None = None) -> tuple[int, int]:
     """The sentence (or list item) around ``text[i:j]``: from the previous sentence end to the next one."""
     j = i if j is None else j
     lo, hi = max(0, i - WINDOW), min(len(text), j + WINDOW)
@@ -127,16 +110,16 @@ def _sentence(text: str, i: int, j: int | None = None) -> tuple[int, int]:
     return a, b
 
 
-def _quote(text: str, a: int, b: int) -> str:
+def quote(text: str, a: int, b: int) -> str:
     return " ".join(text[a:b].split())
 
 
-def _date_term(name: str, found: FoundDate, text: str, a: int, b: int) -> Term:
+def date_term(name: str, found: FoundDate, text: str, a: int, b: int) -> Term:
     return Term(name=name, value=found.value.isoformat(), display=found.value.strftime("%-d %B %Y"),
-                quote=_quote(text, a, b), start=found.start)
+                quote=quote(text, a, b), start=found.start)
 
 
-def _preamble(text: str) -> tuple[int, int]:
+def preamble(text: str) -> tuple[int, int]:
     m = _PREAMBLE.search(text.lower(), 0, min(len(text), 20000))
     at = m.start() if m else 0
     return max(0, at - 500), min(len(text), at + 1200)
@@ -145,7 +128,7 @@ def _preamble(text: str) -> tuple[int, int]:
 def agreement_date(text: str) -> Term:
     """The date the contract is made: the preamble's first date (not one a recital gives another agreement),
     else the last date a signature block gives ("Date: …")."""
-    a, b = _preamble(text)
+    a, b = preamble(text)
     found = [d for d in find_dates(text, a, b)
              if d.has_day and not _RECITAL.search(text, max(0, d.start - 120), d.start)]
     cued = [d for d in found if _DATE_CUE.search(text, max(0, d.start - 30), d.start)]
@@ -157,8 +140,8 @@ def agreement_date(text: str) -> Term:
         found = found[-1:]
     if not found:
         return Term("agreement_date")
-    s, e = _sentence(text, found[0].start, found[0].end)
-    return _date_term("agreement_date", found[0], text, s, e)
+    s, e = sentence_bounds(text, found[0].start, found[0].end)
+    return date_term("agreement_date", found[0], text, s, e)
 
 
 def effective_date(text: str, low: str, agreed: Term) -> Term:
@@ -166,16 +149,16 @@ def effective_date(text: str, low: str, agreed: Term) -> Term:
         before = [d for d in find_dates(text, max(0, m.start() - 160), m.start()) if d.has_day]
         between = text[before[-1].end:m.start()] if before else ""
         if before and "." not in between.replace("Inc.", "").replace("Co.", "") and len(between) < 120:
-            s, e = _sentence(text, before[-1].start, m.end())
-            return _date_term("effective_date", before[-1], text, s, e)
+            s, e = sentence_bounds(text, before[-1].start, m.end())
+            return date_term("effective_date", before[-1], text, s, e)
         after = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 60)) if d.has_day]
         if after and _EFFECTIVE_MEANS.match(" ".join(text[m.end():after[0].start].split()) + " "):
-            s, e = _sentence(text, m.start(), after[0].end)
-            return _date_term("effective_date", after[0], text, s, e)
+            s, e = sentence_bounds(text, m.start(), after[0].end)
+            return date_term("effective_date", after[0], text, s, e)
     for d in find_dates(text, 0, min(len(text), 6000)):
         if d.has_day and _EFFECTIVE_AS_OF.search(text[max(0, d.start - 40):d.start]):
-            s, e = _sentence(text, d.start, d.end)
-            return _date_term("effective_date", d, text, s, e)
+            s, e = sentence_bounds(text, d.start, d.end)
+            return date_term("effective_date", d, text, s, e)
     if agreed.value and _EFFECTIVE.search(low):
         return Term("effective_date", value=agreed.value, display=agreed.display, quote=agreed.quote,
                     start=agreed.start, extra={"as": "agreement_date"})
@@ -186,8 +169,6 @@ def _term_periods(sentence: str) -> list[Duration]:
     """The durations of a term sentence that are the term's length, not a notice or payment period."""
     out = []
     flat_durations = durations(sentence)
-    from clausegate.review.figures import normalise  # the same normalised text durations() read
-
     flat = normalise(sentence)
     for period, s, e in flat_durations:
         if _NOTICE_AFTER.match(flat[e:e + 30]) or _NOTICE_BEFORE.search(flat[max(0, s - 25):s]):
@@ -207,7 +188,7 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
         if m.group(0).startswith(("shall", "will")) and not re.search(r"agreement|\bterm\b|contract|\)\s*$",
                                                                       low[max(0, m.start() - 60):m.start()]):
             continue
-        a, b = _sentence(text, m.start(), m.end())
+        a, b = sentence_bounds(text, m.start(), m.end())
         sentence = text[a:b]
         checked += 1
         if checked > 10:
@@ -215,7 +196,7 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
         ends = [d for d in find_dates(text, a, b)
                 if d.has_day and _END_WORDS.search(text[max(a, d.start - 60):d.start])]
         if ends:
-            return _date_term("expiration_date", ends[-1], text, a, b)
+            return date_term("expiration_date", ends[-1], text, a, b)
         cut = re.search(r"\b(?:renew|extend)", sentence, re.IGNORECASE)
         head = sentence[:cut.start()] if cut else sentence
         periods = _term_periods(head)
@@ -224,22 +205,22 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
                       if d.has_day and _START_WORDS.search(text[max(a, d.start - 40):d.start])]
             begin = starts[0].value if starts else (date.fromisoformat(start_term.value) if start_term.value else None)
             if begin is None:
-                return Term("expiration_date", quote=_quote(text, a, b), start=a,
+                return Term("expiration_date", quote=quote(text, a, b), start=a,
                             extra={"term": periods[0].text(), "no_start": True})
             end = add(begin, periods[0])
             return Term("expiration_date", value=end.isoformat(), display=end.strftime("%-d %B %Y"),
-                        quote=_quote(text, a, b), start=a,
+                        quote=quote(text, a, b), start=a,
                         extra={"term": periods[0].text(), **({"begins": starts[0]} if starts else {})})
         if _PERPETUAL.search(head):
             return Term("expiration_date", value="perpetual", display="perpetual (until terminated)",
-                        quote=_quote(text, a, b), start=a)
+                        quote=quote(text, a, b), start=a)
     return Term("expiration_date")
 
 
 def _renewal_sentences(text: str, low: str) -> list[tuple[int, int]]:
     seen, out = set(), []
     for m in _RENEW.finditer(low):
-        a, b = _sentence(text, m.start(), m.end())
+        a, b = sentence_bounds(text, m.start(), m.end())
         if (a, b) not in seen:
             seen.add((a, b))
             out.append((a, b))
@@ -259,8 +240,6 @@ def renewal_and_notice(text: str, low: str) -> tuple[Term, Term]:
         sentence = text[a:b]
         if re.search(r"\brenewal\s+(?:fee|royalt|payment|price|rate)|\bre-?negotiat", sentence, re.IGNORECASE):
             continue
-        from clausegate.review.figures import normalise
-
         flat = normalise(sentence)
         kw = _RENEW.search(flat.lower())
         if not kw:
@@ -272,12 +251,12 @@ def renewal_and_notice(text: str, low: str) -> tuple[Term, Term]:
                         r"notice|notif|written", flat[max(0, s - 60):e + 60], re.IGNORECASE) and re.search(
                         r"terminat|not\s+(?:to\s+)?renew|non-?renew|intent|cancel|expir|elect", flat, re.IGNORECASE):
                     notice = Term("notice_period", value=period.iso(), display=period.text(),
-                                  quote=_quote(text, a, b), start=a, extra={"days": period.days()})
+                                  quote=quote(text, a, b), start=a, extra={"days": period.days()})
                 continue
             if renewal.value is None and (e > kw.start() - 80) and period.unit in ("years", "months") and not re.search(
                     r"\b(?:within|after|following|prior\s+to|before)\s*$", flat[max(0, s - 20):s], re.IGNORECASE):
                 renewal = Term("renewal_term", value=period.iso(), display=period.text(),
-                               quote=_quote(text, a, b), start=a,
+                               quote=quote(text, a, b), start=a,
                                extra={"automatic": _automatic(sentence),
                                       "successive": bool(re.search(r"successive|each|annually|year[- ]to[- ]year|"
                                                                    r"month[- ]to[- ]month|further|additional",
@@ -322,14 +301,14 @@ def governing_law(text: str, low: str) -> Term:
                 break
     if best is None:
         return Term("governing_law")
-    a, b = _sentence(text, best[0], best[1])
-    return Term("governing_law", value=best[2], display=best[2], quote=_quote(text, a, b), start=best[0])
+    a, b = sentence_bounds(text, best[0], best[1])
+    return Term("governing_law", value=best[2], display=best[2], quote=quote(text, a, b), start=best[0])
 
 
 def liability_cap(text: str, low: str) -> Term:
     checked = 0
     for m in _CAP.finditer(low):
-        a, b = _sentence(text, m.start(), m.end())
+        a, b = sentence_bounds(text, m.start(), m.end())
         sentence = text[a:b]
         if not _CAP_WORDS.search(sentence) or not re.search(r"exceed|limited\s+to|maximum|cap", sentence, re.I):
             continue
@@ -342,74 +321,14 @@ def liability_cap(text: str, low: str) -> Term:
             currency = f.currency or ""
             value = f"{currency} {f.value:.2f}".strip()
             return Term("liability_cap", value=value, display=f"{currency} {f.value:,.0f}".strip(),
-                        quote=_quote(text, a, b), start=a)
+                        quote=quote(text, a, b), start=a)
         multiple = read_figures(sentence, "multiple_of_fees") or read_figures(sentence, "months_of_fees")
         if multiple and re.search(r"fees|amounts?\s+paid|paid|payable", sentence, re.IGNORECASE):
             f = multiple[0]
             label = (f"{f.value:g} months of fees" if f.kind == "months_of_fees" else f"{f.value:g} x fees")
-            return Term("liability_cap", value=label, display=label, quote=_quote(text, a, b), start=a)
+            return Term("liability_cap", value=label, display=label, quote=quote(text, a, b), start=a)
     return Term("liability_cap")
 
 
-def parties(text: str) -> Term:
-    a, b = _preamble(text)
-    m = _BETWEEN.search(text, a, b)
-    if not m:
-        return Term("parties")
-    end = _PARTY_END.search(text, m.end(), min(len(text), m.end() + 900))
-    chunk = " ".join(text[m.end(): end.start() if end else min(len(text), m.end() + 600)].split())
-    names, depth, current = [], 0, ""
-    for piece in re.split(r"(\(|\)|\band\b|;)", chunk):
-        if piece == "(":
-            depth += 1
-        elif piece == ")":
-            depth = max(0, depth - 1)
-        if depth == 0 and piece in ("and", ";"):
-            names.append(current)
-            current = ""
-            continue
-        current += piece
-    names.append(current)
-    cleaned = []
-    for name in names:
-        lead = re.split(r",\s*(?:a|an|the)\s+(?:\w+\s+){0,3}?(?:corporation|company|limited|partnership|"
-                        r"organized|incorporated|existing|entity)|,\s*(?:having|with\s+(?:its|a)|whose|located)",
-                        name, maxsplit=1, flags=re.IGNORECASE)[0]
-        defined = re.findall(r"[\"“]([^\"”]{1,40})[\"”]", name)
-        lead = lead.strip(" ,:.")
-        if 2 < len(lead) < 150 and re.search(r"[A-Z]", lead):
-            cleaned.append(lead + (f" (\"{defined[0]}\")" if defined and defined[0] not in lead else ""))
-        if len(cleaned) >= 4:
-            break
-    if not cleaned:
-        return Term("parties")
-    qa, qb = m.start(), end.start() if end else min(len(text), m.end() + 600)
-    return Term("parties", value="; ".join(cleaned), display="; ".join(cleaned), quote=_quote(text, qa, qb),
-                start=m.start(), extra={"names": cleaned})
-
-
-def read_terms(pages: list[str]) -> Reading:
-    """The key terms of a contract given its page (or part) texts, in order."""
-    starts, pos = [], 0
-    for page in pages:
-        starts.append(pos)
-        pos += len(page) + len(PAGE_JOIN)
-    text = _STAMP.sub(lambda m: " " * len(m.group(0)), PAGE_JOIN.join(pages))  # EDGAR's filing stamp
-    low = text.lower()
-    if len(low) != len(text):  # a character whose lower case is longer ("İ"): scan the text itself
-        low = text
-    agreed = agreement_date(text)
-    effective = effective_date(text, low, agreed)
-    expiry = expiration_date(text, low, effective if effective.value else agreed)
-    begins = expiry.extra.pop("begins", None)
-    if begins is not None and (effective.value is None or effective.extra.get("as")):
-        # the term's own start ("commencing on January 1, 2016") is when the contract takes effect
-        s, e = _sentence(text, begins.start, begins.end)
-        effective = _date_term("effective_date", begins, text, s, e)
-    renewal, notice = renewal_and_notice(text, low)
-    terms = [parties(text), agreed, effective, expiry, renewal, notice, governing_law(text, low),
-             liability_cap(text, low)]
-    return Reading(text=text, page_starts=starts, terms={t.name: t for t in terms})
-
-
-__all__ = ["DATE_RE", "Reading", "Term", "read_terms"]
+__all__ = ["DATE_RE", "Term", "agreement_date", "date_term", "effective_date", "expiration_date", "governing_law",
+           "liability_cap", "preamble", "quote", "renewal_and_notice", "sentence_bounds"]
