@@ -23,6 +23,7 @@ that hung while its run was crashed or requeued exits at the next check without 
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import PurePath
 
 from prefect import get_run_logger
@@ -38,6 +39,7 @@ from clausegate.pipeline.outcome import record_outcome
 from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
 from clausegate.review import assemble
+from clausegate.review.key_terms.attach import with_key_terms
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
 from clausegate.review.relocate import NotFound, Relocated, relocate
@@ -156,6 +158,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                                           cost_by_step=costs, positions=book.positions, custom=custom)
         review = review.model_copy(update={"model_unconfirmed": unconfirmed, "text_id": document.text_id,
                                            "reused_from": reused_from, "key_terms": key_terms})
+        # key terms, renewal dates and language (a contract not in English: warned and gated on Language)
+        review = with_key_terms(review, document, today=date.today(), model=None if use == "offline" else use)
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
         review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename,
