@@ -113,6 +113,7 @@ class GateStats(BaseModel):
     by_category: list[StatsRow]
     by_role: list[StatsRow]
     by_reviewer: list[StatsRow]
+    by_channel: list[StatsRow] = []  # the channel each decision came through (via: slack, email, ui, cli, sla)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -160,7 +161,8 @@ def summarise(samples: Iterable[GateSample], *, since: datetime, now: datetime |
     return GateStats(since=since, now=moment, overall=_row("all gates", kept, moment),
                      by_category=_grouped(kept, lambda s: s.category, moment),
                      by_role=_grouped(kept, lambda s: s.role, moment),
-                     by_reviewer=_grouped(kept, lambda s: s.reviewer if s.decided_at else None, moment))
+                     by_reviewer=_grouped(kept, lambda s: s.reviewer if s.decided_at else None, moment),
+                     by_channel=_grouped(kept, lambda s: s.via if s.decided_at else None, moment))
 
 
 def _role(record: GateRecord, decision: Any, category: str) -> str:
@@ -275,7 +277,7 @@ def rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-GROUPS = (("Category", "by_category"), ("Role", "by_role"), ("Reviewer", "by_reviewer"))
+GROUPS = (("Category", "by_category"), ("Role", "by_role"), ("Reviewer", "by_reviewer"), ("Channel", "by_channel"))
 
 
 def cells(row: StatsRow) -> list[str]:
