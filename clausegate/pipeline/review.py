@@ -34,6 +34,7 @@ from prefect.utilities.annotations import opaque
 from clausegate.errors import ClauseGateError, GateError
 from clausegate.gates import run_gate
 from clausegate.ops.budget import start_meter, stop_meter
+from clausegate.pipeline.annotate import annotate_review
 from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
 from clausegate.pipeline.outcome import record_outcome
 from clausegate.pipeline.sources import resolve_source
@@ -61,20 +62,22 @@ REVIEW_FLOW_OPTIONS = {"name": "contract-review", "flow_run_name": review_run_na
 
 
 def review_contract(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports",
-                    *, ask_person: bool = True) -> Review | State:
+                    *, ask_person: bool = True, annotate: bool = True) -> Review | State:
     """Review one contract PDF; write JSON + Markdown reports to ``out_dir``.  Returns the review, or a
     Failed state carrying the partial review when a step stopped it.  ``ask_person=False``: never
     suspend for a gate; mark the review ``pending_decision`` instead (and skip the attempt checks:
     batch chunk runs never decide a gate), and publish no review artifact (the batch's summary lists it).
     With ``ask_person`` an exception leaves the review (and becomes the run's state) only while this
-    attempt is the run's current one (:func:`~clausegate.runs.attempts.fenced_exit`)."""
+    attempt is the run's current one (:func:`~clausegate.runs.attempts.fenced_exit`).  ``annotate``: write the
+    annotated copy of the file next to the report (:mod:`clausegate.pipeline.annotate`)."""
     if not ask_person:
-        return _review(source, playbook, extractor, out_dir, ask_person=False)
+        return _review(source, playbook, extractor, out_dir, ask_person=False, annotate=annotate)
     with fenced_exit():
-        return _review(source, playbook, extractor, out_dir, ask_person=True)
+        return _review(source, playbook, extractor, out_dir, ask_person=True, annotate=annotate)
 
 
-def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, ask_person: bool) -> Review | State:
+def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, ask_person: bool,
+            annotate: bool = True) -> Review | State:
     logger = get_run_logger()
     checkpoint = ensure_current if ask_person else _unchecked
     book = load_playbook(playbook)
@@ -168,6 +171,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
     review = meter.settle(review)  # cost: this run's spend by step, and spend reused from cache
     stop_meter(meter)
 
+    if annotate and ask_person and review.gated_categories:  # the annotated copy a gate links to (pending)
+        review = annotate_review(review, contract, document, book, out_dir)
     if ask_person:
         try:
             decisions, status, notices = run_gate(review, book)  # human gate: suspends here when a person must decide
@@ -181,6 +186,8 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         status = final_status(status, degraded)  # complete on the offline result alone: degraded
     review = review.model_copy(update={"decisions": decisions, "status": status,
                                        "warnings": [*review.warnings, *notices]})
+    if annotate:  # the annotated copy next to the report (clausegate/pipeline/annotate.py), decisions included
+        review = annotate_review(review, contract, document, book, out_dir)
     checkpoint("report")
     paths = tasks.write_report(review, out_dir, artifact=ask_person)  # the batch: no artifact per contract
     logger.info("5/5 report: %s (cost %s, %d model calls; %s reused from cache)", ", ".join(paths),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clausegate.review.annotate import child, html
-from clausegate.review.annotate.notes import Note, fallback_wording, notes, where
+from clausegate.review.annotate.notes import Note, fallback_wording, notes_for, where
 from clausegate.review.schemas import ParsedDocument, Review
 
 SUFFIXES = {"docx": ".docx", "pdf": ".pdf", "text": ".html"}
@@ -47,7 +47,7 @@ def annotate(review: Review, data: bytes, document: ParsedDocument | None, posit
     ``positions``: the playbook's positions (their fallback wording goes into a .docx)."""
     if not supported(review):
         return None
-    found = notes(review, fallback_wording(positions))
+    found = notes_for(review, fallback_wording(positions))
     if review.format == "text":
         if document is None:
             return None
@@ -62,4 +62,4 @@ def annotate(review: Review, data: bytes, document: ParsedDocument | None, posit
                      skipped=[tuple(s) for s in placed["skipped"]])
 
 
-__all__ = ["MARK", "SUFFIXES", "Annotated", "Note", "annotate", "fallback_wording", "notes", "supported", "where"]
+__all__ = ["MARK", "SUFFIXES", "Annotated", "Note", "annotate", "fallback_wording", "notes_for", "supported", "where"]

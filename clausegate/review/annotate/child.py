@@ -61,7 +61,7 @@ def run(data: bytes, fmt: str, notes: list[Note], *, memory_mb: int, timeout_sec
 
 
 def main(argv: list[str]) -> int:
-    from clausegate.review.document.limits import arm, cap_memory
+    from clausegate.review.document.limits import arm, cap_memory  # local import: the child's caps, child only
 
     options = json.loads(argv[0])
     cap_memory(int(options["memory_mb"]))
@@ -83,11 +83,11 @@ def main(argv: list[str]) -> int:
 def write(data: bytes, fmt: str, notes: list[Note]) -> tuple[bytes, dict]:
     """Annotate in this process (the child's body; tests and the bench call it directly to count)."""
     if fmt == "docx":
-        from clausegate.review.annotate import docx
+        from clausegate.review.annotate import docx  # local import: lxml only for a .docx
 
         body, placed = docx.annotate(data, notes)
     elif fmt == "pdf":
-        from clausegate.review.annotate import pdf
+        from clausegate.review.annotate import pdf  # local import: PDFium and pypdf only for a PDF
 
         body, placed = pdf.annotate(data, notes)
     else:

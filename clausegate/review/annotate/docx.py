@@ -16,6 +16,7 @@ accepted by the sandboxed reader first, and this runs in a capped child too (:mo
 
 from __future__ import annotations
 
+import bisect
 import copy
 import io
 import re
@@ -24,10 +25,10 @@ from datetime import UTC, datetime
 
 from lxml import etree
 
+from clausegate.review.annotate import match
 from clausegate.review.annotate.notes import AUTHOR, INITIALS, Note
 from clausegate.review.document import docx as reader_module
 from clausegate.review.document.docx_parts import MAIN, Numbering, Styles, W, open_archive, read_part
-from clausegate.review.locate import _Collapsed
 
 W_NS = W[1:-1]
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
@@ -106,7 +107,6 @@ def _map(archive: zipfile.ZipFile, root) -> tuple[_Mapper, list[int]]:
 def _char_at(mapper: _Mapper, starts: list[int], offset: int, *, last: bool):
     """(run, text element, index in it) of the document text's character at ``offset``; a label's or separator's
     character maps to the next real character (``last``: the previous one)."""
-    import bisect
     index = bisect.bisect_right(starts, offset) - 1
     if index < 0:
         return None
@@ -213,10 +213,9 @@ def annotate(data: bytes, notes: list[Note], *, now: datetime | None = None) -> 
     ids += [int(v) for v in comments.xpath("//@w:id", namespaces={"w": W_NS}) if str(v).lstrip("-").isdigit()]
     next_id = max(ids, default=0) + 1
     placed = Placed()
-    collapsed = _Collapsed(text)
     spans = []
     for note in notes:
-        span = _span(note, text, collapsed)
+        span = _span(note, text)
         if span is None:
             placed.skipped.append((note.index, "its text is not in the document's body"))
         else:
@@ -269,19 +268,19 @@ def annotate(data: bytes, notes: list[Note], *, now: datetime | None = None) -> 
     return _rewrite(data, updates), placed
 
 
-def _span(note: Note, text: str, collapsed: _Collapsed) -> tuple[int, int] | None:
-    """The finding's [start, end) in the body's text: the review's own span when it holds the quote, else the quote
-    found in the text (whitespace-insensitive)."""
+def _span(note: Note, text: str) -> tuple[int, int] | None:
+    """The finding's [start, end) in the body's text: the review's own span when it ends on the quote's last words,
+    else the quote found in the text (:func:`clausegate.review.annotate.match.span`)."""
     quote = note.quote
     if not quote:
         return None
     span = note.clause.span
-    if span and span[1] <= len(text) and " ".join(text[span[0]:span[1]].split()).endswith(quote[-40:]):
-        return span[0], span[1]
-    at = collapsed.text.find(quote)
-    if at < 0:
-        return None
-    return collapsed.original(at), collapsed.original(at + len(quote) - 1) + 1
+    if span and span[1] <= len(text):
+        mine = "".join(match.fold(c) for c in text[span[0]:span[1]])
+        theirs = "".join(match.fold(c) for c in quote)
+        if mine == theirs:
+            return span[0], span[1]
+    return match.span(text, quote)
 
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

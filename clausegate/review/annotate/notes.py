@@ -48,7 +48,7 @@ def quote_of(clause: Clause) -> str:
     return " ".join(text.split())
 
 
-def notes(review: Review, fallbacks: dict[str, str] | None = None) -> list[Note]:
+def notes_for(review: Review, fallbacks: dict[str, str] | None = None) -> list[Note]:
     """A note per finding of ``review`` (a possible finding too, marked so); ``fallbacks``: per category, the
     playbook position's fallback wording, inserted where the finding's verdict is ``deviates``."""
     fallbacks = fallbacks or {}

@@ -12,7 +12,6 @@ over a page break gets one highlight per page, the later ones tagged ``(continue
 from __future__ import annotations
 
 import io
-import unicodedata
 from difflib import SequenceMatcher
 
 import pypdfium2 as pdfium
@@ -20,9 +19,10 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Highlight
 from pypdf.generic import ArrayObject, FloatObject, NameObject, TextStringObject
 
+from clausegate.review.annotate import match
+from clausegate.review.annotate.match import fold
 from clausegate.review.annotate.notes import AUTHOR, Note
 
-HEAD, TAIL = 60, 40
 COLOR = "ffe066"
 MIN_BLOCK = 3  # shorter runs of agreement inside furniture are chance
 
@@ -71,37 +71,17 @@ def find_quote(pages: _Pages, quote: str, numbers: list[int], count: int) -> lis
     folded = [(c, i) for i, ch in enumerate(text) for c in fold(ch)]
     page = "".join(c for c, _ in folded)
     theirs = "".join(fold(ch) for ch in quote)
-    if not theirs:
+    found = match.region(page, theirs)
+    if found is None:
         return None
-    at = next((a for size in (HEAD, HEAD // 2, HEAD // 4) if (a := page.find(theirs[:size])) >= 0), -1)
-    if at < 0:  # its first words; shorter when the review left a line out (furniture, a redaction mark)
-        return None
-    end = min(at + len(theirs), len(page))
-    for size in (TAIL, TAIL // 2, TAIL // 4):  # the last words; shorter when page furniture cuts them
-        tail = theirs[-size:]
-        stop = page.find(tail, at + max(len(theirs) - len(tail) - 5 * TAIL, 0))
-        if 0 <= stop <= at + 2 * len(theirs):
-            end = stop + len(tail)
-            break
-    region = folded[at:end]
-    mine = "".join(c for c, _ in region)
+    chars = folded[found[0]:found[1]]
+    mine = "".join(c for c, _ in chars)
     if mine == theirs:
-        chosen = [i for _, i in region]
+        chosen = [i for _, i in chars]
     else:  # page furniture the review took out of its text (a running header, a page number) is not highlighted
         blocks = SequenceMatcher(None, mine, theirs, autojunk=False).get_matching_blocks()
-        chosen = [region[b.a + k][1] for b in blocks if b.size >= MIN_BLOCK for k in range(b.size)]
+        chosen = [chars[b.a + k][1] for b in blocks if b.size >= MIN_BLOCK for k in range(b.size)]
     return [where[i] for i in dict.fromkeys(chosen) if where[i][1] >= 0]
-
-
-def fold(char: str, hyphens: bool = True) -> str:
-    """A character as compared: NFKC (the review's text is NFKC-folded: a Greek question mark is a semicolon), the
-    hyphen PDFium reports as a control character a hyphen (``hyphens`` False: every hyphen nothing), blanks and
-    other control characters nothing."""
-    if char in "\x02\xad-":
-        return "-" if hyphens else ""
-    if char.isspace() or ord(char) < 32 or ord(char) == 127:
-        return ""
-    return "".join(c for c in unicodedata.normalize("NFKC", char) if not c.isspace())
 
 
 def _lines(textpage, chars: list[int]) -> list[tuple[float, float, float, float]]:

@@ -15,6 +15,7 @@ import zipfile
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
+from clausegate.review.annotate.match import fold
 from clausegate.review.annotate.notes import AUTHOR, TAG, Note
 
 
@@ -38,8 +39,6 @@ def same_text(anchored: str, quote: str) -> bool:
     review's text leaves out: a list number Word draws (not in the runs: up to 12 characters missing at the start),
     and page furniture inside the quote (a page number or a running header the CUAD text keeps as a paragraph:
     extra pieces of at most 80 characters, a quarter of the anchor at most).  Anything else is the wrong text."""
-    from clausegate.review.annotate.pdf import fold
-
     a, q = "".join(fold(c) for c in anchored), "".join(fold(c) for c in quote)
     if a == q:
         return bool(a)
@@ -59,16 +58,14 @@ def same_text(anchored: str, quote: str) -> bool:
 def same_chars(anchored: str, quote: str) -> bool:
     """A PDF's highlighted text is the quote, blanks and control characters aside (PDFium's text puts blanks around
     punctuation where the parser's does not, and a line-end hyphen may have no box); NFKC-folded like the review's."""
-    from clausegate.review.annotate.pdf import fold
-
     return "".join(fold(c, False) for c in anchored) == "".join(fold(c, False) for c in quote)
 
 
 def docx(data: bytes, notes: list[Note]) -> Count:
-    from lxml import etree
+    from lxml import etree  # local import: lxml only to read a .docx back
 
-    from clausegate.review.annotate.docx import MAIN, W, parser
-    from clausegate.review.document.docx import extract
+    from clausegate.review.annotate.docx import MAIN, W, parser  # local import: lxml only for a .docx
+    from clausegate.review.document.docx import extract  # local import: with the .docx reader above
 
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         root = etree.fromstring(z.read(MAIN), parser())
@@ -108,9 +105,25 @@ def _replace(data: bytes, name: str, body: bytes) -> bytes:
     return out.getvalue()
 
 
+class _Page:
+    """A page's characters and their boxes (PDFium): the text under a quadrilateral is the characters whose box's
+    centre lies in it, in reading order."""
+
+    def __init__(self, textpage) -> None:
+        self.chars = []
+        for i in range(textpage.count_chars()):
+            left, bottom, right, top = textpage.get_charbox(i)
+            self.chars.append((textpage.get_text_range(i, 1), (left + right) / 2, (bottom + top) / 2))
+
+    def under(self, quad: list[float]) -> str:
+        xs, ys = quad[0::2], quad[1::2]
+        return "".join(c for c, x, y in self.chars
+                       if min(xs) <= x <= max(xs) and min(ys) <= y <= max(ys))
+
+
 def pdf(data: bytes, notes: list[Note]) -> Count:
-    import pypdfium2 as pdfium
-    from pypdf import PdfReader
+    import pypdfium2 as pdfium  # local import: PDFium only to read a PDF back
+    from pypdf import PdfReader  # local import: pypdf only to read a PDF back
 
     reader = PdfReader(io.BytesIO(data))
     document = pdfium.PdfDocument(data)
@@ -128,12 +141,9 @@ def pdf(data: bytes, notes: list[Note]) -> Count:
                 if tag is None:
                     count.wrong.append((-1, ""))
                     continue
-                textpage = textpage or document[number].get_textpage()
+                textpage = textpage or _Page(document[number].get_textpage())
                 quads = [float(v) for v in annotation.get("/QuadPoints", [])]
-                text = []
-                for q in range(0, len(quads), 8):
-                    xs, ys = quads[q:q + 8:2], quads[q + 1:q + 8:2]
-                    text.append(textpage.get_text_bounded(min(xs), min(ys), max(xs), max(ys)))
+                text = [textpage.under(quads[q:q + 8]) for q in range(0, len(quads), 8)]
                 first = "(continued)" not in str(annotation.get("/Contents", ""))
                 parts.setdefault(int(tag.group(1)) - 1, []).append((first, " ".join(text)))
     finally:

@@ -1,0 +1,169 @@
+"""Annotated copies: are they right (read back), and what do they cost next to the review?
+
+    python bench/annotate.py [--count N] [--cpu] [--pages 50]
+
+``--count N`` (default 20): the three samples (as PDF, and as .docx from CUAD's text via ``tools/cuad_to_docx.py``)
+and the first N other HOLDOUT contracts of CUAD (``tools.cuad.is_holdout``, sorted by file name; as PDF and as .docx)
+are reviewed offline (the product's steps in plain Python: the sandboxed parse, pre-filter, extraction, assembly, on
+the ``payment-liability`` playbook, whose positions have fallback wording), annotated through the product's capped
+child, and read back (:mod:`clausegate.review.annotate.readback`): per file the findings, those with exactly one
+annotation on their quote, annotations on other text, findings not placed, and the fallback insertions of a .docx.
+
+``--cpu``: on the holdout PDF nearest ``--pages`` pages, and its .docx, the CPU seconds (this process and its
+children: the parse child, the annotation child) of the review and of annotating it, and their ratio (target:
+annotating at most 20 % of the review).  The review here is the plain-Python one (no Prefect, no model): the smallest
+honest denominator, so the ratio is an upper bound for a flow run.
+CUAD v1 (Hendrycks et al., NeurIPS 2021), CC BY 4.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+SAMPLES = {  # samples/README.md: the CUAD PDF each sample is
+    "leadersonline-co-branding-2000.pdf": ("LeadersonlineInc_20000427_S-1A_EX-10.8_4991089_EX-10.8_"
+                                           "Co-Branding Agreement"),
+    "beyondcom-co-hosting-2000.pdf": "BEYONDCOMCORP_08_03_2000-EX-10.2-CO-HOSTING AGREEMENT",
+    "healthcare-integrated-reseller-2019.pdf": ("HealthcareIntegratedTechnologiesInc_20190812_8-K_EX-10.1_11776966_"
+                                                "EX-10.1_Reseller Agreement"),
+}
+PLAYBOOK = "payment-liability"
+DOCX_DIR = REPO / ".bench" / "docx"
+
+
+def review_file(path: Path, playbook: str = PLAYBOOK):
+    """(playbook, bytes, parsed document, review) of ``path``, reviewed offline by the product's steps."""
+    from clausegate.review import assemble
+    from clausegate.review.document.formats import sniff
+    from clausegate.review.document.sandbox import fingerprint, parse_bytes, read_verified
+    from clausegate.review.playbook import load_playbook
+
+    book = load_playbook(playbook)
+    source = fingerprint(path)
+    data = read_verified(source)
+    fmt = sniff(source.filename, data)
+    document = parse_bytes(source, data, fmt)
+    filtered = assemble.prefilter_step(document, book.categories)
+    extraction = assemble.extract_step(filtered, book.categories)
+    review = assemble.assemble_review(document, filtered, extraction, playbook=book.name,
+                                      gated=book.gated_categories, positions=book.positions,
+                                      protected=[*book.gated_categories, *book.high_risk, *book.position_gated])
+    return book, data, document, review
+
+
+def annotate_and_count(path: Path) -> dict:
+    """Review ``path``, annotate it through the product's child, read it back: the figures of one file."""
+    from clausegate.review.annotate import annotate, fallback_wording, notes_for, readback
+
+    book, data, document, review = review_file(path)
+    found = notes_for(review, fallback_wording(book.positions))
+    copy = annotate(review, data, document, book.positions, memory_mb=1024, timeout_seconds=120)
+    if copy is None:
+        return {"file": path.name, "format": review.format, "findings": len(found), "exactly_one": 0, "wrong": 0,
+                "not_placed": len(found), "fallbacks": 0, "fallbacks_expected": 0}
+    count = readback.docx(copy.data, found) if copy.suffix == ".docx" else readback.pdf(copy.data, found)
+    return {"file": path.name, "format": review.format, "findings": len(found),
+            "exactly_one": len(count.exactly_one(found)), "wrong": len(count.wrong),
+            "not_placed": len(copy.skipped), "fallbacks": sum(count.insertions.values()),
+            "fallbacks_expected": sum(1 for n in found if n.fallback) if copy.suffix == ".docx" else 0,
+            "wrong_detail": count.wrong[:2], "skipped_detail": copy.skipped[:2]}
+
+
+def corpus(limit: int) -> list[Path]:
+    """The samples as PDF and .docx, and ``limit`` other holdout contracts as PDF and .docx."""
+    from tools import cuad
+    from tools.cuad_to_docx import docx_path
+
+    manifest = cuad.load_manifest()
+    by_pdf = {Path(e["pdf"]).stem: e for e in manifest}
+    files = []
+    for sample, name in SAMPLES.items():
+        files += [REPO / "samples" / sample, docx_path(by_pdf[name], DOCX_DIR)]
+    taken = set(SAMPLES.values())
+    others = sorted((e for e in manifest if cuad.is_holdout(e["filename"]) and Path(e["pdf"]).stem not in taken),
+                    key=lambda e: e["filename"])[:limit]
+    for entry in others:
+        files += [cuad.cuad_dir() / entry["pdf"], docx_path(entry, DOCX_DIR)]
+    return files
+
+
+def cpu_now() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def nearest(pages: int) -> Path:
+    import pypdfium2 as pdfium
+
+    from tools import cuad
+
+    best = None
+    for entry in sorted(cuad.load_manifest(), key=lambda e: e["filename"]):
+        if not cuad.is_holdout(entry["filename"]):
+            continue
+        path = cuad.cuad_dir() / entry["pdf"]
+        with pdfium.PdfDocument(str(path)) as pdf:
+            n = len(pdf)
+        if best is None or abs(n - pages) < abs(best[0] - pages):
+            best = (n, path, entry)
+    return best
+
+
+def cpu(pages: int) -> None:
+    from clausegate.review.annotate import annotate
+    from tools.cuad_to_docx import docx_path
+
+    n, pdf_path, entry = nearest(pages)
+    review_file(pdf_path)  # warm up: model load, imports
+    for path in (pdf_path, docx_path(entry, DOCX_DIR)):
+        t0 = cpu_now()
+        book, data, document, review = review_file(path)
+        t1 = cpu_now()
+        copy = annotate(review, data, document, book.positions, memory_mb=1024, timeout_seconds=120)
+        t2 = cpu_now()
+        ratio = (t2 - t1) / (t1 - t0)
+        print(f"{review.format:5} {path.name[:60]:60} pages {n:3}  findings {len(review.clauses):2}  "
+              f"review CPU {t1 - t0:6.2f} s  annotate CPU {t2 - t1:5.2f} s  ratio {ratio:6.1%}  "
+              f"({'≤ 20 %: ok' if ratio <= 0.20 else 'ABOVE 20 %'}; {len(copy.commented) if copy else 0} marked)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--count", type=int, default=None, help="held-out contracts besides the samples (default 20)")
+    ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--pages", type=int, default=50)
+    args = ap.parse_args()
+    from tools import cuad
+
+    if not cuad.cuad_available():
+        sys.exit(f"CUAD not found at {cuad.cuad_dir()}")
+    if args.count is not None or not args.cpu:
+        total = {"findings": 0, "exactly_one": 0, "wrong": 0, "not_placed": 0, "fallbacks": 0,
+                 "fallbacks_expected": 0}
+        files = corpus(20 if args.count is None else args.count)
+        print(f"{'file':40} {'fmt':5} {'findings':>8} {'exactly 1':>9} {'wrong':>5} {'not placed':>10} "
+              f"{'fallbacks':>9}")
+        for path in files:
+            row = annotate_and_count(path)
+            for key in total:
+                total[key] += row[key]
+            print(f"{path.name[:40]:40} {row['format']:5} {row['findings']:8} {row['exactly_one']:9} "
+                  f"{row['wrong']:5} {row['not_placed']:10} {row['fallbacks']:4}/{row['fallbacks_expected']:<4}"
+                  + (f"  {row.get('wrong_detail') or ''} {row.get('skipped_detail') or ''}"
+                     if row["wrong"] or row["not_placed"] else ""))
+        print(f"TOTAL {len(files)} files: {total['findings']} findings, {total['exactly_one']} with exactly one "
+              f"annotation on their quote, {total['wrong']} on other text, {total['not_placed']} not placed; "
+              f".docx fallback insertions {total['fallbacks']}/{total['fallbacks_expected']}")
+    if args.cpu:
+        cpu(args.pages)
+
+
+if __name__ == "__main__":
+    main()
