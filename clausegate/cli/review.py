@@ -139,6 +139,10 @@ def review(
     warm_start: Annotated[bool, typer.Option(
         help="with a local stack up, run in its warm-start process, where Prefect and the model are loaded "
              "already (clausegate/cli/launch.py); --no-warm-start runs the review in this process")] = True,
+    annotate: Annotated[bool, typer.Option(
+        "--annotate", help="also write the annotated copy next to the report: a .docx with a Word comment on each "
+                           "finding (and the playbook's fallback wording as a tracked change), a PDF with highlights, "
+                           "an HTML page for text (docs/annotate.md)")] = False,
 ) -> None:
     """Review FILE (or stdin: -, or --text "…") with the contract-review flow and write its report."""
     from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean
@@ -154,13 +158,13 @@ def review(
         raise typer.Exit(2)
     try:
         with review_input(file, text) as path:
-            _review_file(path, playbook, out, extractor)
+            _review_file(path, playbook, out, extractor, annotate)
     except ReviewInputError as error:
         console.print(f"[red]{error}[/red]", highlight=False)
         raise typer.Exit(2) from None
 
 
-def _review_file(file: Path, playbook: str, out: Path, extractor: str | None) -> None:
+def _review_file(file: Path, playbook: str, out: Path, extractor: str | None, annotate: bool = False) -> None:
     """The review of one file on disk (the command's FILE, or the private copy of stdin / --text)."""
     if not file.is_file():
         console.print(f"[red][{NOT_FOUND}] {file} does not exist.[/red] Next step: check the path.")
@@ -181,7 +185,7 @@ def _review_file(file: Path, playbook: str, out: Path, extractor: str | None) ->
     contract_review = flow(**REVIEW_FLOW_OPTIONS)(async_body(review_contract))  # async: see sync_body.py
     with console.status("running the contract-review flow…"):
         state = asyncio.run(contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
-                                            out_dir=str(out.resolve()), return_state=True))
+                                            out_dir=str(out.resolve()), annotate=annotate, return_state=True))
     if not state.is_completed():
         print_failure(state.message, run_link(api_url, state.state_details.flow_run_id))
         raise typer.Exit(1)
@@ -196,6 +200,8 @@ def _review_file(file: Path, playbook: str, out: Path, extractor: str | None) ->
     for warning in result.warnings:
         console.print(f"[yellow]{warning.code}[/yellow] {warning.message}")
     console.print(f"Report: {out.resolve()}")
+    if result.annotated:
+        console.print(f"Annotated copy: {out.resolve() / result.annotated}", highlight=False)
     console.print(f"Run: {run_link(api_url, state.state_details.flow_run_id)}", highlight=False)
 
 
