@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -279,6 +279,53 @@ Via = Literal["slack", "email", "ui", "cli", "sla"]  # how an answer reached a g
 PERSON_VIAS: tuple[str, ...] = ("slack", "email")  # the channels whose answers prove which person gave them
 
 
+class CarriedFrom(_Model):
+    """Where a carried decision was made: the earlier review's run and the signed receipt it stands on
+    (``clausegate receipts verify`` checks it against this review's clause)."""
+
+    flow_run_id: str
+    gate: str = ""
+    finding: str = ""
+    clause_sha256: str
+    playbook_sha256: str
+    receipt: dict[str, Any] = Field(default_factory=dict, description="the decision receipt (signed)")
+
+
+class VersionChange(_Model):
+    """One clause that differs from the earlier version (clausegate.review.versions.align)."""
+
+    status: Literal["changed", "moved", "added", "removed"]
+    old_text: str | None = None
+    new_text: str | None = None
+    redline: str = ""
+    moved: bool = False
+    untracked: bool = False
+
+
+class VersionFinding(_Model):
+    """A gated finding against the earlier version's decisions (clausegate.review.versions.carry)."""
+
+    category: str
+    outcome: Literal["carried", "asked_again", "new"]
+    why: str
+    earlier_decision: str | None = None
+    earlier_reviewer: str | None = None
+    earlier_decided_at: datetime | None = None
+    earlier_comment: str = ""
+    redline: str = ""
+
+
+class Versions(_Model):
+    """This review as the next version of an earlier one: what changed and what its decisions carry."""
+
+    revises: str = Field(description="the earlier review (its run id) or file it was compared with")
+    revises_filename: str = ""
+    proposed: bool = Field(False, description="not named: found as the earlier review of the same parties and title")
+    counts: dict[str, int] = Field(default_factory=dict, description="clauses unchanged/changed/moved/added/removed")
+    changes: list[VersionChange] = []
+    findings: list[VersionFinding] = []
+
+
 class GateDecision(_Model):
     """A person's (or the SLA sweeper's) answer at a human gate. A timeout is an escalation, never a rejection."""
 
@@ -291,6 +338,8 @@ class GateDecision(_Model):
     decided_at: datetime
     finding: str | None = Field(None, description="per-finding gate: the finding id (F1, …) this decision is on")
     role: str | None = Field(None, description="per-finding gate: the role this answer counted for")
+    carried: CarriedFrom | None = Field(None, description="a decision on an earlier version, carried because the "
+                                        "decided clause's text and the playbook are unchanged (its receipt)")
 
 
 class PositionCheck(_Model):
@@ -376,6 +425,8 @@ class Review(_Model):
     notes: list[str] = Field(default_factory=list, description="gated categories with only a possible finding, "
                                                                "listed without suspending (possible_findings: note)")
     key_terms: KeyTerms | None = Field(None, description="set when the summary path was used (CG-MODEL-SUMMARY-PATH)")
+    versions: Versions | None = Field(None, description="the earlier version this one revises: what changed, and "
+                                                         "which decisions were carried or asked again")
     annotated: str | None = Field(None, description="the annotated copy's file name, in the report's folder "
                                                     "(clausegate/review/annotate/: .docx comments, PDF highlights, "
                                                     "an HTML page for text)")
@@ -387,5 +438,6 @@ __all__ = [
     "CATEGORIES", "Clause", "Clearance", "Comment", "ContractSource", "ContractTerm", "ContractTerms", "Cost",
     "Dispute", "Extraction", "FilteredDocument", "GateDecision", "GateReason", "KeyTerm", "KeyTerms",
     "LanguageReading", "Notice", "Page", "ParsedDocument", "PERSON_VIAS", "Passage", "PositionCheck", "RenewalDates",
-    "Review", "ReviewOrigin", "Revision", "StepFailure", "Via"
+    "Review", "ReviewOrigin", "Revision", "StepFailure", "Via", "CarriedFrom", "VersionChange", "VersionFinding",
+    "Versions"
 ]
