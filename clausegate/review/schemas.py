@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -18,6 +18,7 @@ from clausegate.review.document.registry import FormatName
 from clausegate.review.term_models import ContractTerm, ContractTerms, LanguageReading, RenewalDates
 from clausegate.review.text_identity import content_id as _content_id
 from clausegate.review.text_identity import text_id as _text_id
+from clausegate.review.versions.model import CarriedFrom, VersionChange, VersionFinding, Versions
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -277,53 +278,6 @@ class KeyTerms(_Model):
 
 Via = Literal["slack", "email", "ui", "cli", "sla"]  # how an answer reached a gate: the one list (gates/, receipts)
 PERSON_VIAS: tuple[str, ...] = ("slack", "email")  # the channels whose answers prove which person gave them
-
-
-class CarriedFrom(_Model):
-    """Where a carried decision was made: the earlier review's run and the signed receipt it stands on
-    (``clausegate receipts verify`` checks it against this review's clause)."""
-
-    flow_run_id: str
-    gate: str = ""
-    finding: str = ""
-    clause_sha256: str
-    playbook_sha256: str
-    receipt: dict[str, Any] = Field(default_factory=dict, description="the decision receipt (signed)")
-
-
-class VersionChange(_Model):
-    """One clause that differs from the earlier version (clausegate.review.versions.align)."""
-
-    status: Literal["changed", "moved", "added", "removed"]
-    old_text: str | None = None
-    new_text: str | None = None
-    redline: str = ""
-    moved: bool = False
-    untracked: bool = False
-
-
-class VersionFinding(_Model):
-    """A gated finding against the earlier version's decisions (clausegate.review.versions.carry)."""
-
-    category: str
-    outcome: Literal["carried", "asked_again", "new"]
-    why: str
-    earlier_decision: str | None = None
-    earlier_reviewer: str | None = None
-    earlier_decided_at: datetime | None = None
-    earlier_comment: str = ""
-    redline: str = ""
-
-
-class Versions(_Model):
-    """This review as the next version of an earlier one: what changed and what its decisions carry."""
-
-    revises: str = Field(description="the earlier review (its run id) or file it was compared with")
-    revises_filename: str = ""
-    proposed: bool = Field(False, description="not named: found as the earlier review of the same parties and title")
-    counts: dict[str, int] = Field(default_factory=dict, description="clauses unchanged/changed/moved/added/removed")
-    changes: list[VersionChange] = []
-    findings: list[VersionFinding] = []
 
 
 class GateDecision(_Model):
