@@ -7,6 +7,7 @@ import os
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import quote
 
 from clausegate.errors import ReportWriteError
 from clausegate.review.document.codes import INTEGRITY_CODES
@@ -125,6 +126,13 @@ def render_markdown(review: Review) -> str:
         f"- **Text reviewed:** {review.tokens_kept:,} of {review.tokens_total:,} tokens",
         f"- **Cost:** {_cost_line(review.cost)}",
     ]
+    if review.annotated:  # next to this report (clausegate/pipeline/annotate.py); each finding below says where
+        lines.append(f"- **Annotated copy:** [{review.annotated}]({quote(review.annotated)}): "
+                     + ("sealed (strict text mode): the inbox API serves it to the task's key"
+                        if review.annotated.endswith(SEALED_SUFFIX) else
+                        {"docx": "a Word comment on each finding, the fallback wording as a tracked change",
+                         "pdf": "a highlight with a note on each finding"}.get(review.format,
+                                                                               "the findings marked in the text")))
     if review.reused_from:
         r = review.reused_from
         lines.append(f"- **Reused from:** {_md_cell(r.filename)} (`{r.contract_id[:12]}`, reviewed "
