@@ -130,6 +130,16 @@ def answer_decision(answer: dict[str, Any]) -> str | None:
     return findings.summary(findings.answer_findings(answer))
 
 
+def signature_valid(value: Any, *, key: bytes | None = None) -> DecisionReceipt | None:
+    """``value`` as a receipt when it is one and its signature verifies under the receipt key, else None (what a
+    carried decision, or ``clausegate receipts verify``, checks; :func:`verify` checks an answer's receipt)."""
+    try:
+        receipt = DecisionReceipt.model_validate(value)
+    except (ValidationError, ValueError, TypeError):
+        return None
+    return receipt if hmac.compare_digest(receipt.signature, _sign(receipt, key or signing_key())) else None
+
+
 def verify(value: Any, *, flow_run_id: str, gate: str, nonce: str, answer: dict[str, Any], stored_at: datetime,
            key: bytes) -> tuple[DecisionReceipt | None, str | None]:
     """(receipt, None) when ``value`` is a valid receipt for this answer; else (None, why not)."""
