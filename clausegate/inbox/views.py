@@ -22,7 +22,7 @@ from datetime import timedelta
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from clausegate.config import strict_text
 from clausegate.gates import store
@@ -30,6 +30,7 @@ from clausegate.gates.model import GateRecord
 from clausegate.inbox.connection import SharedClient
 from clausegate.inbox.status import LABEL, NO_DECISION, GateWaiting, TaskError, TaskView
 from clausegate.pipeline.outcome import OUTCOME_LABEL as REVIEW_LABEL  # written by the run itself
+from clausegate.review.schemas import ContractTerms
 
 log = logging.getLogger("clausegate.inbox")
 
@@ -54,9 +55,17 @@ class GateView(GateWaiting):
 
 
 class TaskDetail(TaskView):
-    """A task with its review (once done) and, while a gate waits, the findings it asks about."""
+    """A task with its review (once done) and, while a gate waits, the findings it asks about; the review's key
+    terms and renewal dates also on their own (``key_terms``), the first thing a person reads."""
 
     waiting: GateView | None = None
+    key_terms: ContractTerms | None = Field(None, description="the review's key terms and renewal dates, once done")
+
+    @model_validator(mode="after")
+    def _key_terms_of_review(self) -> TaskDetail:
+        if self.key_terms is None and self.review is not None:
+            self.key_terms = self.review.contract_terms
+        return self
 
 
 def asked(record: GateRecord, strict: bool) -> list[AskedFinding]:
