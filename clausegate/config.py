@@ -163,6 +163,8 @@ class Settings(BaseSettings):
     stuck_seconds: float = Field(300.0, ge=30, description="how long a contract-review run may sit Pending "
                                  "(claimed, not started) or Late after a requeue before the stuck-run sweep "
                                  "(dead-letters' schedule) crashes it for dead-letters to requeue")
+    reminder_lead_days: float = Field(30.0, ge=0, description="how many days before a contract's renewal notice "
+                                      "deadline its reminder run is scheduled (clausegate/pipeline/deadlines.py)")
     slack_block: str = Field(DEFAULT_BLOCK_NAME, description="the SlackSettings block the flows, the gateway and "
                              "the sweepers load")
     timezone: str | None = Field(None, description="IANA time zone of the nightly schedule (`clausegate up`); "
