@@ -36,6 +36,7 @@ from clausegate.gates import run_gate
 from clausegate.ops.budget import start_meter, stop_meter
 from clausegate.pipeline.annotate import annotate_review
 from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
+from clausegate.pipeline.deadlines import schedule_reminder
 from clausegate.pipeline.outcome import record_outcome
 from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
@@ -199,6 +200,10 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
                               f"Partial report: {paths[0]}")
     if ask_person:  # a contract-review run of its own (a batch's reviews are tasks of the batch's run)
         record_outcome(review)  # the inbox's list reads it instead of decoding the review
+        try:  # the renewal notice deadline: a reminder run scheduled on Prefect (clausegate/pipeline/deadlines.py)
+            schedule_reminder(review)
+        except Exception as exc:  # the review is done and its .ics written; a reminder that could not be scheduled
+            logger.warning("the deadline reminder could not be scheduled: %s", exc)
     return review
 
 
