@@ -39,6 +39,7 @@ from clausegate.demo.model_server import FakeModelServer  # noqa: E402
 from clausegate.providers.circuit import VARIABLE_PREFIX  # noqa: E402
 from clausegate.providers.cooldown import COOLDOWNS, CooldownRegistry  # noqa: E402
 from tests.support.fake_model import fake_model_server  # noqa: E402
+from tests.support.unit_costs import scope_of, unit_seconds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CUAD_DIR = ROOT.parent / "shared" / "data" / "cuad"
@@ -172,48 +173,20 @@ def pytest_collection_modifyitems(session, config, items):
     config._clausegate_counts = {name: sum(_folder(i) == name for i in items) for name in _FOLDERS}
 
 
-# What a module costs on one core of the 2-core CI machine (seconds, its tests plus its module fixtures), for the
-# modules that take longest; measured by `python -m pytest -q --durations=0` from a clean clone (tests/README.md).
-# Any other module is estimated from its folder and number of tests (PER_TEST_SECONDS).
-MODULE_SECONDS = {
-    "tests/e2e/test_gate_roles.py": 260,
-    "tests/e2e/test_hung_runs.py": 215,
-    "tests/e2e/test_stack.py": 165,
-    "tests/e2e/test_gates_e2e.py": 120,
-    "tests/e2e/test_gates_attribution.py": 100,
-    "tests/e2e/test_dead_letters.py": 100,
-    "tests/e2e/test_deployments.py": 90,
-    "tests/e2e/test_inbox_e2e.py": 80,
-    "tests/e2e/test_retention.py": 80,
-    "tests/e2e/test_gateway_restart.py": 70,
-    "tests/e2e/test_cli_servers.py": 70,
-    "tests/integration/test_circuit_breaker.py": 61,
-    "tests/integration/test_gate_fencing.py": 55,
-}
-PER_TEST_SECONDS = {"unit": 0.12, "integration": 2.0, "e2e": 40.0, "other": 1.0}
-
-
-def unit_seconds(scope: str, tests: int) -> float:
-    """The expected seconds of one xdist work unit (a module): MODULE_SECONDS, else its folder's rate x its tests."""
-    module = scope.split("::", 1)[0]
-    if module in MODULE_SECONDS:
-        return MODULE_SECONDS[module]
-    parts = module.split("/")
-    folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
-    return PER_TEST_SECONDS.get(folder, PER_TEST_SECONDS["other"]) * tests
-
-
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent when xdist is not installed
 def pytest_xdist_make_scheduler(config, log):
     """Under xdist (``-n``, the default in pyproject.toml with ``--dist loadscope``) each module is one work unit
-    (its module fixtures start once), handed out longest first (``unit_seconds``): the long end-to-end modules start
-    at once on every worker and the short unit modules fill the gaps at the end, so no worker runs a long module
-    alone at the tail while the others are idle."""
+    (its module fixtures start once; a few long tests are units of their own), handed out longest first
+    (tests/support/unit_costs.py): the long end-to-end units start at once on every worker and the short unit
+    modules fill the gaps at the end, so no worker runs a long unit alone at the tail while the others are idle."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 (only under xdist)
 
     class LongestFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
         def _assign_work_unit(self, node) -> None:
             longest = max(self.workqueue, key=lambda scope: unit_seconds(scope, len(self.workqueue[scope])))
             self.workqueue.move_to_end(longest, last=False)

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from tests.support.gates import (
 from tests.support.prefect_server import free_port
 from tests.support.processes import stop_process_group, wait_http
 from tests.support.slack_client import SlackTestClient
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "clausegate")
@@ -59,13 +59,9 @@ class Gateway:
 
 
 def reply(fake, name: str, timeout: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [r for r in fake.responses if r["name"] == name]
-        if found:
-            return found[-1]["body"]["text"]
-        assert time.monotonic() < deadline, f"nobody was told anything on {name}"
-        time.sleep(0.1)
+    found = wait_until(lambda: [r for r in fake.responses if r["name"] == name], timeout,
+                       what=f"a reply on {name}", ignore=())
+    return found[-1]["body"]["text"]
 
 
 def test_a_click_acknowledged_by_a_killed_gateway_is_applied_by_the_next(fake, tmp_path):
@@ -81,7 +77,7 @@ def test_a_click_acknowledged_by_a_killed_gateway_is_applied_by_the_next(fake, t
         slow.proc.wait(10)
     finally:
         stop_process_group(slow.proc)
-    time.sleep(0.5)
+    # the process has exited (waited for) during its resolver's 60 s pause: it never asked Prefect to resume
     assert state_of(gate.flow_run_id)[1] == "Suspended"
 
     after = Gateway(tmp_path, "after")
@@ -111,7 +107,8 @@ def test_a_refused_request_replayed_to_a_restarted_gateway_is_still_a_replay(fak
     try:
         replay = SlackTestClient(second.url, SIGNING_SECRET).send(body, headers, path=path)
         assert replay.status_code == 403 and "replayed" in replay.text, replay.text
-        time.sleep(1.0)
-        assert state_of(gate.flow_run_id)[1] == "Suspended"
     finally:
         stop_process_group(second.proc)
+    # the gateway has shut down (SIGTERM: uvicorn finishes what it was doing, and the process was waited for), so
+    # anything the replay could have set off is over by now
+    assert second.proc.returncode is not None and state_of(gate.flow_run_id)[1] == "Suspended"
