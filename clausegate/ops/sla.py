@@ -26,6 +26,8 @@ SLA + sweep interval. A zombie-run automation must treat Suspended/Paused runs a
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
@@ -45,12 +47,14 @@ def escalate(flow_run_id: str, gate: str, sla_hours: float) -> ResolveOutcome:
                         comment=f"no decision within the SLA of {sla_hours:g} h", settings=load_slack_settings())
 
 
-def sweep(dry_run: bool = False) -> list[dict] | State:
+def sweep(dry_run: bool = False, now: datetime | None = None) -> list[dict] | State:
     """Escalate every waiting gate past its SLA; return what was done (one entry per overdue gate).
 
-    Fails (``CG-GATE-ESCALATION-UNDELIVERED``) when an escalation notice could not be delivered."""
+    ``now``: the moment the ladder is read at (default: now; a sweep as of an earlier moment acts on the rungs
+    due then, each still once). Fails (``CG-GATE-ESCALATION-UNDELIVERED``) when an escalation notice could not be
+    delivered."""
     logger = get_run_logger()
-    gates = waiting_gates()
+    gates = waiting_gates(now=now)
     overdue = [g for g in gates if g.overdue]
     logger.info("%d gate(s) past their SLA", len(overdue))
     settings = load_slack_settings() if overdue and not dry_run else None

@@ -8,11 +8,13 @@ legal to U0LEGAL and U0LEE, finance to U0FIN.
 * ``order-legal-first`` / ``order-finance-first``: both roles answer their findings, in either order; after the
   first answer the run suspends again (the message updated in place), only the second finishes it;
   finance's *changes* next to legal's *approve* gives ``changes_requested``.
-* ``life``: a short SLA. A Prefect UI answer (``POST /resume``) for legal's finding is not counted (the run
-  waits again, ``gate.refused`` ``role_unverified``); the CLI is refused too (exit 5); *I'm on it*; legal
-  reassigns its finding to U0LEE, who approves it; the sweep reminds finance at 50% and 80%; nobody from
-  finance answers, so the sweep escalates at 100% (``needs_legal``). Its whole Slack log is printed (``-s``).
-  The SLA is short (real time passes); the assertions do not depend on how fast the machine gets there.
+* ``life``: a ladder of seconds (reminders at 4 s and 6.4 s, decided at 8 s). A Prefect UI answer
+  (``POST /resume``) for legal's finding is not counted (the run waits again, ``gate.refused``
+  ``role_unverified``); the CLI is refused too (exit 5); *I'm on it*; legal reassigns its finding to U0LEE, who
+  approves it; the sweep, read as of 4 s and 6.4 s after the gate opened (``sla.sweep(now=...)``: the rungs due
+  then), reminds finance at 50% and 80%; nobody from finance answers, so the next sweep escalates (``needs_legal``).
+  Nothing sweeps but the test, so however long the steps take, each rung acts when the test sweeps, in order.
+  Its whole Slack log is printed (``-s``).
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ import os
 import subprocess
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from prefect import flow
 
 from clausegate.demo.slack_server import FakeSlack
+from clausegate.ops import sla
 from tests.support.gates import state_history, wait_for_state
 from tests.support.served_gates import CLI, GateStack, served_gate_stack, start_gated_review
 from tests.support.waiting import WaitTimeout, wait_until
@@ -37,7 +41,7 @@ from tests.support.waiting import WaitTimeout, wait_until
 DEPLOYMENT = "roles-e2e"
 BLOCK = "roles-e2e"
 LEGAL, LEE, FIN = ("U0LEGAL", "legal-lou"), ("U0LEE", "lee"), ("U0FIN", "fin-fay")
-SLA_HOURS = 0.06  # 216 s: the life test's reminders at 108 s and 173 s, escalation after 216 s
+LADDER = "[{at: 4s, do: remind}, {at: 6.4s, do: remind}, {at: 8s, do: decide}]"  # the life gate: 50%, 80%, SLA
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")]
 
@@ -47,8 +51,10 @@ description: payment-liability with a role per gated category (issue 24 tests)
 categories: [Revenue/Profit Sharing, Minimum Commitment, Price Restrictions, Cap on Liability, Uncapped Liability,
              Liquidated Damages]
 gates:
-  - {{category: Uncapped Liability, sla_hours: {sla}, roles: [legal], reason: Legal signs off uncapped liability.}}
-  - {{category: Liquidated Damages, sla_hours: {sla}, roles: [finance], reason: Finance signs off fixed damages.}}
+  - {{category: Uncapped Liability, sla_hours: 8, roles: [legal], reason: Legal signs off uncapped liability.,
+      ladder: {ladder}}}
+  - {{category: Liquidated Damages, sla_hours: 8, roles: [finance], reason: Finance signs off fixed damages.,
+      ladder: {ladder}}}
 """
 
 
@@ -72,8 +78,8 @@ class Review:
 @pytest.fixture(scope="module")
 def runs(stack, tmp_path_factory):
     folder = tmp_path_factory.mktemp("roles-contracts")
-    (folder / "roles.yaml").write_text(PLAYBOOK.format(name="roles-e2e", sla=8))
-    (folder / "short.yaml").write_text(PLAYBOOK.format(name="roles-short", sla=SLA_HOURS))
+    (folder / "roles.yaml").write_text(PLAYBOOK.format(name="roles-e2e", ladder="[]"))
+    (folder / "short.yaml").write_text(PLAYBOOK.format(name="roles-short", ladder=LADDER))
     started = {label: Review(label, folder / label, folder / "roles.yaml")
                for label in ("order-legal-first", "order-finance-first")}
     started["life"] = Review("life", folder / "life", folder / "short.yaml")
@@ -185,12 +191,18 @@ def ui_resume(api_url: str, run_id: str, run_input: dict) -> dict:
     raise AssertionError(f"resume kept answering 503: {response.text}")
 
 
-def run_sweep() -> list[dict]:
+@flow(name="sla-sweep-as-of")
+def sweep_as_of(as_of: datetime) -> list[dict]:
+    return sla.sweep(now=as_of)
+
+
+def run_sweep(as_of: datetime | None = None) -> list[dict]:
+    """The sla-sweeper flow (``as_of``: its sweep read as of that moment, in a flow of its own)."""
     os.environ["CLAUSEGATE_SLACK_BLOCK"] = BLOCK
     try:
         from flows.sla_sweeper import sla_sweeper
 
-        return asyncio.run(sla_sweeper())
+        return asyncio.run(sla_sweeper()) if as_of is None else sweep_as_of(as_of)
     finally:
         os.environ.pop("CLAUSEGATE_SLACK_BLOCK", None)
 
@@ -256,14 +268,13 @@ def test_a_gate_s_life_ui_refused_ack_reminders_reassign_decision_and_sla_breach
         click(stack, review.id, "approve", LEE, finding=fid)
         wait_suspended_at_round(review.id, n)
 
-    # 5. reminders at 50% and 80% of the SLA, to whoever still has to answer (finance, now)
-    for threshold in (0.5, 0.8):
-        wait_until(lambda t=threshold: (datetime.now(UTC) - record.opened_at).total_seconds()
-                   >= t * SLA_HOURS * 3600, SLA_HOURS * 3600, step=1.0, max_step=1.0, what="SLA time")
-        # sweep (again, as the scheduled sweeper would) until the reminder is recorded
-        wait_until(lambda t=threshold: run_sweep() is not None and round(t * 100) in
-                   extras_of(review.id, record.key).reminders, 120, step=2.0, max_step=5.0, ignore=(),
-                   what=f"the {threshold:.0%} reminder recorded")
+    # 5. the ladder's reminders (50% and 80% of the SLA), to whoever still has to answer (finance, now): the sweep
+    # as of the moment each rung came due
+    for seconds, percent in ((4.0, 50), (6.4, 80)):
+        done = run_sweep(as_of=record.opened_at + timedelta(seconds=seconds))
+        assert [(d["percent"], d["outcome"]) for d in done if d["flow_run_id"] == review.id] == [
+            (percent, "reminded")], done
+        assert percent in extras_of(review.id, record.key).reminders
     assert extras_of(review.id, record.key).reminders == [50, 80]
     reminders = [c for c in fake.calls("chat.postMessage", ok_only=True) if "of the SLA" in c.args.get("text", "")
                  and review.filename in c.args["text"]]
