@@ -16,11 +16,12 @@ from clausegate.pipeline.sync_body import run_sync_body
 
 @flow(**REVIEW_FLOW_OPTIONS)
 async def contract_review(source: p.ContractSource, playbook: p.Playbook = "default", extractor: p.Extractor = None,
-                    out_dir: p.OutDir = "reports"):
+                    out_dir: p.OutDir = "reports", revises: p.Revises = None):
     """Review one contract (PDF, Word .docx or UTF-8 text, sniffed from its bytes) against a playbook; write JSON +
     Markdown reports to ``out_dir``.
 
     ``extractor``: 'offline' (default: the playbook's) or a model block such as
-    'anthropic-model/claude'; with a model the offline extractor still runs first (cascade).
+    'anthropic-model/claude'; with a model the offline extractor still runs first (cascade).  ``revises``: the
+    earlier version's review id or file (what changed; decisions carried by the clause's text).
     """
-    return await run_sync_body(review_contract, source, playbook, extractor, out_dir)
+    return await run_sync_body(review_contract, source, playbook, extractor, out_dir, revises=revises)

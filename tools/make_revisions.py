@@ -77,11 +77,11 @@ _TOKEN = re.compile(r"\S+|\s+")
 # -- the source text ----------------------------------------------------------------------------------------------
 def paragraphs(text: str) -> list[str]:
     """CUAD's lines as paragraphs: whitespace collapsed; page-number lines, lines without a letter and the filing's
-    own running headers (a line found 3 times or more) dropped: this corpus's v1 is a clean draft."""
+    own running headers (a line found 3 times or more, its figures aside) dropped: this corpus's v1 is a clean draft."""
     lines = [" ".join(_NOT_XML.sub(" ", line).split()) for line in text.splitlines()]
-    seen = Counter(lines)
+    seen = Counter(re.sub(r"\d+", "#", line) for line in lines)  # "12 13 CONFIDENTIAL MATERIALS OMITTED ..."
     return [line for line in lines if line and not _PAGE_LINE.match(line) and any(c.isalpha() for c in line)
-            and seen[line] < 3]
+            and seen[re.sub(r"\d+", "#", line)] < 3]
 
 
 def is_clause(paras: list[str], i: int) -> bool:
@@ -185,7 +185,7 @@ def docx_bytes(paras: list[str], tracked: dict[int, str] | None = None) -> bytes
 
 def pdf_bytes(paras: list[str], *, width_mm: float = 170, size: float = 10.5, hyphenate: bool = False) -> bytes:
     """A PDF of the paragraphs, wrapped at ``width_mm``; ``hyphenate``: long words split at line ends ("termi-")."""
-    from fpdf import FPDF  # dev tooling only (fpdf2)
+    from fpdf import FPDF  # local import: dev tooling only (fpdf2), the corpus's PDFs
 
     pdf = FPDF(format="A4", unit="mm")
     pdf.set_auto_page_break(False)

@@ -40,8 +40,10 @@ from clausegate.review.document.codes import INTEGRITY_CODES
 from clausegate.review.instructions import instruction_signal
 from clausegate.review.llm.extract import (
     TRUNCATED_MARK,
-    build_prompt,
+    ExtractionPrompt,
     cascade_categories,
+    combine_absences,
+    group_prompts,
     logit,
     naive_prompt_tokens,
     truncate_prompt,
@@ -202,6 +204,34 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
                 "of the truncated answer are used instead"))]
 
 
+def _ask_windows(ask: Task, prompts: list[ExtractionPrompt], ref, max_tokens, budget):
+    """One call per window of passages (``group_prompts``: each its own cache entry), the answers as one: the
+    clauses and notices of all, one "not there" per category only when every window asking it says so."""
+    results, sent, notices = [], [], []
+    for window in prompts:
+        result, prompt, said = _ask_adapting(ask, "extract", window, ref, max_tokens, budget, shrink=truncate_prompt)
+        results.append(result)
+        sent.append(prompt)
+        notices += said
+    found = {c.category for r in results for c in r.clauses}
+    asked: dict[str, int] = {}
+    for prompt in sent:
+        for category in prompt.categories:
+            asked[category] = asked.get(category, 0) + 1
+    covered = None if all(r.answered is None for r in results) else sorted(
+        {c for r, p in zip(results, sent, strict=True) for c in (p.categories if r.answered is None else r.answered)})
+    combined = results[0].model_copy(update={
+        "clauses": [c for r in results for c in r.clauses], "notices": [n for r in results for n in r.notices],
+        "absent": combine_absences([a for r in results for a in r.absent], found, asked),
+        "cost": add_costs(*(r.cost for r in results)), "answered": covered,
+        "truncated": any(r.truncated for r in results)})
+    categories = list(dict.fromkeys(c for p in sent for c in p.categories))
+    whole = ExtractionPrompt(categories=categories, passages=[x for p in sent for x in p.passages],
+                             system=sent[0].system, user="\n".join([sent[0].user, *(f"{p.system}\n{p.user}" for p in sent[1:])]),
+                             truncated=any(p.truncated for p in sent))
+    return combined, whole, notices
+
+
 def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extraction, book: Playbook,
             extractor: str, ask_extraction_model: Task) -> CascadeResult:
     """Offline first; the model reads every category with a candidate passage and the high-risk ones (module doc).
@@ -224,8 +254,8 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
     try:
         ref = provider_ref(extractor)
         try:
-            result, prompt, notices = _ask_adapting(ask_extraction_model, "extract", build_prompt(filtered, send),
-                                                    ref, settings.max_output_tokens, budget, shrink=truncate_prompt)
+            result, prompt, notices = _ask_windows(ask_extraction_model, group_prompts(filtered, send), ref,
+                                                   settings.max_output_tokens, budget)
         except ContextTooLong:  # over the window even shrunk to one passage: the summary path
             terms, asked = key_terms(offline.clauses), summary_categories(send, must_confirm)
 

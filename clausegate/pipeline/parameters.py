@@ -112,6 +112,11 @@ Extractor = Annotated[ExtractorChoice, described(
     "model.  Empty: the playbook's choice (steps.extract.extractor).")]
 OutDir = Annotated[str, described(
     "Folder for the JSON and Markdown reports, on the worker's machine (relative paths: to the project folder).")]
+Revises = Annotated[str | None, described(
+    "The earlier version this contract revises: its review id (the contract-review run id; the inbox's task id) or "
+    "the earlier contract's file on the worker's machine.  The report then says what changed clause by clause, and "
+    "a decision on a clause whose text and playbook are unchanged is carried with its receipt (a file: compared "
+    "only).  Empty: none.")]
 
 BatchSource = Annotated[str, described(
     "The contracts to review: a folder on the worker's machine (searched recursively for PDFs and .docx files; "

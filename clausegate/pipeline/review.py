@@ -40,6 +40,7 @@ from clausegate.pipeline.deadlines import schedule_reminder
 from clausegate.pipeline.outcome import record_outcome
 from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
+from clausegate.pipeline.versions import carry_step, with_carried
 from clausegate.review import assemble
 from clausegate.review.key_terms.attach import with_key_terms
 from clausegate.review.money import eur_text
@@ -63,22 +64,23 @@ REVIEW_FLOW_OPTIONS = {"name": "contract-review", "flow_run_name": review_run_na
 
 
 def review_contract(source: str, playbook: str = "default", extractor: str | None = None, out_dir: str = "reports",
-                    *, ask_person: bool = True, annotate: bool = True) -> Review | State:
+                    *, ask_person: bool = True, annotate: bool = True, revises: str | None = None) -> Review | State:
     """Review one contract PDF; write JSON + Markdown reports to ``out_dir``.  Returns the review, or a
     Failed state carrying the partial review when a step stopped it.  ``ask_person=False``: never
     suspend for a gate; mark the review ``pending_decision`` instead (and skip the attempt checks:
     batch chunk runs never decide a gate), and publish no review artifact (the batch's summary lists it).
     With ``ask_person`` an exception leaves the review (and becomes the run's state) only while this
     attempt is the run's current one (:func:`~clausegate.runs.attempts.fenced_exit`).  ``annotate``: write the
-    annotated copy of the file next to the report (:mod:`clausegate.pipeline.annotate`)."""
+    annotated copy of the file next to the report (:mod:`clausegate.pipeline.annotate`).  ``revises``: the earlier
+    version's review id or file (:mod:`clausegate.pipeline.versions`)."""
     if not ask_person:
-        return _review(source, playbook, extractor, out_dir, ask_person=False, annotate=annotate)
+        return _review(source, playbook, extractor, out_dir, ask_person=False, annotate=annotate, revises=revises)
     with fenced_exit():
-        return _review(source, playbook, extractor, out_dir, ask_person=True, annotate=annotate)
+        return _review(source, playbook, extractor, out_dir, ask_person=True, annotate=annotate, revises=revises)
 
 
 def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, ask_person: bool,
-            annotate: bool = True) -> Review | State:
+            annotate: bool = True, revises: str | None = None) -> Review | State:
     logger = get_run_logger()
     checkpoint = ensure_current if ask_person else _unchecked
     book = load_playbook(playbook)
@@ -174,6 +176,9 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
 
     if annotate and ask_person and review.gated_categories:  # the annotated copy a gate links to (pending)
         review = annotate_review(review, contract, document, book, out_dir)
+    carried = []
+    if revises and not review.failure:  # the earlier version: what changed, its decisions carried by the text
+        review, carried = carry_step(review, document, book, revises)
     if ask_person:
         try:
             decisions, status, notices = run_gate(review, book)  # human gate: suspends here when a person must decide
@@ -183,6 +188,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
             decisions, status, notices = [], "partial_failure", []
     else:
         decisions, status, notices = deferred_gate(review)
+    decisions, status = with_carried(carried, decisions, status)
     if not review.failure:
         status = final_status(status, degraded)  # complete on the offline result alone: degraded
     review = review.model_copy(update={"decisions": decisions, "status": status,

@@ -54,9 +54,11 @@ class Carried(BaseModel):
     redline: str = Field("", description="asked again: the decided text → this text, ~~deleted~~ **inserted**")
 
 
-def carry_one(category: str, text: str, earlier: list[EarlierDecision], playbook_sha256: str) -> Carried:
-    """The carry outcome of one finding (module doc)."""
-    digest = clause_sha256(text)
+def carry_one(category: str, text: str, earlier: list[EarlierDecision], playbook_sha256: str, *,
+              digest: str | None = None) -> Carried:
+    """The carry outcome of one finding (module doc); ``digest``: its clause's hash when known (a gate finding's
+    ``text_sha256``, computed on the clause's whole text), else the hash of ``text``."""
+    digest = digest or clause_sha256(text)
     same_category = [d for d in earlier if d.category == category]
     if not same_category:
         return Carried(category=category, text_sha256=digest, outcome="new", why="no earlier decision on "

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from clausegate.review.furniture import furniture_lines
 from clausegate.review.schemas import ParsedDocument
 from clausegate.review.text_identity import normalise, read_texts
 
@@ -47,7 +48,7 @@ def key_sha256(key: str) -> str:
 
 @lru_cache(maxsize=1)
 def _punkt():
-    from clausegate.review.punkt import MemoPunkt  # nltk only when a text is split
+    from clausegate.review.punkt import MemoPunkt  # local import: nltk (~0.3 s) only when a text is split
 
     return MemoPunkt()
 
@@ -85,3 +86,19 @@ def split_units(text: str) -> list[Unit]:
 def units_of(document: ParsedDocument) -> list[Unit]:
     """The document's clauses (module doc)."""
     return split_units(display_text([text for _, text in read_texts(document.pages)]))
+
+
+def furniture_of(document: ParsedDocument) -> frozenset[str]:
+    """The normalised lines the page-furniture check took out of the document's read pages.  A PDF line of one
+    word ("2008", "14", "[●]" wrapped alone) can look like a page number there; a word missing from one version
+    only because it was such a line is layout, not a change (:mod:`.align`)."""
+    pages = [page.text for page in document.pages if not page.needs_ocr and page.text and page.text.strip()]
+    out = set()
+    for text, dropped in zip(pages, furniture_lines(pages), strict=True):
+        lines = text.splitlines()
+        for i in dropped:
+            key = normalise(display_text([lines[i]]))
+            out.add(key)
+            if not any(c.isalpha() for c in key):  # a line of figures and placeholders: each of them
+                out.update(key.split())
+    return frozenset(out - {""})

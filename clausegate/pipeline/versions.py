@@ -1,0 +1,143 @@
+"""A review as the next version of an earlier one: what changed, and the earlier decisions carried by the text.
+
+``carry_step`` runs in the flow body after the review is assembled and BEFORE the gate:
+
+1. the earlier version is the review named by ``revises`` (a contract-review run id, the inbox's task id) or a
+   contract file; its document is parsed under the same sandbox and compared clause by clause with this one
+   (:func:`clausegate.review.versions.align.compare`: unchanged / changed with its redline / moved / added /
+   removed; a .docx change no tracked change covers is flagged untracked);
+2. the earlier run's decisions are read with the receipts they stand on (only a decision whose signed receipt
+   verifies can carry: a Prefect UI answer has none, so it is asked again);
+3. each gated finding of this review is carried only when its clause's hash (``text_sha256``, the hash the
+   receipt signs) and the playbook's equal the receipt's (:mod:`clausegate.review.versions.carry`).  A gated
+   category all of whose findings carry the same decision leaves the gate with that decision (``carried``: the
+   earlier run, the receipt); the others are asked again, and the report shows the earlier decision, its reason
+   and the redline.  No text of this contract, no setting and no earlier review without a receipt clears a gate.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from prefect import get_client, get_run_logger
+
+from clausegate.errors import ConfigurationError
+from clausegate.gates import receipts, store
+from clausegate.gates.model import RECEIPT_FIELD, findings_of, receipt_key, response_key
+from clausegate.gates.step import playbook_sha256
+from clausegate.review.document.formats import parse_document
+from clausegate.review.document.sandbox import fingerprint
+from clausegate.review.playbook import Playbook
+from clausegate.review.schemas import GateDecision, ParsedDocument, Review
+from clausegate.review.versions.align import compare
+from clausegate.review.versions.carry import EarlierDecision, carry_one
+from clausegate.review.versions.model import CarriedFrom, VersionChange, VersionFinding, Versions
+
+STRICTER = {"approve": 0, "changes": 1, "escalate": 2}
+STATUS_OF = {"approve": "complete", "changes": "changes_requested", "escalate": "needs_legal"}
+
+
+def _run_id(revises: str) -> str | None:
+    try:
+        return str(uuid.UUID(revises.strip()))
+    except ValueError:
+        return None
+
+
+def earlier_decisions(client, flow_run_id: str) -> list[EarlierDecision]:
+    """The decisions of an earlier review's gates, each finding with its receipt's hashes.  A decision without a
+    receipt that verifies (signature, run, gate) is left out: it cannot carry."""
+    out: list[EarlierDecision] = []
+    key = receipts.signing_key()
+    for record in store.all_records(client, flow_run_id):
+        answer = store.read_value(client, flow_run_id, response_key(record.key))
+        info = store.read_decision(client, flow_run_id, record.key)
+        if not isinstance(answer, dict) or info is None or info.receipt_problem or info.via == "ui":
+            continue
+        value = store.read_value(client, flow_run_id, receipt_key(record.key, str(answer.get(RECEIPT_FIELD))))
+        receipt = receipts.signature_valid(value, key=key)
+        if receipt is None or receipt.flow_run_id != flow_run_id or receipt.gate != record.key:
+            continue
+        for finding in record.findings:
+            digest = receipt.clause_sha256.get(finding.id)
+            if not digest:
+                continue
+            out.append(EarlierDecision(
+                category=finding.category, finding=finding.id, clause_sha256=digest,
+                playbook_sha256=receipt.playbook_sha256, clause_text=finding.text,
+                decision=info.findings.get(finding.id, info.decision), reviewer=info.reviewer, comment=info.comment,
+                decided_at=info.decided_at, via=info.via, flow_run_id=flow_run_id,
+                receipt={**receipt.model_dump(mode="json"), "gate": record.key}))
+    return out
+
+
+def _earlier_document(client, revises: str) -> tuple[ParsedDocument, str | None]:
+    """(the earlier version parsed, its run id or None for a file)."""
+    run_id = _run_id(revises)
+    if run_id is not None:
+        run = client.read_flow_run(uuid.UUID(run_id))
+        source = str((run.parameters or {}).get("source") or "")
+        if not Path(source).is_file():
+            raise ConfigurationError(f"the review {run_id} that this one revises reviewed '{source}', which is not "
+                                     "on this machine any more", hint="name the earlier contract's file instead "
+                                     "(--revises FILE): its decisions then are not carried, only compared")
+        return parse_document(fingerprint(source)), run_id
+    if not Path(revises).is_file():
+        raise ConfigurationError(f"--revises '{revises}' is neither a review id (a contract-review run id) nor a "
+                                 "file", hint="give the earlier review's run id (clausegate versions lists them) "
+                                 "or the earlier contract's file")
+    return parse_document(fingerprint(revises)), None
+
+
+def carry_step(review: Review, document: ParsedDocument | None, book: Playbook,
+               revises: str | None) -> tuple[Review, list[GateDecision]]:
+    """This review with ``versions`` set and its carried categories off the gate, and the carried decisions
+    (module doc).  Without ``revises`` (or without a parsed document) the review is returned as it is."""
+    if not revises or document is None:
+        return review, []
+    logger = get_run_logger()
+    with get_client(sync_client=True) as client:
+        earlier_doc, run_id = _earlier_document(client, revises)
+        earlier = earlier_decisions(client, run_id) if run_id else []
+    comparison = compare(earlier_doc, document)
+    changes = [VersionChange(status=c.status, old_text=c.old_text, new_text=c.new_text, redline=c.redline,
+                             moved=c.moved, untracked=c.untracked) for c in comparison.changes()]
+    book_hash = playbook_sha256(book)
+    findings: list[VersionFinding] = []
+    carried: list[GateDecision] = []
+    still: list[str] = []
+    for category in review.gated_categories:
+        outcomes = [carry_one(f.category, f.text, earlier, book_hash, digest=f.text_sha256)
+                    for f in findings_of(review, [category])]
+        findings += [VersionFinding(category=o.category, outcome=o.outcome, why=o.why, redline=o.redline,
+                                    earlier_decision=o.earlier.decision if o.earlier else None,
+                                    earlier_reviewer=o.earlier.reviewer if o.earlier else None,
+                                    earlier_decided_at=o.earlier.decided_at if o.earlier else None,
+                                    earlier_comment=o.earlier.comment if o.earlier else "") for o in outcomes]
+        decided = {o.earlier.decision for o in outcomes if o.outcome == "carried"}
+        if outcomes and all(o.outcome == "carried" for o in outcomes) and len(decided) == 1:
+            first = outcomes[0].earlier
+            carried.append(GateDecision(
+                gate=str(first.receipt.get("gate", "")), categories=[category], decision=first.decision,
+                reviewer=first.reviewer, comment=first.comment, via=first.via, decided_at=first.decided_at,
+                carried=CarriedFrom(flow_run_id=first.flow_run_id, gate=str(first.receipt.get("gate", "")),
+                                    finding=first.finding, clause_sha256=first.clause_sha256,
+                                    playbook_sha256=first.playbook_sha256, receipt=first.receipt)))
+        else:
+            still.append(category)
+    versions = Versions(revises=run_id or revises, revises_filename=earlier_doc.filename, counts=comparison.counts(),
+                        changes=changes, findings=findings)
+    logger.info("versions: %s against %s; %d gated categories carried, %d asked again", comparison.counts(),
+                earlier_doc.filename, len(carried), len(still))
+    return review.model_copy(update={"versions": versions, "gated_categories": still}), carried
+
+
+def with_carried(carried: list[GateDecision], decisions: list[GateDecision], status: str) -> tuple[list, str]:
+    """The gate's decisions with the carried ones, and the status the strictest carried decision allows."""
+    if not carried:
+        return decisions, status
+    strictest = max((d.decision for d in carried), key=STRICTER.__getitem__)
+    if status in ("complete", "degraded") and strictest != "approve":
+        status = STATUS_OF[strictest]
+    return [*carried, *decisions], status
