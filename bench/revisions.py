@@ -30,6 +30,7 @@ from clausegate.review.document.formats import parse_document  # noqa: E402
 from clausegate.review.document.sandbox import fingerprint  # noqa: E402
 from clausegate.review.text_identity import normalise  # noqa: E402
 from clausegate.review.versions.align import ClauseChange, compare  # noqa: E402
+from clausegate.review.versions.units import display_text  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / ".bench" / "revisions"
 
@@ -37,7 +38,7 @@ DEFAULT_CORPUS = ROOT / ".bench" / "revisions"
 def _overlap(a: str | None, b: str | None) -> bool:
     if not a or not b:
         return False
-    a, b = normalise(a), normalise(b)
+    a, b = normalise(display_text([a])), normalise(display_text([b]))  # the rules and page numbers left out
     if a in b or b in a:
         return True
     match = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match()

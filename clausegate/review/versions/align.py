@@ -6,7 +6,9 @@
    in-order alignment, then anywhere (a clause moved and edited): **changed**, with its redline.
 4. The rest: **removed** (only in the earlier version) or **added** (only in the later one).
 
-Keys (:mod:`.units`) ignore layout, hyphenation, line breaks and format, so only the words count.  When the later
+Keys (:mod:`.units`) ignore layout, hyphenation, line breaks and format, so only the words count; a clause whose
+only differences are words that one version's page-furniture check took out as lines of their own (a year or a
+placeholder wrapped alone in a PDF) is unchanged.  When the later
 version is a .docx, a change that its pending tracked changes do not cover (an inserted word that no ``w:ins``
 holds, a deleted one that no ``w:del`` does) is flagged **untracked**: the counterparty changed it silently.
 """
@@ -22,7 +24,7 @@ from pydantic import BaseModel, Field
 from clausegate.review.schemas import ParsedDocument
 from clausegate.review.text_identity import normalise
 from clausegate.review.versions.redline import Segment, markdown, redline, similarity
-from clausegate.review.versions.units import Unit, units_of
+from clausegate.review.versions.units import Unit, furniture_of, units_of
 
 SIMILAR = 0.5  # word-similarity ratio from which two left-over clauses are one clause, changed
 Status = Literal["unchanged", "changed", "moved", "added", "removed"]
@@ -133,10 +135,24 @@ def _tracked(change: ClauseChange, inserted: str, deleted: str) -> bool:
     return all(normalise(s.text) in (inserted if s.op == "insert" else deleted) for s in segments if s.op != "equal")
 
 
+def _layout_only(change: ClauseChange, dropped_old: frozenset[str], dropped_new: frozenset[str]) -> bool:
+    """A changed clause whose only differences are words one version's page-furniture check took out as lines."""
+    def furniture(text: str, dropped: frozenset[str]) -> bool:
+        key = normalise(text)
+        return key in dropped or (not any(c.isalpha() for c in key) and all(t in dropped for t in key.split()))
+
+    segments = redline(change.old_text or "", change.new_text or "")
+    return all(furniture(s.text, dropped_old if s.op == "insert" else dropped_new) for s in segments
+               if s.op != "equal")
+
+
 def compare(old: ParsedDocument, new: ParsedDocument) -> Comparison:
     """Two parsed versions of one contract, clause by clause (module doc)."""
     old_units, new_units = units_of(old), units_of(new)
     clauses = align_units(old_units, new_units)
+    dropped_old, dropped_new = furniture_of(old), furniture_of(new)
+    clauses = [c.model_copy(update={"status": "unchanged", "redline": ""})
+               if c.status == "changed" and _layout_only(c, dropped_old, dropped_new) else c for c in clauses]
     if new.format == "docx":
         inserted = " ".join(normalise(r.text) for r in new.revisions if r.kind == "insertion")
         deleted = " ".join(normalise(r.text) for r in new.revisions if r.kind == "deletion")
