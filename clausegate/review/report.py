@@ -17,6 +17,7 @@ from clausegate.review.key_terms.render import markdown_lines as key_terms_lines
 from clausegate.review.money import eur_digits, eur_text
 from clausegate.review.report_formats import CLAUSE_NOTE, document_line, markup_sections, where
 from clausegate.review.schemas import Cost, Notice, Review
+from clausegate.review.versions.report import version_lines
 
 CLAUSE_TEXT_LIMIT = 400
 SEALED_SUFFIX = ".sealed"  # strict text mode's sealed full review next to a report: <stem>.json.sealed
@@ -162,12 +163,14 @@ def render_markdown(review: Review) -> str:
     lines += _position_lines(review)
     lines += _model_sections(review)
     lines += markup_sections(review)
+    lines += version_lines(review)  # the earlier version: what changed, decisions carried or asked again
     if review.decisions:
         lines += ["", "## Decisions", "", "| Gate | Finding | Role | Decision | Reviewer | Via | Comment | When |",
                   "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {d.gate} | {(d.finding + ' ') if d.finding else ''}{', '.join(d.categories)} | {d.role or '-'} "
                   f"| {d.decision} "
-                  f"| {_md_cell(d.reviewer)} | {d.via} | {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
+                  f"| {_md_cell(d.reviewer)} | {d.via}{' (carried)' if d.carried else ''} "
+                  f"| {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
                   for d in review.decisions]
     by_category: dict[str, list] = defaultdict(list)
     found = [c for c in review.clauses if not c.possible]

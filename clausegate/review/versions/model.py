@@ -59,4 +59,7 @@ class Versions(_Model):
     changes: list[VersionChange] = []
     findings: list[VersionFinding] = []
 
+    def filename_or(self, fallback: str) -> str:
+        return self.revises_filename or fallback
+
 
