@@ -20,9 +20,13 @@ from clausegate.review.key_terms.jurisdictions import jurisdiction_at
 
 _PREAMBLE = re.compile(r"\b(?:entered\s+into|made\s+(?:and\s+entered\s+)?(?:as\s+of|on|this|effective)|dated|"
                        r"by\s+and\s+between|is\s+made|between)\b")
-_EFFECTIVE = re.compile(r"effective\s+date")  # scanned over the lowered text, as every pattern ending in _LOW
+_EFFECTIVE = re.compile(r"effective\s+date")  # scanned over the lowered text (no IGNORECASE), as the others below
+_EFFECTIVE_UPON = re.compile(r"(?:shall|will)\s+(?:be(?:come)?\s+effective|take\s+effect|commence)\s+"
+                             r"(?:as\s+of\s+|on\s+|upon\s+)"
+                             r"(?:the\s+)?(?:date\s+(?:first\s+)?(?:above|hereof|of\s+(?:its\s+)?(?:execution|signature|this))|"
+                             r"execution|signature|signing)")
 _EFFECTIVE_AS_OF = re.compile(r"\beffective\s+(?:as\s+of|on|from|upon)?\s*(?:the\s+)?$", re.IGNORECASE)
-_EFFECTIVE_MEANS = re.compile(r"^[\"”’')\s]*(?:[^.;\d]{0,40}?\b(?:shall\s+(?:be|mean)|means|is|will\s+be|of|on)\b|:)?"
+_EFFECTIVE_MEANS = re.compile(r"^[\"”’')\s]*(?:[^.;\d]{0,40}?\b(?:shall\s+(?:be|mean)|means|is|will\s+be)\b|:|of|on)?"
                               r"\s*(?:the\s+)?$", re.IGNORECASE)
 _TERM = re.compile(
     r"\b(?:initial\s+term|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|license|franchise)|"
@@ -159,7 +163,7 @@ def effective_date(text: str, low: str, agreed: Term) -> Term:
         if d.has_day and _EFFECTIVE_AS_OF.search(text[max(0, d.start - 40):d.start]):
             s, e = sentence_bounds(text, d.start, d.end)
             return date_term("effective_date", d, text, s, e)
-    if agreed.value and _EFFECTIVE.search(low):
+    if agreed.value and (_EFFECTIVE.search(low) or _EFFECTIVE_UPON.search(low)):
         return Term("effective_date", value=agreed.value, display=agreed.display, quote=agreed.quote,
                     start=agreed.start, extra={"as": "agreement_date"})
     return Term("effective_date")
