@@ -177,6 +177,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
     if annotate and ask_person and review.gated_categories:  # the annotated copy a gate links to (pending)
         review = annotate_review(review, contract, document, book, out_dir)
     carried = []
+    review = review.model_copy(update={"flow_run_id": str(flow_run.id or "")})  # its review id, for --revises
     if revises and not review.failure:  # the earlier version: what changed, its decisions carried by the text
         review, carried = carry_step(review, document, book, revises)
     if ask_person:

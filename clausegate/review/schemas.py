@@ -381,6 +381,7 @@ class Review(_Model):
     key_terms: KeyTerms | None = Field(None, description="set when the summary path was used (CG-MODEL-SUMMARY-PATH)")
     versions: Versions | None = Field(None, description="the earlier version this one revises: what changed, and "
                                                          "which decisions were carried or asked again")
+    flow_run_id: str = Field("", description="the contract-review run that wrote it: its review id (--revises)")
     annotated: str | None = Field(None, description="the annotated copy's file name, in the report's folder "
                                                     "(clausegate/review/annotate/: .docx comments, PDF highlights, "
                                                     "an HTML page for text)")
