@@ -25,6 +25,7 @@ from clausegate.review.annotate.notes import AUTHOR, Note
 
 COLOR = "ffe066"
 MIN_BLOCK = 3  # shorter runs of agreement inside furniture are chance
+COVERED = 0.95  # of the quote's characters, found in order in the place it was found
 
 
 class Placed:
@@ -79,8 +80,11 @@ def find_quote(pages: _Pages, quote: str, numbers: list[int], count: int) -> lis
     if mine == theirs:
         chosen = [i for _, i in chars]
     else:  # page furniture the review took out of its text (a running header, a page number) is not highlighted
-        blocks = SequenceMatcher(None, mine, theirs, autojunk=False).get_matching_blocks()
-        chosen = [chars[b.a + k][1] for b in blocks if b.size >= MIN_BLOCK for k in range(b.size)]
+        blocks = [b for b in SequenceMatcher(None, mine, theirs, autojunk=False).get_matching_blocks()
+                  if b.size >= MIN_BLOCK]
+        if sum(b.size for b in blocks) < COVERED * len(theirs):
+            return None  # not one passage of this file (a quote joining two places): never a highlight on other text
+        chosen = [chars[b.a + k][1] for b in blocks for k in range(b.size)]
     return [where[i] for i in dict.fromkeys(chosen) if where[i][1] >= 0]
 
 
@@ -113,7 +117,7 @@ def annotate(data: bytes, notes: list[Note]) -> tuple[bytes, Placed]:
         for note in notes:
             chars = find_quote(pages, note.quote, note.clause.pages, count) if note.quote else None
             if not chars:
-                placed.skipped.append((note.index, "its text is not in the pages it names"))
+                placed.skipped.append((note.index, "its text is not one passage of the pages it names"))
                 continue
             boxes: dict[int, list] = {}
             for index in dict.fromkeys(p for p, _ in chars):

@@ -18,6 +18,8 @@ from difflib import SequenceMatcher
 from clausegate.review.annotate.match import fold
 from clausegate.review.annotate.notes import AUTHOR, TAG, Note
 
+FURNITURE_MAX = 120  # a page number, a running header, a rule of dashes between two pages of a CUAD text
+
 
 @dataclass
 class Count:
@@ -38,7 +40,8 @@ def same_text(anchored: str, quote: str) -> bool:
     """The anchored text of a .docx comment is the quote, white space aside, with two allowances for what the
     review's text leaves out: a list number Word draws (not in the runs: up to 12 characters missing at the start),
     and page furniture inside the quote (a page number or a running header the CUAD text keeps as a paragraph:
-    extra pieces of at most 80 characters, a quarter of the anchor at most).  Anything else is the wrong text."""
+    extra pieces of at most FURNITURE_MAX characters, a quarter of the anchor at most).  Anything else is the wrong
+    text."""
     a, q = "".join(fold(c) for c in anchored), "".join(fold(c) for c in quote)
     if a == q:
         return bool(a)
@@ -48,7 +51,7 @@ def same_text(anchored: str, quote: str) -> bool:
             continue
         if op == "insert" and a1 == 0 and q2 - q1 <= 12:
             continue
-        if op == "delete" and a2 - a1 <= 80:
+        if op == "delete" and a2 - a1 <= FURNITURE_MAX:
             extra += a2 - a1
             continue
         return False
