@@ -143,6 +143,10 @@ def review(
         "--annotate", help="also write the annotated copy next to the report: a .docx with a Word comment on each "
                            "finding (and the playbook's fallback wording as a tracked change), a PDF with highlights, "
                            "an HTML page for text (docs/annotate.md)")] = False,
+    revises: Annotated[str | None, typer.Option(
+        help="the earlier version this one revises: its review id (`clausegate versions` lists them) or its file. "
+             "The report says what changed clause by clause; a decision on a clause whose text and playbook are "
+             "unchanged is carried with its receipt (docs/revisions.md)")] = None,
 ) -> None:
     """Review FILE (or stdin: -, or --text "…") with the contract-review flow and write its report."""
     from clausegate.review.playbook import load_playbook  # local import: keeps CLI start-up lean
@@ -158,13 +162,14 @@ def review(
         raise typer.Exit(2)
     try:
         with review_input(file, text) as path:
-            _review_file(path, playbook, out, extractor, annotate)
+            _review_file(path, playbook, out, extractor, annotate, revises)
     except ReviewInputError as error:
         console.print(f"[red]{error}[/red]", highlight=False)
         raise typer.Exit(2) from None
 
 
-def _review_file(file: Path, playbook: str, out: Path, extractor: str | None, annotate: bool = False) -> None:
+def _review_file(file: Path, playbook: str, out: Path, extractor: str | None, annotate: bool = False,
+                 revises: str | None = None) -> None:
     """The review of one file on disk (the command's FILE, or the private copy of stdin / --text)."""
     if not file.is_file():
         console.print(f"[red][{NOT_FOUND}] {file} does not exist.[/red] Next step: check the path.")
@@ -185,12 +190,14 @@ def _review_file(file: Path, playbook: str, out: Path, extractor: str | None, an
     contract_review = flow(**REVIEW_FLOW_OPTIONS)(async_body(review_contract))  # async: see sync_body.py
     with console.status("running the contract-review flow…"):
         state = asyncio.run(contract_review(str(file.resolve()), playbook=playbook, extractor=extractor,
-                                            out_dir=str(out.resolve()), annotate=annotate, return_state=True))
+                                            out_dir=str(out.resolve()), annotate=annotate, revises=revises,
+                                            return_state=True))
     if not state.is_completed():
         print_failure(state.message, run_link(api_url, state.state_details.flow_run_id))
         raise typer.Exit(1)
     result = state.result()
     console.print(findings_table(result))
+    _say_version(result, out, revises)
     if result.scope == "clause":
         from clausegate.review.report_formats import CLAUSE_NOTE  # local import: keeps CLI start-up lean
 
@@ -224,3 +231,22 @@ def playbooks(
         console.print(f"[bold]{name}[/bold]: {book.description} ({len(book.categories)} categories, gates: "
                       f"{', '.join(book.gated_categories) or 'none'})")
 
+
+def _say_version(result, out: Path, revises: str | None) -> None:
+    """What changed since the version it revises; with none named, the earlier review it most likely revises."""
+    from clausegate.cli.versions import proposal  # local import: keeps CLI start-up lean
+
+    if result.versions is not None:
+        v = result.versions
+        carried = sum(1 for f in v.findings if f.outcome == "carried")
+        asked = sum(1 for f in v.findings if f.outcome == "asked_again")
+        console.print(f"Revises {v.revises_filename}: " + ", ".join(f"{n} {s}" for s, n in v.counts.items() if n)
+                      + f"; {carried} gated finding(s) carried, {asked} asked again (report: Versions).",
+                      highlight=False)
+    elif revises is None:
+        earlier = proposal(result.model_dump(mode="json"), out)
+        if earlier is not None:
+            console.print(f"This looks like a new version of {earlier['filename']} (the same parties and title, "
+                          f"reviewed as {earlier.get('flow_run_id') or 'an earlier review'}). To see what changed "
+                          f"and carry its decisions: clausegate review FILE --revises "
+                          f"{earlier.get('flow_run_id') or '<its file>'}", highlight=False)
