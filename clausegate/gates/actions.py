@@ -213,11 +213,3 @@ def _extend(client, record: GateRecord, *, user_id, reviewer, via, hours) -> Act
                                    hours=hours, via=via, slack_user_id=user_id))
     return ActionOutcome(ok=True, message=f"{record.filename}: SLA extended once by {hours:g} h.")
 
-
-def open_people(record: GateRecord, prog: findings.Progress) -> list[str]:
-    """Slack user ids who still have to answer: the assignee or the people of each open role slot."""
-    people: list[str] = []
-    for fp in prog.findings:
-        for role in fp.open_slots:
-            people += findings.slot_people(record, fp, role) if role != findings.ANY_ROLE else record.allowed_reviewers
-    return sorted({p for p in people if "@" not in p})
