@@ -144,6 +144,8 @@ CODES: dict[str, Code] = {
     "CG-DOCX-MACROS": Code("a macro-enabled Word document (.docm, a VBA project): refused, macros never run", "6"),
     "CG-DOCX-LEGACY-DOC": Code("a legacy binary Word .doc: refused; save it as .docx or PDF", "6"),
     "CG-DOCX-ENCRYPTED": Code("a password-protected .docx: refused; remove the password and resubmit", "6"),
+    "CG-ANNOTATE-FAILED": Code("the annotated copy could not be written (its child crashed, hit a cap or timed out); "
+                               "the review and its report are complete", "6"),
     "CG-DOCX-ZIP-BOMB": Code("the .docx inflates past the size or ratio caps: refused before reading", "6"),
     "CG-DOCX-XML-UNSAFE": Code("a .docx part declares a DTD or entities (entity expansion): refused", "6"),
     "CG-DOCX-CORRUPT": Code("not a readable .docx (broken ZIP, malformed XML, no main document part)", "6"),
