@@ -26,7 +26,7 @@ from prefect.settings import PREFECT_UI_URL
 
 from clausegate.config import load_slack_settings, settings
 from clausegate.errors import ConfigurationError
-from clausegate.gateway import calendar, email_links, inbox, slack, slack_events
+from clausegate.gateway import annotated, calendar, email_links, inbox, slack, slack_events
 from clausegate.gateway.config import GatewayConfig
 from clausegate.gateway.security import BodyLimitMiddleware
 from clausegate.inbox.errors import ECHO_LIMIT, BadSubmission, InboxError, Unavailable, clip, redact_paths
@@ -102,6 +102,7 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
     app.state.config = config
     app.include_router(inbox.router)
     app.include_router(calendar.router)  # the sender's deadlines feed and a task's .ics
+    app.include_router(annotated.router)  # a task's annotated contract (comments, highlights)
     app.include_router(slack.router)
     app.include_router(slack_events.router)
     app.include_router(email_links.router)  # the pages behind gate e-mails' decision links

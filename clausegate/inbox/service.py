@@ -303,6 +303,8 @@ class Inbox:
             review=review, message=MessageLink.of_labels(getattr(run, "labels", None)), links=self._links(str(run.id)))
         if state_type == "COMPLETED" and recorded is None and isinstance(review, Review) and not light:
             await views.record_outcome(self.prefect, run, view)
+        if (isinstance(review, Review) and review.annotated) or state_type == "PAUSED":  # one click to the clause
+            view.links["annotated"] = f"/inbox/tasks/{run.id}/annotated"
         view.review = None if light else view.review  # a list carries no review: GET the task for it
         if state_type == "PAUSED":
             view.waiting = await views.waiting_of(run, self.run_url(str(run.id)), light=light)

@@ -62,4 +62,5 @@ def annotate(review: Review, data: bytes, document: ParsedDocument | None, posit
                      skipped=[tuple(s) for s in placed["skipped"]])
 
 
-__all__ = ["MARK", "MEDIA_TYPES", "SUFFIXES", "Annotated", "Note", "annotate", "fallback_wording", "notes_for", "supported", "where"]
+__all__ = ["MARK", "MEDIA_TYPES", "SUFFIXES", "Annotated", "Note", "annotate", "fallback_wording", "notes_for",
+           "supported", "where"]
