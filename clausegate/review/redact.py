@@ -7,16 +7,17 @@ result and the sealed task results, read back by an authenticated path (the inbo
 What is taken out: every clause's text (findings and those a model cleared), a model's quotes and reasons (a reason
 may quote the clause), the gate reasons that carry them, the suggested redlines and questions (they
 quote or rewrite the clause), notice messages (several quote the contract), and a .docx's tracked changes' text and
-comments' text and anchored text; the notice codes and pages, and the changes' and comments' authors, dates, places
-and flags stay.
+comments' text and anchored text, the key terms' quotes and the parties' names; the notice codes and pages, the
+changes' and comments' authors, dates, places and flags, and the key terms' normalised dates, periods, law and
+amounts stay.
 """
 
 from __future__ import annotations
 
-from clausegate.review.schemas import Clause, Notice, Review
+from clausegate.review.schemas import Clause, ContractTerms, Notice, Review
 
 SEALED_TEXT = "[text sealed: strict text mode]"
-_NO_QUOTE = ("found", "possible", "integrity")  # gate reasons that never quote the contract or a model
+_NO_QUOTE = ("found", "possible", "integrity", "language")  # gate reasons that never quote the contract or a model
 
 
 def redact_clause(clause: Clause) -> Clause:
@@ -42,4 +43,17 @@ def redact_review(review: Review) -> Review:
         "suggestions": suggestions,
         "revisions": [r.model_copy(update={"text": SEALED_TEXT}) for r in review.revisions],
         "comments": [c.model_copy(update={"text": SEALED_TEXT, "anchor": SEALED_TEXT}) for c in review.comments],
+        "contract_terms": _redact_terms(review.contract_terms),
     })
+
+
+def _redact_terms(terms: ContractTerms | None) -> ContractTerms | None:
+    if terms is None:
+        return None
+    sealed = []
+    for term in terms.terms:
+        update = {"quote": SEALED_TEXT} if term.quote else {}
+        if term.name == "parties" and term.value:
+            update.update({"value": SEALED_TEXT, "display": SEALED_TEXT})
+        sealed.append(term.model_copy(update=update))
+    return terms.model_copy(update={"terms": sealed})

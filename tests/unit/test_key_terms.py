@@ -127,3 +127,13 @@ def test_a_contract_not_in_english_is_warned_and_gated_never_missing(path: Path)
     assert [r.why for r in after.gate_reasons] == ["language", "found"]
     assert [w.code for w in after.warnings] == [LANGUAGE_CODE]
     assert language.name in after.warnings[0].message and "Language" in render_markdown(after)
+
+
+def test_strict_text_mode_seals_the_quotes_and_the_parties_and_keeps_the_figures() -> None:
+    from clausegate.review.redact import SEALED_TEXT, redact_review
+
+    review = with_key_terms(_review(), _document(SAMPLE.read_text()), today=TODAY)
+    sealed = redact_review(review).contract_terms
+    assert {t.quote for t in sealed.terms if t.quote} == {SEALED_TEXT}
+    assert sealed.get("parties").value == SEALED_TEXT and "Harborview" not in sealed.model_dump_json()
+    assert sealed.get("notice_period").value == "P90D" and sealed.renewal == review.contract_terms.renewal
