@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from clausegate.gates.deciders import who_decides
+from clausegate.config import load_deciders
+from clausegate.gates.deciders import legacy_warning, who_decides
 from clausegate.gates.model import GateRecord, SlackRef
 from clausegate.runs.tags import read_tag
 
@@ -72,15 +73,17 @@ def slack_refusal(record: GateRecord, ref: SlackRef | None, *, decision: str, sl
     return None
 
 
-def trust_warnings(settings) -> list[str]:
-    """What ``clausegate up`` says about a real workspace's block where anyone in the channel can decide."""
-    out = []
-    if not settings.allowed_reviewer_ids and not any(settings.category_reviewer_ids.values()):
-        out.append("CG-SLACK-OPEN-REVIEWERS: the SlackSettings block lists no allowed_reviewer_ids or "
-                   f"category_reviewer_ids, so anyone in the gate channel ({settings.channel}) can decide every "
-                   "gate. Set them in the block (docs/slack.md).")
-    if not settings.submitter_slack_ids:
-        out.append("CG-SLACK-OPEN-REVIEWERS: the SlackSettings block maps no inbox sender to Slack users "
-                   "(submitter_slack_ids), so a submitter who is in the gate channel is not recognised and could "
-                   "approve their own contract. Map each sender to its people's Slack ids (docs/slack.md).")
+def trust_warnings(settings, deciders=None) -> list[str]:
+    """What ``clausegate up`` says about a real workspace where anyone in the channel can decide, or where who decides
+    still lives in the Slack block (``deciders``: the Deciders block; None: loaded, if there is one)."""
+    who = who_decides(deciders if deciders is not None else load_deciders(), settings)
+    out = [warning] if (warning := legacy_warning(who)) else []
+    if not who.reviewers and not any(who.category_reviewers.values()):
+        out.append("CG-SLACK-OPEN-REVIEWERS: no reviewers or category reviewers are named (Deciders block, or the "
+                   "SlackSettings block's allowed_reviewer_ids), so anyone in the gate channel "
+                   f"({settings.channel}) can decide every gate. Name them (docs/slack.md).")
+    if not who.submitters:
+        out.append("CG-SLACK-OPEN-REVIEWERS: no inbox sender is mapped to its people (Deciders block submitters, or "
+                   "the SlackSettings block's submitter_slack_ids), so a submitter who is in the gate channel is not "
+                   "recognised and could approve their own contract. Map each sender to its people (docs/slack.md).")
     return out

@@ -164,14 +164,24 @@ def test_a_refused_resolve_says_refused_at_once(slack, fake_slack, settings):
 
 
 def test_a_real_workspace_without_reviewers_is_warned_about(settings):
+    from blocks.deciders import Deciders
     from clausegate.gates.authority import trust_warnings
 
-    assert trust_warnings(settings) and "CG-SLACK-OPEN-REVIEWERS" in trust_warnings(settings)[0]
+    def codes(warnings):
+        return [w.split(":")[0] for w in warnings]
+
+    # no Deciders block saved: the Slack block's older fields say who decides
+    assert codes(trust_warnings(settings)) == ["CG-GATE-DECIDERS-IN-SLACK-BLOCK", "CG-SLACK-OPEN-REVIEWERS"]
     guarded = settings.model_copy(update={"category_reviewer_ids": {"Uncapped Liability": ["U0LEGAL"]},
                                           "submitter_slack_ids": {"acme": ["U0SUBMIT"]}})
-    assert trust_warnings(guarded) == []
+    assert codes(trust_warnings(guarded)) == ["CG-GATE-DECIDERS-IN-SLACK-BLOCK"]  # works; says how to move
     unmapped = guarded.model_copy(update={"submitter_slack_ids": {}})  # nobody known as a submitter: said too
-    assert ["submitter_slack_ids" in w for w in trust_warnings(unmapped)] == [True]
+    said = trust_warnings(unmapped)
+    assert codes(said) == ["CG-GATE-DECIDERS-IN-SLACK-BLOCK", "CG-SLACK-OPEN-REVIEWERS"] and "submitter" in said[1]
+    bare = settings.model_copy(update={"submitter_slack_ids": {}})
+    named = Deciders(people={"lou": ["U0LEGAL", "lou@example.com"], "sam": ["U0SUBMIT"]}, roles={"legal": ["lou"]},
+                     reviewers=["lou"], submitters={"acme": ["sam"]})
+    assert trust_warnings(bare, named) == []  # who decides lives apart from the Slack credentials
 
 
 def test_up_prints_the_warning_for_a_real_workspace(settings, monkeypatch, prefect_server):
