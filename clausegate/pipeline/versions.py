@@ -17,10 +17,11 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 
-from prefect import get_client, get_run_logger
+from prefect import get_client
 
 from clausegate.errors import ConfigurationError
 from clausegate.gates import receipts, store
@@ -34,6 +35,7 @@ from clausegate.review.versions.align import compare
 from clausegate.review.versions.carry import EarlierDecision, carry_one
 from clausegate.review.versions.model import CarriedFrom, VersionChange, VersionFinding, Versions
 
+logger = logging.getLogger("clausegate.pipeline.versions")
 STRICTER = {"approve": 0, "changes": 1, "escalate": 2}
 STATUS_OF = {"approve": "complete", "changes": "changes_requested", "escalate": "needs_legal"}
 
@@ -59,8 +61,8 @@ def earlier_decisions(client, flow_run_id: str) -> list[EarlierDecision]:
         receipt = receipts.signature_valid(value, key=key)
         if receipt is None or receipt.flow_run_id != flow_run_id or receipt.gate != record.key:
             continue
-        for finding in record.findings:
-            digest = receipt.clause_sha256.get(finding.id)
+        for number, finding in enumerate(record.findings, 1):  # keyed as receipts.evidence_of keys them
+            digest = receipt.clause_sha256.get(finding.id or f"#{number}")
             if not digest:
                 continue
             out.append(EarlierDecision(
@@ -96,7 +98,6 @@ def carry_step(review: Review, document: ParsedDocument | None, book: Playbook,
     (module doc).  Without ``revises`` (or without a parsed document) the review is returned as it is."""
     if not revises or document is None:
         return review, []
-    logger = get_run_logger()
     with get_client(sync_client=True) as client:
         earlier_doc, run_id = _earlier_document(client, revises)
         earlier = earlier_decisions(client, run_id) if run_id else []
