@@ -129,11 +129,17 @@ def _heartbeat_seen(run_id) -> bool:
     return _last_heartbeat(run_id) is not None
 
 
-def _zombie_window_end(run_id) -> float:
-    """``time.monotonic()`` after which the zombie automation can no longer fire for the run's latest heartbeat:
-    its window (ZOMBIE_SECONDS after that heartbeat) plus 20 s for the automation to be evaluated and act."""
-    last = _last_heartbeat(run_id) or time.time()
-    return time.monotonic() + (last + ZOMBIE_SECONDS + 20 - time.time())
+def _zombie_probe() -> str:
+    """A flow run of a flow of its own, set Running with no process behind it: the zombie automation crashes it one
+    window after now.  Once it is Crashed, the automation has evaluated every window that opened before (they
+    end earlier): the positive event that shows a heartbeat sent before the probe can no longer crash anything."""
+    from prefect import flow
+    from prefect.states import Pending, Running
+
+    with _client() as client:
+        probe = client.create_flow_run(flow(lambda: None, name="zombie-window-probe"), state=Pending())
+        client.set_flow_run_state(probe.id, Running(), force=True)
+    return str(probe.id)
 
 
 def _stop_when_hung(run_id) -> int:
@@ -272,14 +278,12 @@ def a_stale_process_that_wakes_up_later_changes_nothing(tmp_path: Path, queue: s
         view = _watch_until(watch, run.id, lambda v: v.state in ("Suspended", "Completed", "Failed", "Crashed",
                                                                  "Cancelled"), 180, "the current attempt's gate")
         before = _read(run.id)
-        # Past the zombie window: a late heartbeat of the stale process must not end the waiting gate either. The
-        # automation fires only within ZOMBIE_SECONDS of a heartbeat: watch until that has passed for the latest one
-        # (a heartbeat arriving meanwhile extends the watch).
-        end = max(time.monotonic() + 5, _zombie_window_end(run.id))
-        while time.monotonic() < end:
-            watch.look(run.id)
-            time.sleep(2)
-            end = max(end, _zombie_window_end(run.id))
+        # Past the zombie window: a late heartbeat of the stale process (it has exited: every heartbeat of it was
+        # sent before the probe starts) must not end the waiting gate either.  Watch the inbox until the automation
+        # has crashed the probe, whose window opened after all of them.
+        probe = _zombie_probe()
+        _watch_until(watch, run.id, lambda v: _read(probe).state_name == "Crashed", ZOMBIE_SECONDS + 120,
+                     "the zombie automation to crash its probe (a window after the stale process's last heartbeat)")
         watched = time.monotonic() - woke
         after = _read(run.id)
         print(f"\nstale process exited {exited_after:.1f} s after SIGCONT, gate watched until {watched:.0f} s; "
