@@ -1,0 +1,52 @@
+"""The channel seam (clausegate/gates/channel.py): Slack and e-mail implement one protocol, and each proves who
+answered its own way: Slack's signed request (slack-sdk's SignatureVerifier), the e-mail link's signature."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from urllib.parse import urlencode
+
+from blocks.slack import SlackSettings
+from blocks.smtp import SmtpSettings
+from clausegate.gates import email_links
+from clausegate.gates.channel import Channel, reaches
+from clausegate.gates.email_channel import EmailChannel
+from clausegate.gates.slack_channel import SlackChannel
+
+SECRET = "unit-signing-secret"
+
+
+def signed(body: str, secret: str = SECRET) -> tuple[str, str, str]:
+    stamp = str(int(time.time()))
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return body, stamp, f"v0={digest}"
+
+
+def test_both_channels_implement_the_protocol_and_reach_their_own_identities():
+    slack = SlackChannel(SlackSettings(bot_token="xoxb-x", signing_secret=SECRET, channel="C0GATES"))
+    email = EmailChannel(SmtpSettings(host="127.0.0.1", sender="gates@example.com"))
+    assert isinstance(slack, Channel) and isinstance(email, Channel)
+    assert (slack.name, email.name) == ("slack", "email")
+    people = ["U0LOU", "lou@example.com", "U0FAY"]
+    assert reaches(people, "slack") == ["U0LOU", "U0FAY"] and reaches(people, "email") == ["lou@example.com"]
+
+
+def test_slack_proves_the_user_of_a_signed_request_and_nobody_otherwise():
+    slack = SlackChannel(SlackSettings(bot_token="xoxb-x", signing_secret=SECRET, channel="C0GATES"))
+    click = urlencode({"payload": json.dumps({"type": "block_actions", "user": {"id": "U0LOU"}})})
+    command = urlencode({"command": "/resolve", "user_id": "U0FAY", "text": "RUN F1 approve"})
+    assert slack.verify(signed(click)) == "U0LOU"
+    assert slack.verify(signed(command)) == "U0FAY"
+    assert slack.verify(signed(click, secret="another-app")) is None
+    body, stamp, signature = signed(click)
+    assert slack.verify((body.replace("U0LOU", "U0EVE"), stamp, signature)) is None
+
+
+def test_e_mail_proves_the_address_of_a_link_it_signed():  # the key: the test session's at-rest key
+    email = EmailChannel(SmtpSettings(host="127.0.0.1", sender="gates@example.com"))
+    token = email_links.issue("run-1", "gate-r1-abc", "F1", "approve", "Lou@Example.com", hours=1)
+    assert email.verify(token) == "lou@example.com"
+    assert email.verify(token[:-1] + ("0" if token[-1] != "0" else "1")) is None
