@@ -12,13 +12,20 @@ from clausegate.inbox.status import TAG, tag
 from clausegate.review.key_terms.ics import calendar
 from clausegate.review.schemas import Review
 
-FEED_RUNS = 500  # the sender's most recent finished reviews a feed reads
+FEED_RUNS = 1000  # the sender's most recent finished reviews a feed reads
+PAGE = 200  # the Prefect API's largest page of flow runs
 
 
 async def sender_feed(inbox: Inbox, caller: Caller) -> bytes:
     """The calendar of every dated contract the key's sender has had reviewed (most recent FEED_RUNS)."""
+    runs: list = []
     async with inbox._client() as client:
-        runs = await inbox._runs(client, [TAG, tag("sender", caller.sender)], ("COMPLETED",), limit=FEED_RUNS)
+        while len(runs) < FEED_RUNS:
+            page = await inbox._runs(client, [TAG, tag("sender", caller.sender)], ("COMPLETED",), limit=PAGE,
+                                     offset=len(runs))
+            runs += page
+            if len(page) < PAGE:
+                break
     reviews = []
     for run in runs:
         review = await inbox._review(run)
