@@ -65,7 +65,7 @@ def _period_key(count: float, unit: str) -> str:
 def gold_value(name: str, answer: str) -> str | None:
     """CUAD's answer normalised like ours (None: CUAD says the contract does not state it)."""
     answer = answer.strip()
-    if not answer or "[]" in answer or "[●]" in answer:  # a blank the contract leaves to fill in: no value
+    if not answer or re.search(r"\[\s*●?\s*\]", answer):  # a blank the contract leaves to fill in: no value
         return None
     if name.endswith("_date"):
         if answer.lower().startswith("perpetual"):

@@ -30,10 +30,11 @@ _EFFECTIVE_MEANS = re.compile(r"^[\"”’')\s]*(?:[^.;\d]{0,40}?\b(?:shall\s+(?
                               r"\s*(?:the\s+)?$", re.IGNORECASE)
 _TERM = re.compile(
     r"\b(?:initial\s+term|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|license|franchise)|"
-    r"hereof|is\b)|(?:shall|will)\s+(?:be\s+valid|be\s+for|begin|commence|continue|remain|be\s+effective|"
+    r"hereof)|(?:the|effective)\s+term\s+is\b|(?:shall|will)\s+(?:be\s+valid|be\s+for|begin|commence|continue|remain|be\s+effective|"
     r"become\s+effective|expire|terminate\s+on|be\s+in\s+(?:full\s+)?(?:force|effect))|"
     r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean))")
-_NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|in|for|of|beyond|upon|over)\s+(?:the|this|such|any)\s+$")
+_NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
+                           r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
 _PERPETUAL = re.compile(r"\bperpetu|\b(?:continue|remain)[^.;]{0,80}?\buntil\s+(?:(?:such\s+time\s+as\s+)?"
                         r"(?:it\s+is\s+|this\s+agreement\s+is\s+)?terminated|termination|either\s+party\s+terminates)",
                         re.IGNORECASE)
@@ -194,6 +195,8 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
             continue
         a, b = sentence_bounds(text, m.start(), m.end())
         sentence = text[a:b]
+        if "surviv" in low[a:b]:  # what outlives the contract ("shall survive … for three years"), not its term
+            continue
         checked += 1
         if checked > 10:
             break
