@@ -1,6 +1,7 @@
 """Annotated copies: are they right (read back), and what do they cost next to the review?
 
     python bench/annotate.py [--count N] [--cpu] [--pages 50]
+    python bench/annotate.py --images docs/images
 
 ``--count N`` (default 20): the three samples (as PDF, and as .docx from CUAD's text via ``tools/cuad_to_docx.py``)
 and the first N other HOLDOUT contracts of CUAD (``tools.cuad.is_holdout``, sorted by file name; as PDF and as .docx)
@@ -13,6 +14,10 @@ annotation on their quote, annotations on other text, findings not placed, and t
 children: the parse child, the annotation child) of the review and of annotating it, and their ratio (target:
 annotating at most 20 % of the review).  The review here is the plain-Python one (no Prefect, no model): the smallest
 honest denominator, so the ratio is an upper bound for a flow run.
+``--images DIR``: ``annotate-pdf.png`` (a page of the annotated LeadersOnline sample PDF as PDFium draws it) and
+``annotate-docx-libreoffice.png`` (a page of its annotated .docx converted to PDF by LibreOffice headless: comments
+exported as PDF notes, the fallback wording shown as a tracked insertion), each with the notes on that page, read
+back from the PDF, printed beside it.
 CUAD v1 (Hendrycks et al., NeurIPS 2021), CC BY 4.0.
 """
 
@@ -36,6 +41,7 @@ SAMPLES = {  # samples/README.md: the CUAD PDF each sample is
 }
 PLAYBOOK = "payment-liability"
 DOCX_DIR = REPO / ".bench" / "docx"
+EXPORT = 'pdf:writer_pdf_Export:{"ExportNotes":{"type":"boolean","value":"true"}}'  # comments as PDF notes
 
 
 def review_file(path: Path, playbook: str = PLAYBOOK):
@@ -134,16 +140,106 @@ def cpu(pages: int) -> None:
               f"({'≤ 20 %: ok' if ratio <= 0.20 else 'ABOVE 20 %'}; {len(copy.commented) if copy else 0} marked)")
 
 
+def libreoffice_pdf(docx: Path, out: Path) -> Path:
+    """``docx`` converted to PDF by LibreOffice headless (comments exported as PDF notes, tracked changes shown)."""
+    import shutil
+    import subprocess
+
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        sys.exit("LibreOffice is not installed (Debian: apt-get install -y libreoffice-writer-nogui)")
+    profile = out / "lo-profile"
+    subprocess.run([soffice, f"-env:UserInstallation=file://{profile}", "--headless", "--convert-to", EXPORT,
+                    "--outdir", str(out), str(docx)], check=True, capture_output=True, timeout=300)
+    return out / (docx.stem + ".pdf")
+
+
+def render_with_notes(pdf_path: Path, page_index: int, png: Path, title: str) -> None:
+    """The page as PDFium draws it (its annotations included), and beside it the text of each note on it (the
+    PDF's own /Contents of its ClauseGate highlights or LibreOffice's exported comments), numbered as they come."""
+    import textwrap
+
+    import pypdfium2 as pdfium
+    from PIL import Image, ImageDraw, ImageFont
+    from pypdf import PdfReader
+
+    page = PdfReader(str(pdf_path)).pages[page_index]
+    notes = [str(a.get_object().get("/Contents")) for a in page.get("/Annots") or []
+             if a.get_object().get("/Subtype") in ("/Highlight", "/Text") and "ClauseGate #" in
+             str(a.get_object().get("/Contents"))]
+    with pdfium.PdfDocument(str(pdf_path)) as pdf:
+        image = pdf[page_index].render(scale=1.4, may_draw_forms=True).to_pil().convert("RGB")
+    font = ImageFont.load_default()
+    panel_w = 520
+    out = Image.new("RGB", (image.width + panel_w, image.height), "white")
+    out.paste(image, (0, 0))
+    draw = ImageDraw.Draw(out)
+    y = 12
+    draw.text((image.width + 12, y), title, fill="black", font=font)
+    y += 24
+    for note in notes:
+        for line in note.splitlines():
+            for piece in textwrap.wrap(line, 84) or [""]:
+                draw.text((image.width + 12, y), piece, fill="#333", font=font)
+                y += 13
+        y += 10
+    out.save(png)
+    print(f"{png}: page {page_index + 1} of {pdf_path.name}, {len(notes)} notes")
+
+
+def images(folder: Path) -> None:
+    """docs/images/annotate-*.png: an annotated sample PDF page, and the annotated .docx of the same sample as
+    LibreOffice headless converts it to PDF (comments as notes, the fallback wording as a tracked insertion)."""
+    import tempfile
+
+    from pypdf import PdfReader
+
+    from clausegate.review.annotate import annotate
+    from tools import cuad
+    from tools.cuad_to_docx import docx_path
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sample = REPO / "samples" / "leadersonline-co-branding-2000.pdf"
+    by_pdf = {Path(e["pdf"]).stem: e for e in cuad.load_manifest()}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for path in (sample, docx_path(by_pdf[SAMPLES[sample.name]], DOCX_DIR)):
+            book, data, document, review = review_file(path)
+            copy = annotate(review, data, document, book.positions, memory_mb=1024, timeout_seconds=120)
+            annotated = work / f"annotated-{path.stem}{copy.suffix}"
+            annotated.write_bytes(copy.data)
+            pdf = annotated if copy.suffix == ".pdf" else libreoffice_pdf(annotated, work)
+            pages = PdfReader(str(pdf)).pages
+            counts = [sum("ClauseGate" in str(a.get_object().get("/Contents")) for a in p.get("/Annots") or [])
+                      for p in pages]
+            fallback = {i for i, p in enumerate(pages) if any(f in p.extract_text() for f in
+                                                               [n[:30] for n in _fallbacks(book)])}
+            best = max(range(len(pages)), key=lambda i: (i in fallback and counts[i] > 0, counts[i]))
+            kind = "pdf" if copy.suffix == ".pdf" else "docx-libreoffice"
+            render_with_notes(pdf, best, folder / f"annotate-{kind}.png",
+                              f"{path.name}: notes on this page (read from the PDF)")
+
+
+def _fallbacks(book) -> list[str]:
+    from clausegate.review.annotate import fallback_wording
+
+    return list(fallback_wording(book.positions).values())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--count", type=int, default=None, help="held-out contracts besides the samples (default 20)")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--pages", type=int, default=50)
+    ap.add_argument("--images", type=Path, default=None, help="render docs/images/annotate-*.png into this folder")
     args = ap.parse_args()
     from tools import cuad
 
     if not cuad.cuad_available():
         sys.exit(f"CUAD not found at {cuad.cuad_dir()}")
+    if args.images is not None:
+        images(args.images)
+        return
     if args.count is not None or not args.cpu:
         total = {"findings": 0, "exactly_one": 0, "wrong": 0, "not_placed": 0, "fallbacks": 0,
                  "fallbacks_expected": 0}

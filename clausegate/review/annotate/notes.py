@@ -61,15 +61,18 @@ def notes_for(review: Review, fallbacks: dict[str, str] | None = None) -> list[N
         gated = clause.category in review.gated_categories
         reasons = [r for r in review.gate_reasons if r.category == clause.category]
         if gated:
-            said = "; ".join(f"{r.why}: {r.detail}" if r.detail else r.why for r in reasons) or "gated category"
+            said = "; ".join(r.detail if r.detail.startswith(r.why) else f"{r.why}: {r.detail}" if r.detail
+                             else r.why for r in reasons) or "gated category"
             lines.append(f"Gates: {said}")
         else:
             lines.append("Does not gate this review")
         if check is not None:
-            lines.append(f"Position: {check.verdict}" + (f" — {check.reason}" if check.reason else ""))
+            lines.append(f"Position: {check.verdict}" + (f": {check.reason}" if check.reason else ""))
         fallback = fallbacks.get(clause.category) if check is not None and check.verdict == "deviates" else None
-        if fallback:
+        if fallback and review.format == "docx":
             lines.append("The playbook's fallback wording follows as a tracked change by ClauseGate (not applied).")
+        elif fallback:
+            lines.append(f"The playbook's fallback wording: {fallback}")
         decided = [d for d in review.decisions if clause.category in d.categories]
         if decided:
             lines.extend(_decision(d) for d in decided)
