@@ -1,4 +1,4 @@
-"""Human gates: suspend the review for a person's decision; Slack, the Prefect UI and the CLI are views.
+"""Human gates: suspend the review for a person's decision; Slack, e-mail, the Prefect UI and the CLI are views.
 
 Public API::
 
@@ -11,8 +11,9 @@ Public API::
 Modules: ``model`` (GateInput form, GateRecord, keys), ``slack_view`` (Block Kit), ``slack_tasks``
 (the Prefect tasks that post the gate's views through ``clausegate.slack``), ``step`` (run_gate),
 ``resolve`` (resolve_gate), ``listing`` (waiting_gates), ``store`` (the records on the flow run),
-``receipts`` (signed decision receipts). The SlackSettings block is loaded with
-``clausegate.config.load_slack_settings``.
+``receipts`` (signed decision receipts), ``deciders`` (who may decide, from the Deciders block), ``channel``
+(the Channel protocol; ``slack_channel``, ``email_channel`` with ``email_links``). The blocks are loaded with
+``clausegate.config`` (``load_slack_settings``, ``load_deciders``, ``load_smtp_settings``).
 """
 
 from clausegate.gates.listing import WaitingGate, format_delta, waiting_gates
