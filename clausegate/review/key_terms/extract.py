@@ -56,11 +56,11 @@ _LAWS_OF_STATE = re.compile(r"\blaws?\s+of\s+(?:the\s+)?(?:state|commonwealth|pr
 _INCORPORATED = re.compile(r"(?:organi[sz]ed|existing|incorporated|formed|standing|registered|chartered)\b[^.;]{0,40}$")
 _CAP = re.compile(r"liabilit")
 _CAP_WORDS = re.compile(r"\b(?:exceed|limited\s+to|maximum|aggregate|in\s+no\s+event|cap)\b", re.IGNORECASE)
-_RECITAL = re.compile(r"WHEREAS|that\s+certain|pursuant\s+to|under\s+the|amended|issuance|order\s+no",
-                      re.IGNORECASE)  # a date another document is given, not this one's
+_RECITAL = re.compile(r"WHEREAS|Whereas|that\s+certain|pursuant\s+to|under\s+the|amended|issuance|[Oo]rder\s+[Nn]o")
+# a date another document is given, not this one's (case-sensitive: a filing's upper-case legend "AS AMENDED" is not)
 _DATE_CUE = re.compile(r"(?:as\s+of|dated|made|entered\s+into|this|day\s+of|effective|\bon|date\s*:?)\s*(?:the\s+)?$",
                        re.IGNORECASE)
-_DATE_LABEL = re.compile(r"\bDated?\s*:?\s*$", re.IGNORECASE)
+_DATE_LABEL = re.compile(r"\bDated?\s*:\s*$", re.IGNORECASE)
 WINDOW = 700  # the longest sentence read around a keyword, in characters either side
 
 
@@ -130,16 +130,21 @@ def preamble(text: str) -> tuple[int, int]:
     return max(0, at - 500), min(len(text), at + 1200)
 
 
+def _recital(text: str, found: FoundDate) -> bool:
+    """A date a recital or a reference gives another document ("WHEREAS … Agreement dated May 8, 2008")."""
+    start, _ = sentence_bounds(text, found.start)
+    return bool(_RECITAL.search(text, max(0, found.start - 120), found.start)
+                or re.search(r"WHEREAS|RECITAL", text[max(start, found.start - 600):found.start]))
+
+
 def agreement_date(text: str) -> Term:
     """The date the contract is made: the preamble's first date (not one a recital gives another agreement),
     else the last date a signature block gives ("Date: …")."""
     a, b = preamble(text)
-    found = [d for d in find_dates(text, a, b)
-             if d.has_day and not _RECITAL.search(text, max(0, d.start - 120), d.start)]
+    found = [d for d in find_dates(text, a, b) if d.has_day and not _recital(text, d)]
     cued = [d for d in found if _DATE_CUE.search(text, max(0, d.start - 30), d.start)]
     found = cued or found
-    found = found or [d for d in find_dates(text, 0, 3000) if d.has_day and not _RECITAL.search(
-        text, max(0, d.start - 90), d.start)]
+    found = found or [d for d in find_dates(text, 0, 3000) if d.has_day and not _recital(text, d)]
     if not found:
         found = [d for d in find_dates(text) if d.has_day and _DATE_LABEL.search(text, max(0, d.start - 15), d.start)]
         found = found[-1:]
