@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 from prefect import get_client
+from prefect.exceptions import ObjectNotFound
 
 from clausegate.errors import ConfigurationError
 from clausegate.gates import receipts, store
@@ -78,7 +79,12 @@ def _earlier_document(client, revises: str) -> tuple[ParsedDocument, str | None]
     """(the earlier version parsed, its run id or None for a file)."""
     run_id = _run_id(revises)
     if run_id is not None:
-        run = client.read_flow_run(uuid.UUID(run_id))
+        try:
+            run = client.read_flow_run(uuid.UUID(run_id))
+        except ObjectNotFound:
+            raise ConfigurationError(f"no review {run_id} on this Prefect server (--revises)",
+                                     hint="use the id `clausegate versions` lists on the server that ran it, or "
+                                          "the earlier contract's file") from None
         source = str((run.parameters or {}).get("source") or "")
         if not Path(source).is_file():
             raise ConfigurationError(f"the review {run_id} that this one revises reviewed '{source}', which is not "
