@@ -25,7 +25,11 @@ _EFFECTIVE_UPON = re.compile(r"(?:shall|will)\s+(?:be(?:come)?\s+effective|take\
                              r"(?:as\s+of\s+|on\s+|upon\s+)"
                              r"(?:the\s+)?(?:date\s+(?:first\s+)?(?:above|hereof|of\s+(?:its\s+)?(?:execution|signature|this))|"
                              r"execution|signature|signing)")
-_EFFECTIVE_AS_OF = re.compile(r"\beffective\s+(?:as\s+of|on|from|upon)?\s*(?:the\s+)?$", re.IGNORECASE)
+_EFFECTIVE_AS_OF = re.compile(r"(?<!was )(?<!were )(?<!been )(?<!became )\beffective(?:\s+(?:for|in)\s+[^.;]{0,45}?)?"
+                              r"\s+(?:as\s+of|on|from)\s+(?:the\s+)?|(?<!was )\beffective\s+(?=\w+\s+\d)")
+_NAMES_IT = re.compile(r"^,?\s*(?:\((?:the|this|hereinafter|such\s+date\s+being)?[^()]{0,25}|"
+                       r"(?:the|this|hereinafter)\s+)"
+                       r"[\"“”']?$", re.IGNORECASE)  # "<date> (the "Effective Date")"
 _EFFECTIVE_MEANS = re.compile(r"^[\"”’')\s]*(?:[^.;\d]{0,40}?\b(?:shall\s+(?:be|mean)|means|is|will\s+be)\b|:|of|on)?"
                               r"\s*(?:the\s+)?$", re.IGNORECASE)
 _TERM = re.compile(
@@ -155,20 +159,23 @@ def agreement_date(text: str) -> Term:
 
 
 def effective_date(text: str, low: str, agreed: Term) -> Term:
+    """"Effective Date: <date>" / "<date> (the "Effective Date")", else "effective [as of] <date>", else the
+    agreement date when the contract names an Effective Date (or takes effect on signing) without another date."""
     for m in _EFFECTIVE.finditer(low):
-        before = [d for d in find_dates(text, max(0, m.start() - 160), m.start()) if d.has_day]
-        between = text[before[-1].end:m.start()] if before else ""
-        if before and "." not in between.replace("Inc.", "").replace("Co.", "") and len(between) < 120:
-            s, e = sentence_bounds(text, before[-1].start, m.end())
-            return date_term("effective_date", before[-1], text, s, e)
         after = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 60)) if d.has_day]
         if after and _EFFECTIVE_MEANS.match(" ".join(text[m.end():after[0].start].split()) + " "):
             s, e = sentence_bounds(text, m.start(), after[0].end)
             return date_term("effective_date", after[0], text, s, e)
-    for d in find_dates(text, 0, min(len(text), 6000)):
-        if d.has_day and _EFFECTIVE_AS_OF.search(text[max(0, d.start - 40):d.start]):
-            s, e = sentence_bounds(text, d.start, d.end)
-            return date_term("effective_date", d, text, s, e)
+        before = [d for d in find_dates(text, max(0, m.start() - 60), m.start()) if d.has_day]
+        between = text[before[-1].end:m.start()] if before else ""
+        if before and _NAMES_IT.match(" ".join(between.split())):
+            s, e = sentence_bounds(text, before[-1].start, m.end())
+            return date_term("effective_date", before[-1], text, s, e)
+    for m in _EFFECTIVE_AS_OF.finditer(low):
+        found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
+        if found and found[0].start - m.end() <= 2:
+            s, e = sentence_bounds(text, found[0].start, found[0].end)
+            return date_term("effective_date", found[0], text, s, e)
     if agreed.value and (_EFFECTIVE.search(low) or _EFFECTIVE_UPON.search(low)):
         return Term("effective_date", value=agreed.value, display=agreed.display, quote=agreed.quote,
                     start=agreed.start, extra={"as": "agreement_date"})
