@@ -263,6 +263,9 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
         if refusal is None and via == "email" and not record.per_finding:
             refusal = authority.Refusal("not_in_role", f"{record.filename}: this gate takes one decision for the "
                                                        "whole contract, not e-mail answers per finding.")
+        if refusal is None and via == "email" and answer.decision == "approve" and verified_user in record.submitters:
+            refusal = authority.Refusal("own_contract", f"{record.filename}: you submitted this contract, so you "
+                                                        "cannot approve it; another person must.")
         if refusal is not None:  # channel, reviewers, own contract (clausegate.gates.authority)
             return _outcome("forbidden", rid, refusal.message, state=state_name, record=record,
                             reason=refusal.reason)

@@ -1,15 +1,16 @@
 """The pages behind a gate e-mail's decision links: ``GET`` shows, only ``POST`` decides.
 
     GET  /gates/email/{token}   the finding, who asked, the answer the link gives, and a Confirm button
-    POST /gates/email/{token}   the confirming click: checks, spends the link, resume_gate(via="email")
+    POST /gates/email/{token}   the confirming click: checks, spends the link, resolve_gate(via="email")
 
 Mail scanners and link previews fetch (GET) every link in a message: a GET reads, it never claims or
 decides. The POST refuses, each with its code and an HTML page: a link ClauseGate did not sign
 (``CG-EMAIL-LINK-FORGED``, 403), one past its time (``-EXPIRED``, 410), one already used (``-REPLAYED``,
 409), another link for a finding the person already answered (``-REUSED``, 409), and an address that may
-not fill the finding's slot (now) (``-WRONG-PERSON``, 403: the one slot check,
-:func:`clausegate.gates.findings.fillable`). A decision is recorded ``via: email`` with the link's address
-as the verified identity (the signed receipt names it), through the same ``resolve_gate`` as Slack.
+not fill the finding's slot (now), or a submitter's own approval (``-WRONG-PERSON``, 403: the one slot
+check, :func:`clausegate.gates.findings.fillable`, and ``resolve_gate``'s own-contract rule). A decision
+is recorded ``via: email`` with the link's address as the verified identity (the signed receipt names
+it), through the same ``resolve_gate`` as Slack.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def confirm(token: str, config: Config) -> HTMLResponse:
     if not outcome.ok:
         with get_client(sync_client=True) as client:
             email_links.release(client, link)
-        if outcome.reason == "not_in_role":
+        if outcome.reason in ("not_in_role", "own_contract"):
             return _refused(LinkRefused(email_links.WRONG_PERSON, outcome.message))
         return _page("Not applied", f"<p id=message>{escape(outcome.message)}</p>", 409)
     return _page("Recorded", f"<p id=message>{escape(link.finding)} {escape(DECISION_PAST[link.decision])} by "

@@ -113,7 +113,8 @@ def test_smtp_down_is_a_coded_retried_failure_and_the_gate_keeps_waiting(gateway
         assert "Reminder: 50%" in box.wait_for(1)[0].get_content()
 
 
-def open_laddered_gate(rungs: list[dict], sla_hours: float, elapsed_hours: float) -> GateRecord:
+def open_laddered_gate(rungs: list[dict], sla_hours: float, elapsed_hours: float,
+                       submitters: list[str] | None = None) -> GateRecord:
     """A per-finding gate opened ``elapsed_hours`` ago with this ladder, its record as the gate step writes it."""
     hours, steps = ladder.fixed(Gate(category="Uncapped Liability", sla_hours=sla_hours, ladder=rungs).ladder,
                                 sla_hours)
@@ -126,7 +127,7 @@ def open_laddered_gate(rungs: list[dict], sla_hours: float, elapsed_hours: float
                             categories=["Uncapped Liability"], findings=[FINDINGS[0].model_copy(update={"id": "F1"})],
                             roles={"Uncapped Liability": ["legal"]}, role_members=MEMBERS, ladder=steps,
                             opened_at=datetime.now(UTC) - timedelta(hours=elapsed_hours), sla_hours=hours,
-                            suspend_timeout_seconds=int(hours * 3600 + 7 * 86400))
+                            suspend_timeout_seconds=int(hours * 3600 + 7 * 86400), submitters=submitters or [])
         store.write_once(client, run.id, record.record_key, record)
     next_round(record, 0)
     return record
@@ -159,3 +160,13 @@ def test_a_two_level_escalation_reaches_each_level_once_by_e_mail(gateway, mailb
     mailbox.wait_for(3)
     assert "is late" in mailbox.to("counsel@example.com")[0].get_content()
     assert state_of(record.flow_run_id)[0] == "PAUSED"  # escalation levels tell people; the gate keeps waiting
+
+
+def test_a_submitter_cannot_approve_their_own_contract_by_e_mail(gateway, mailbox):
+    record = open_laddered_gate([], sla_hours=8, elapsed_hours=0, submitters=["U0LOU", "lou@example.com"])
+    assert EmailChannel(smtp_of(mailbox.port, gateway.url)).post(record).ok
+    links = (mailbox.wait_for(1), mailbox.links("lou@example.com"))[1]
+    refused = post(links[("F1", "approve")])
+    assert (refused.status_code, code_of(refused)) == (403, email_links.WRONG_PERSON) and "submitted" in refused.text
+    assert post(links[("F1", "changes")]).status_code == 200  # changes keep the contract from proceeding: allowed
+    assert progress_of(record).get("F1").answers["legal"].decision == "changes"
