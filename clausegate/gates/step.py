@@ -62,7 +62,8 @@ from clausegate.gates.model import (
     unverified_reviewer,
 )
 from clausegate.gates.rounds import run_rounds
-from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_gate, notify_person_escalation, stamp_decision
+from clausegate.gates.slack_channel import SlackChannel
+from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_person_escalation, stamp_decision
 from clausegate.review import ladder
 from clausegate.review.ladder import Rung
 from clausegate.review.money import eur_text
@@ -275,13 +276,11 @@ def record_decision(record: GateRecord, answer: GateInput, settings) -> GateOutc
 def _notify(record: GateRecord, settings, logger) -> SlackRef:
     if settings is None:
         return SlackRef(ok=False, error=f"no SlackSettings block '{slack_block_name()}'")
-    state = notify_gate(record, settings, return_state=True)
-    if state.is_completed():
-        return state.result()
-    error = state.result(raise_on_failure=False)
-    logger.warning("gate %s: Slack message not posted (%s); the gate waits anyway and can be answered in the "
-                   "Prefect UI or with `clausegate resolve`", record.key, error)
-    return SlackRef(ok=False, error=str(error)[:500])
+    ref = SlackChannel(settings).post(record)  # the Slack implementation of the gate's Channel
+    if not ref.ok:
+        logger.warning("gate %s: Slack message not posted (%s); the gate waits anyway and can be answered in the "
+                       "Prefect UI or with `clausegate resolve`", record.key, ref.error)
+    return ref
 
 
 def playbook_sha256(book: Playbook) -> str:
