@@ -24,9 +24,12 @@ REMINDER_DEPLOYMENT = "deadline-reminder/deadline-reminder"
 REMIND_AT = time(9, 0, tzinfo=UTC)
 
 
+SENDER_TAG = "inbox-sender:"  # the tag the inbox gives a run it submits (clausegate.inbox.status.tag, above us)
+
+
 def owner_of(tags: list[str]) -> str | None:
-    """The contract's owner: the inbox sender the run is tagged with (``sender:<name>``), if any."""
-    return next((t.split(":", 1)[1] for t in tags if t.startswith("sender:")), None)
+    """The contract's owner: the inbox sender the run is tagged with (``inbox-sender:<name>``), if any."""
+    return next((t[len(SENDER_TAG):] for t in tags if t.startswith(SENDER_TAG)), None)
 
 
 def reminder_time(deadline: date, lead_days: float, now: datetime) -> datetime | None:
