@@ -39,9 +39,9 @@ _TERM = re.compile(
     r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean))")
 _NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
                            r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
-_PERPETUAL = re.compile(r"\bperpetu|\b(?:continue|remain)[^.;]{0,80}?\buntil\s+(?:(?:such\s+time\s+as\s+)?"
-                        r"(?:it\s+is\s+|this\s+agreement\s+is\s+)?terminated|termination|either\s+party\s+terminates)",
-                        re.IGNORECASE)
+_PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\b(?:continue|remain)[^.;]{0,80}?\buntil\s+(?:(?:such\s+time\s+as\s+)?"
+                        r"(?:it\s+is\s+|this\s+agreement\s+is\s+)?terminated|termination|(?:either|a|one)\s+party\s+"
+                        r"terminates|the\s+(?:expiration\s+or\s+)?(?:earlier\s+)?termination)", re.IGNORECASE)
 _END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|"
                         r"thru)\b[^.;]{0,40}$", re.IGNORECASE)
 _START_WORDS = re.compile(r"\b(?:commenc\w*|begin\w*|start\w*|from|effective)\b[^.;]{0,25}$", re.IGNORECASE)
