@@ -10,10 +10,10 @@ child (:mod:`clausegate.review.annotate.child`) for a .docx or PDF.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from clausegate.review.annotate import child, html
-from clausegate.review.annotate.notes import Note, fallback_wording, notes_for, where
-from clausegate.review.schemas import ParsedDocument, Review
+if TYPE_CHECKING:  # the capped child imports this package: its start-up stays free of the schemas
+    from clausegate.review.schemas import ParsedDocument, Review
 
 SUFFIXES = {"docx": ".docx", "pdf": ".pdf", "text": ".html"}
 MEDIA_TYPES = {".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -45,6 +45,9 @@ def annotate(review: Review, data: bytes, document: ParsedDocument | None, posit
              timeout_seconds: float) -> Annotated | None:
     """The annotated copy of the reviewed file ``data`` (None: nothing to annotate, see :func:`supported`);
     ``positions``: the playbook's positions (their fallback wording goes into a .docx)."""
+    from clausegate.review.annotate import child, html  # local import: the child's start-up stays lean (above)
+    from clausegate.review.annotate.notes import fallback_wording, notes_for  # local import: as above
+
     if not supported(review):
         return None
     found = notes_for(review, fallback_wording(positions))
@@ -62,5 +65,4 @@ def annotate(review: Review, data: bytes, document: ParsedDocument | None, posit
                      skipped=[tuple(s) for s in placed["skipped"]])
 
 
-__all__ = ["MARK", "MEDIA_TYPES", "SUFFIXES", "Annotated", "Note", "annotate", "fallback_wording", "notes_for",
-           "supported", "where"]
+__all__ = ["MARK", "MEDIA_TYPES", "SUFFIXES", "Annotated", "annotate", "supported"]

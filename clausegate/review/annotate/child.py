@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import struct
 import sys
+from types import SimpleNamespace
 from typing import Any
 
-from clausegate.errors import DocumentError
 from clausegate.review.annotate.notes import Note
-from clausegate.review.document.child import communicate, spawn
-from clausegate.review.schemas import Clause
 
 BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
         "from clausegate.review.annotate.child import main; sys.exit(main(sys.argv[2:]))")
 FAILED = "CG-ANNOTATE-FAILED"
+# what the writers read of a finding (the child gets these, not the pydantic Clause: no schemas to import)
+CLAUSE_FIELDS = ("category", "text", "pages", "span", "section", "paragraph")
 
 
 def _pack(head: dict[str, Any], body: bytes) -> bytes:
@@ -37,7 +37,10 @@ def _unpack(data: bytes) -> tuple[dict[str, Any], bytes]:
 def run(data: bytes, fmt: str, notes: list[Note], *, memory_mb: int, timeout_seconds: float) -> tuple[bytes, dict]:
     """The annotated bytes of ``data`` and what was placed (``commented``, ``inserted``, ``skipped``), written in the
     child; a :class:`DocumentError` (``CG-ANNOTATE-FAILED``) when the child crashed, hit a cap or timed out."""
-    payload = [{"index": n.index, "clause": n.clause.model_dump(mode="json"), "lines": list(n.lines),
+    from clausegate.errors import DocumentError  # local import: parent side only (the child's start-up stays lean)
+    from clausegate.review.document.child import communicate, spawn  # local import: parent side only, as above
+
+    payload = [{"index": n.index, "clause": {k: getattr(n.clause, k) for k in CLAUSE_FIELDS}, "lines": list(n.lines),
                 "fallback": n.fallback} for n in notes]
     proc = spawn(BOOT, {"format": fmt, "memory_mb": memory_mb, "timeout": timeout_seconds})
     answer = communicate(proc, _pack({"notes": payload}, data), timeout_seconds)
@@ -69,7 +72,7 @@ def main(argv: list[str]) -> int:
     out = sys.stdout.buffer
     sys.stdout = sys.stderr
     head, data = _unpack(sys.stdin.buffer.read())
-    notes = [Note(index=n["index"], clause=Clause.model_validate(n["clause"]), lines=tuple(n["lines"]),
+    notes = [Note(index=n["index"], clause=SimpleNamespace(**n["clause"]), lines=tuple(n["lines"]),
                   fallback=n["fallback"]) for n in head["notes"]]
     try:
         body, result = write(data, options["format"], notes)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from clausegate.review.schemas import Clause, GateDecision, Review
+if TYPE_CHECKING:  # the capped child builds notes without the schemas (their import is most of its start-up)
+    from clausegate.review.schemas import Clause, GateDecision, Review
 
 AUTHOR = "ClauseGate"
 INITIALS = "CG"
