@@ -162,6 +162,10 @@ def flow_cpu(pages: int, repeat: int) -> None:
     import tempfile
 
     os.environ["PREFECT_TASKS_REFRESH_CACHE"] = "true"  # every step computed, never taken from the cache
+    from clausegate.stack import temporary_server
+
+    temporary_server.start()  # as `clausegate review` does with no server configured (its CPU is not counted)
+    temporary_server.wait_until_ready(600)
     from prefect import flow
 
     from clausegate.pipeline.review import REVIEW_FLOW_OPTIONS, review_contract

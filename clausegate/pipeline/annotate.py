@@ -11,6 +11,8 @@ logs a ``CG-ANNOTATE-FAILED`` warning and the review goes on without one.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -55,19 +57,34 @@ def annotate_contract(review: Review, contract: ContractSource, document: Parsed
         return None
     name = annotated_name(review)
     path = Path(out_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if settings().strict_text:
-        at_rest.write_sealed(path, copy.data)
-    else:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(copy.data)
-        tmp.replace(path)
+    strict = settings().strict_text
+    try:
+        path.parent.mkdir(mode=0o700 if strict else 0o777, parents=True, exist_ok=True)  # like the report's folder
+        if strict:
+            at_rest.write_sealed(path, copy.data)
+        else:
+            _write_private(path, copy.data)
+    except OSError as exc:
+        logger.warning("no annotated copy of %s: cannot write %s (%s)", contract.filename, path, exc.strerror or exc)
+        return None
     if copy.skipped:
         logger.warning("annotated copy %s: %d of %d findings not placed (%s)", name, len(copy.skipped),
                        len(review.clauses), "; ".join(f"#{i + 1}: {why}" for i, why in copy.skipped[:5]))
     logger.info("annotated copy: %s (%d comments or highlights, %d fallback insertions)", path,
                 len(copy.commented), len(copy.inserted))
     return name
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """``data`` to ``path`` atomically, owner-only (0600) like the reports: it holds the contract's text."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def annotate_review(review: Review, contract: ContractSource, document: ParsedDocument | None, book,
