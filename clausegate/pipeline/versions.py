@@ -31,7 +31,7 @@ from clausegate.gates.step import playbook_sha256
 from clausegate.review.document.formats import parse_document
 from clausegate.review.document.sandbox import fingerprint
 from clausegate.review.playbook import Playbook
-from clausegate.review.schemas import GateDecision, ParsedDocument, Review
+from clausegate.review.schemas import GateDecision, GateReason, ParsedDocument, Review
 from clausegate.review.versions.align import compare
 from clausegate.review.versions.carry import EarlierDecision, carry_one
 from clausegate.review.versions.model import CarriedFrom, VersionChange, VersionFinding, Versions
@@ -114,6 +114,7 @@ def carry_step(review: Review, document: ParsedDocument | None, book: Playbook,
     findings: list[VersionFinding] = []
     carried: list[GateDecision] = []
     still: list[str] = []
+    reasons: list[GateReason] = []
     for category in review.gated_categories:
         outcomes = [carry_one(f.category, f.text, earlier, book_hash, digest=f.text_sha256)
                     for f in findings_of(review, [category])]
@@ -133,11 +134,23 @@ def carry_step(review: Review, document: ParsedDocument | None, book: Playbook,
                                     playbook_sha256=first.playbook_sha256, receipt=first.receipt)))
         else:
             still.append(category)
+            reasons += [_asked_again(o, earlier_doc.filename) for o in outcomes if o.outcome == "asked_again"]
     versions = Versions(revises=run_id or revises, revises_filename=earlier_doc.filename, counts=comparison.counts(),
                         changes=changes, findings=findings)
     logger.info("versions: %s against %s; %d gated categories carried, %d asked again", comparison.counts(),
                 earlier_doc.filename, len(carried), len(still))
-    return review.model_copy(update={"versions": versions, "gated_categories": still}), carried
+    return review.model_copy(update={"versions": versions, "gated_categories": still,
+                                     "gate_reasons": [*review.gate_reasons, *reasons]}), carried
+
+
+def _asked_again(outcome, filename: str) -> GateReason:
+    """Why a finding is asked again, for the gate message: the earlier decision, its reason and the redline."""
+    d = outcome.earlier
+    when = f" on {d.decided_at:%Y-%m-%d}" if d.decided_at else ""
+    said = f" (“{d.comment[:300]}”)" if d.comment else ""
+    shown = f"; redline: {outcome.redline[:600]}" if outcome.redline else ""
+    return GateReason(category=outcome.category, why="changed",
+                      detail=f"{outcome.why} ({filename}: {d.decision} by {d.reviewer}{when}{said}){shown}")
 
 
 def with_carried(carried: list[GateDecision], decisions: list[GateDecision], status: str) -> tuple[list, str]:

@@ -311,7 +311,8 @@ class PositionCheck(_Model):
                                             description="the figures read from the clause, by walk-away kind")
 
 
-GateWhy = Literal["found", "possible", "disputed", "model_found", "position", "missing", "integrity", "language"]
+GateWhy = Literal["found", "possible", "disputed", "model_found", "position", "missing", "integrity", "language",
+                  "changed"]  # changed: decided on an earlier version, the clause changed since (versions)
 
 
 class GateReason(_Model):
