@@ -194,7 +194,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         status = final_status(status, degraded)  # complete on the offline result alone: degraded
     review = review.model_copy(update={"decisions": decisions, "status": status,
                                        "warnings": [*review.warnings, *notices]})
-    if annotate:  # the annotated copy next to the report (clausegate/pipeline/annotate.py), decisions included
+    if annotate and (review.annotated is None or decisions):  # next to the report, with the decision if one came
         review = annotate_review(review, contract, document, book, out_dir)
     checkpoint("report")
     paths = tasks.write_report(review, out_dir, artifact=ask_person)  # the batch: no artifact per contract
