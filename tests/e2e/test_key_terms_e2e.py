@@ -98,6 +98,8 @@ def test_a_90_day_auto_renewal_notice_gives_a_deadline_a_calendar_entry_and_a_re
     contract_id = done["review"]["contract_id"]
     events = {str(e["uid"]): e for e in Calendar.from_ical(feed.content).walk("VEVENT")}
     assert events[f"{contract_id[:32]}-notice-deadline@clausegate"].decoded("dtstart") == deadline
+    one = httpx.get(f"{stack['url']}/inbox/tasks/{task_id}/calendar.ics", headers=auth(stack["key"]), timeout=60)
+    assert one.status_code == 200 and one.content.count(b"BEGIN:VEVENT") == 2, one.text
     other, _ = make_key("someone-else")
     assert b"VEVENT" not in httpx.get(f"{stack['url']}/inbox/calendar.ics", headers=auth(other), timeout=60).content
 
