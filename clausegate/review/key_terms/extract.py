@@ -24,9 +24,13 @@ _EFFECTIVE = re.compile(r"effective\s+date")  # scanned over the lowered text (n
 _EFFECTIVE_UPON = re.compile(r"(?:shall|will)\s+(?:be(?:come)?\s+effective|take\s+effect|commence)\s+"
                              r"(?:as\s+of\s+|on\s+|upon\s+)"
                              r"(?:the\s+)?(?:date\s+(?:first\s+)?(?:above|hereof|of\s+(?:its\s+)?(?:execution|signature|this))|"
-                             r"execution|signature|signing)")
+                             r"(?:completion\s+of\s+(?:the\s+)?)?(?:execution|signature|signing))"
+                             r"|effective\s+(?:until|upon|when)\s+(?:it\s+is\s+)?signed"
+                             r"|(?:commenc\w*|commencement\s+date)[^.;]{0,30}?\bthe\s+date\s+(?:first\s+(?:set\s+forth|written|"
+                             r"stated)\s+above|hereof|of\s+this\s+agreement)")  # takes effect on the day it is made
 _EFFECTIVE_AS_OF = re.compile(r"(?<!was )(?<!were )(?<!been )(?<!became )\beffective(?:\s+(?:for|in)\s+[^.;]{0,45}?)?"
                               r"\s+(?:as\s+of|on|from)\s+(?:the\s+)?|(?<!was )\beffective\s+(?=\w+\s+\d)")
+_DEFINES_OTHER = re.compile(r"[\"”]\s+(?:means|shall\s+mean)\b[^.;]*$")  # '"Bill of Sale" means …, effective as of'
 _NAMES_IT = re.compile(r"^,?\s*(?:\((?:the|this|hereinafter|such\s+date\s+being)?[^()]{0,25}|"
                        r"(?:the|this|hereinafter)\s+)"
                        r"[\"“”']?$", re.IGNORECASE)  # "<date> (the "Effective Date")"
@@ -173,7 +177,8 @@ def effective_date(text: str, low: str, agreed: Term) -> Term:
             return date_term("effective_date", before[-1], text, s, e)
     for m in _EFFECTIVE_AS_OF.finditer(low):
         found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
-        if found and found[0].start - m.end() <= 2:
+        if found and found[0].start - m.end() <= 2 and not _recital(text, found[0]) and not _DEFINES_OTHER.search(
+                text, max(0, m.start() - 200), m.start()):
             s, e = sentence_bounds(text, found[0].start, found[0].end)
             return date_term("effective_date", found[0], text, s, e)
     if agreed.value and (_EFFECTIVE.search(low) or _EFFECTIVE_UPON.search(low)):
