@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from pathlib import Path
 
@@ -140,17 +141,19 @@ def carry_step(review: Review, document: ParsedDocument | None, book: Playbook,
     logger.info("versions: %s against %s; %d gated categories carried, %d asked again", comparison.counts(),
                 earlier_doc.filename, len(carried), len(still))
     return review.model_copy(update={"versions": versions, "gated_categories": still,
-                                     "gate_reasons": [*review.gate_reasons, *reasons]}), carried
+                                     "gate_reasons": [*reasons, *review.gate_reasons]}), carried
 
 
 def _asked_again(outcome, filename: str) -> GateReason:
-    """Why a finding is asked again, for the gate message: the earlier decision, its reason and the redline."""
+    """Why a finding is asked again, for the gate message (which cuts it to a line: the earlier decision and the
+    changed words first): who decided what and when, the redline's changes, its comment, the earlier file."""
     d = outcome.earlier
-    when = f" on {d.decided_at:%Y-%m-%d}" if d.decided_at else ""
-    said = f" (“{d.comment[:300]}”)" if d.comment else ""
-    shown = f"; redline: {outcome.redline[:600]}" if outcome.redline else ""
+    when = f" ({d.decided_at:%Y-%m-%d})" if d.decided_at else ""
+    changed = " ".join(part for part in re.findall(r"~~.*?~~|\*\*.*?\*\*", outcome.redline))
+    said = f"; their reason: “{d.comment[:300]}”" if d.comment else ""
     return GateReason(category=outcome.category, why="changed",
-                      detail=f"{outcome.why} ({filename}: {d.decision} by {d.reviewer}{when}{said}){shown}")
+                      detail=f"changed since {d.reviewer} decided {d.decision}{when}: {changed or 'reworded'}"
+                             f"{said}; was decided on {filename}")
 
 
 def with_carried(carried: list[GateDecision], decisions: list[GateDecision], status: str) -> tuple[list, str]:
