@@ -40,7 +40,13 @@ _TERM = re.compile(
     r"\b(?:initial\s+term|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|license|franchise)|"
     r"hereof)|(?:the|effective)\s+term\s+is\b|(?:shall|will)\s+(?:be\s+valid|be\s+for|begin|commence|continue|remain|be\s+effective|"
     r"become\s+effective|expire|terminate\s+on|be\s+in\s+(?:full\s+)?(?:force|effect))|"
-    r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean))")
+    r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|"
+    r"(?:contract|agreement)\s+(?:period|term)[\"”]?\s+(?:shall\s+)?means?\b)")
+_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+_ANNIVERSARY = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d{1,2}(?:st|nd|rd|th))"
+                          r"\s*(?:\(\d{1,2}(?:st|nd|rd|th)\)\s*)?anniversary\b", re.IGNORECASE)
+_END_LABEL = re.compile(r"\b(?:termination|expiration|expiry|end)\s+date[\"”]?\s*"
+                        r"(?::|means|shall\s+(?:be|mean)|is)?\s*")
 _NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
                            r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
 _PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\b(?:continue|remain)[^.;]{0,80}?\buntil\s+(?:(?:such\s+time\s+as\s+)?"
@@ -199,10 +205,19 @@ def _term_periods(sentence: str) -> list[Duration]:
                      flat[max(0, s - 25):s], re.IGNORECASE):
             continue
         out.append(period)
+    for m in _ANNIVERSARY.finditer(sentence):  # "ending on the third (3rd) anniversary of the Effective Date"
+        word = m.group(1).lower()
+        years = _ORDINALS.index(word) + 1 if word in _ORDINALS else int(re.sub(r"\D", "", word))
+        out.append(Duration(float(years), "years"))
     return out
 
 
 def expiration_date(text: str, low: str, start_term: Term) -> Term:
+    for m in _END_LABEL.finditer(low):  # "Termination Date: 1 April 2009", "Expiration Date means June 30, 2010"
+        found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
+        if found and found[0].start - m.end() <= 3:
+            a, b = sentence_bounds(text, m.start(), found[0].end)
+            return date_term("expiration_date", found[0], text, a, b)
     checked = 0
     for m in _TERM.finditer(low):
         if _NOT_THE_TERM.search(low, max(0, m.start() - 20), m.start()):
@@ -221,7 +236,7 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
                 if d.has_day and _END_WORDS.search(text[max(a, d.start - 60):d.start])]
         if ends:
             return date_term("expiration_date", ends[-1], text, a, b)
-        cut = re.search(r"\b(?:renew|extend)", sentence, re.IGNORECASE)
+        cut = re.search(r"\b(?:renew|automatic)", sentence, re.IGNORECASE)  # the renewal is not the initial term
         head = sentence[:cut.start()] if cut else sentence
         periods = _term_periods(head)
         if periods and periods[0].unit in ("years", "months"):
