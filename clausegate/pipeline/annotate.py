@@ -46,7 +46,7 @@ def annotate_contract(review: Review, contract: ContractSource, document: Parsed
     if not annotating.supported(review):
         return None
     try:
-        data = read_verified(contract) if review.format != "text" else b""
+        data = b"" if review.format == "text" else _contract_bytes(contract)
         copy = annotating.annotate(review, data, document, positions, memory_mb=memory_mb,
                                    timeout_seconds=timeout_seconds)
     except ClauseGateError as error:
@@ -73,6 +73,13 @@ def annotate_contract(review: Review, contract: ContractSource, document: Parsed
     logger.info("annotated copy: %s (%d comments or highlights, %d fallback insertions)", path,
                 len(copy.commented), len(copy.inserted))
     return name
+
+
+def _contract_bytes(contract: ContractSource) -> bytes:
+    """The reviewed file's bytes, re-hashed (``CG-PDF-CHANGED`` if they differ); a sealed inbox upload through its
+    decrypted in-memory view, as the parse step reads it (never written to disk)."""
+    with at_rest.plaintext_path(contract.path, max_plain_bytes=contract.size_bytes) as plain:
+        return read_verified(contract if plain is None else contract.model_copy(update={"path": str(plain)}))
 
 
 def _write_private(path: Path, data: bytes) -> None:

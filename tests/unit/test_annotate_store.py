@@ -92,3 +92,17 @@ def test_a_failed_review_is_never_annotated(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _no_key_file(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUSEGATE_SECRETS_DIR", str(tmp_path / "secrets"))
+
+
+def test_a_sealed_inbox_upload_is_read_through_its_decrypted_bytes(tmp_path, monkeypatch):
+    from clausegate.security import at_rest  # local import: the at-rest key comes from the environment set here
+
+    monkeypatch.delenv("CLAUSEGATE_STRICT_TEXT", raising=False)
+    monkeypatch.setenv("CLAUSEGATE_AT_REST_KEY", Fernet.generate_key().decode())
+    review, contract, document, positions = reviewed(tmp_path)
+    sealed = tmp_path / "uploads" / "upload.sealed"
+    at_rest.write_sealed(sealed, (tmp_path / "in" / "msa.docx").read_bytes())
+    with disable_run_logger():
+        name = annotate_contract.fn(review, contract.model_copy(update={"path": str(sealed)}), document, positions,
+                                    str(tmp_path / "r"), 1024, 60)
+    assert name is not None and (tmp_path / "r" / name).is_file()
