@@ -1,6 +1,6 @@
 """Annotated copies: are they right (read back), and what do they cost next to the review?
 
-    python bench/annotate.py [--count N] [--cpu [--flow]] [--pages 50] [--repeat 5]
+    python bench/annotate.py [--count N] [--cpu] [--pages 50] [--repeat 5]
     python bench/annotate.py --images docs/images
 
 ``--count N`` (default 20): the three samples (as PDF, and as .docx from CUAD's text via ``tools/cuad_to_docx.py``)
@@ -14,9 +14,7 @@ annotation on their quote, annotations on other text, findings not placed, and t
 children: the parse child, the annotation child) of the review and of annotating it, medians of ``--repeat`` runs,
 and their ratio (target:
 annotating at most 20 % of the review).  The review here is the plain-Python one (no Prefect, no model): the smallest
-honest denominator, so the ratio is an upper bound for a flow run.  ``--cpu --flow``: the same through the product's
-contract-review flow (a Prefect server: a temporary one when none is set), annotate off against on, every task's cache
-refreshed; the difference is what annotating adds to a review as it runs in the product.
+honest denominator, so the ratio is an upper bound for a flow run.
 ``--images DIR``: ``annotate-pdf.png`` (a page of the annotated LeadersOnline sample PDF as PDFium draws it) and
 ``annotate-docx-libreoffice.png`` (a page of its annotated .docx converted to PDF by LibreOffice headless: comments
 exported as PDF notes, the fallback wording shown as a tracked insertion), each with the notes on that page, read
@@ -152,44 +150,6 @@ def cpu(pages: int, repeat: int) -> None:
               f"({'≤ 20 %: ok' if ratio <= 0.20 else 'ABOVE 20 %'}; {len(copy.commented) if copy else 0} marked)")
 
 
-def flow_cpu(pages: int, repeat: int) -> None:
-    """The same contract through the product's contract-review flow (``review_contract``, offline, its own Prefect
-    server: a temporary one when none is configured), with ``annotate`` off and on, every task's cache refreshed:
-    the CPU of this process and its reaped children, medians of ``repeat`` pairs."""
-    import asyncio
-    import os
-    import statistics
-    import tempfile
-
-    os.environ["PREFECT_TASKS_REFRESH_CACHE"] = "true"  # every step computed, never taken from the cache
-    from clausegate.stack import temporary_server
-
-    temporary_server.start()  # as `clausegate review` does with no server configured (its CPU is not counted)
-    temporary_server.wait_until_ready(600)
-    from prefect import flow
-
-    from clausegate.pipeline.review import REVIEW_FLOW_OPTIONS, review_contract
-    from clausegate.pipeline.sync_body import async_body
-    from tools.cuad_to_docx import docx_path
-
-    n, pdf_path, entry = nearest(pages)
-    run = flow(**{**REVIEW_FLOW_OPTIONS, "persist_result": False})(async_body(review_contract))
-    with tempfile.TemporaryDirectory() as out:
-        asyncio.run(run(str(pdf_path), playbook=PLAYBOOK, out_dir=out, annotate=True))  # warm up
-        for path in (pdf_path, docx_path(entry, DOCX_DIR)):
-            plain, annotated = [], []
-            for _ in range(repeat):
-                for on, into in ((False, plain), (True, annotated)):
-                    t0 = cpu_now()
-                    asyncio.run(run(str(path), playbook=PLAYBOOK, out_dir=out, annotate=on))
-                    into.append(cpu_now() - t0)
-            off, with_ = statistics.median(plain), statistics.median(annotated)
-            ratio = (with_ - off) / off
-            print(f"flow {path.suffix[1:]:4} {path.name[:44]:44} pages {n:3}  median of {repeat}: review CPU "
-                  f"{off:5.2f} s, with annotate {with_:5.2f} s: annotating {with_ - off:+5.2f} s = {ratio:6.1%} "
-                  f"({'≤ 20 %: ok' if ratio <= 0.20 else 'ABOVE 20 %'})")
-
-
 def libreoffice_pdf(docx: Path, out: Path) -> Path:
     """``docx`` converted to PDF by LibreOffice headless (comments exported as PDF notes, tracked changes shown)."""
     import shutil
@@ -282,7 +242,6 @@ def main() -> None:
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--pages", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=5, help="--cpu: runs per file (medians)")
-    ap.add_argument("--flow", action="store_true", help="--cpu through the contract-review flow (a Prefect server)")
     ap.add_argument("--images", type=Path, default=None, help="render docs/images/annotate-*.png into this folder")
     args = ap.parse_args()
     from tools import cuad
@@ -310,7 +269,7 @@ def main() -> None:
               f"annotation on their quote, {total['wrong']} on other text, {total['not_placed']} not placed; "
               f".docx fallback insertions {total['fallbacks']}/{total['fallbacks_expected']}")
     if args.cpu:
-        (flow_cpu if args.flow else cpu)(args.pages, args.repeat)
+        cpu(args.pages, args.repeat)
 
 
 if __name__ == "__main__":
