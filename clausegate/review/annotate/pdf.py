@@ -4,25 +4,30 @@ Where the text is comes from PDFium, the parser's own text reader (:func:`clause
 reads the page text the review's quotes were taken from): the quote is found in the pages the finding names
 (whitespace-insensitive, its first and last words anchoring it as :mod:`clausegate.review.locate` does for a .docx),
 and each of its characters' boxes (``FPDFText_GetCharBox``) give one quadrilateral per line.  The highlight is written
-with pypdf as an **incremental update**: the original bytes are kept unchanged in front (a signed PDF stays verifiable
-up to its signature) and only the annotations and the pages that list them are appended.  (PDFium's own incremental
-save was tried: on a linearized PDF with cross-reference streams it wrote an xref stream without ``/Type``, which
-pypdf and other strict readers refuse.)  A finding whose quote runs
-over a page break gets one highlight per page, the later ones tagged ``(continued)``; the read-back counts them as one.
+by PDFium too (``FPDFPage_CreateAnnot``) and saved as an **incremental update** (``FPDF_INCREMENTAL``): the original
+bytes are kept unchanged in front (a signed PDF stays verifiable up to its signature) and only the annotations and the
+pages that list them are appended.  A file with cross-reference streams (``/XRef``) is saved whole instead: PDFium's
+incremental xref stream for it lacks its ``/Type`` and strict readers (pypdf) refuse it.  One library for reading and
+writing keeps the capped child's start-up small (no pypdf: ``python bench/annotate.py --cpu``).  A finding whose
+quote runs over a page break gets one highlight per page, the later ones tagged ``(continued)``; the read-back counts
+them as one.
 """
 
 from __future__ import annotations
 
+import ctypes
 import io
 from difflib import SequenceMatcher
 
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 
 from clausegate.review.annotate import match
 from clausegate.review.annotate.match import fold
 from clausegate.review.annotate.notes import AUTHOR, Note
 
 COLOR = "ffe066"
+XREF_STREAM = b"/XRef"
 MIN_BLOCK = 3  # shorter runs of agreement inside furniture are chance
 COVERED = 0.95  # of the quote's characters, found in order in the place it was found
 
@@ -128,35 +133,41 @@ def annotate(data: bytes, notes: list[Note]) -> tuple[bytes, Placed]:
                 placed.skipped.append((note.index, "its characters have no boxes on the page"))
                 continue
             found.append((note, boxes))
+        if not found:
+            return data, placed
+        for note, boxes in found:
+            for part, (index, lines) in enumerate(boxes.items()):
+                _highlight(pdf[index], note, lines, part)
+            placed.commented.append(note.index)
+        out = io.BytesIO()
+        # incremental (the original bytes kept in front) unless the file has cross-reference streams: PDFium's
+        # incremental xref stream then lacks its /Type and strict readers (pypdf) refuse the file; rewritten whole
+        pdf.save(out, flags=pdfium_c.FPDF_NO_INCREMENTAL if XREF_STREAM in data else pdfium_c.FPDF_INCREMENTAL)
+        return out.getvalue(), placed
     finally:
         pdf.close()
-    if not found:
-        return data, placed
-    from pypdf import PdfWriter  # local import: pypdf only where a PDF gets highlights (the child's start-up)
-
-    writer = PdfWriter(io.BytesIO(data), incremental=True)
-    for note, boxes in found:
-        for part, (index, lines) in enumerate(boxes.items()):
-            writer.add_annotation(page_number=index, annotation=_highlight(note, lines, part))
-        placed.commented.append(note.index)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue(), placed
 
 
-def _highlight(note: Note, lines: list[tuple], part: int):
-    from pypdf.annotations import Highlight  # local import: with the writer above
-    from pypdf.generic import ArrayObject, FloatObject, NameObject, TextStringObject  # local import: as above
-
-    quads = []
-    for left, bottom, right, top in lines:
-        quads += [left, top, right, top, left, bottom, right, bottom]
-    rect = (min(b[0] for b in lines), min(b[1] for b in lines), max(b[2] for b in lines), max(b[3] for b in lines))
-    annotation = Highlight(rect=rect, quad_points=ArrayObject(FloatObject(round(v, 2)) for v in quads),
-                           highlight_color=COLOR, printing=True)
-    text = note.text if part == 0 else f"{note.tag} (continued)"
-    annotation[NameObject("/Contents")] = TextStringObject(text)
-    annotation[NameObject("/T")] = TextStringObject(AUTHOR)
-    annotation[NameObject("/Subj")] = TextStringObject(note.clause.category)
-    annotation[NameObject("/NM")] = TextStringObject(f"clausegate-{note.index + 1}-{part + 1}")
-    return annotation
+def _highlight(page: pdfium.PdfPage, note: Note, lines: list[tuple], part: int) -> None:
+    """A highlight on ``page``: one quadrilateral per line, the note as its contents, ClauseGate its author."""
+    annotation = pdfium_c.FPDFPage_CreateAnnot(page.raw, pdfium_c.FPDF_ANNOT_HIGHLIGHT)
+    if not annotation:
+        raise RuntimeError("PDFium could not create a highlight annotation")
+    try:
+        r, g, b = (int(COLOR[i:i + 2], 16) for i in (0, 2, 4))
+        pdfium_c.FPDFAnnot_SetColor(annotation, pdfium_c.FPDFANNOT_COLORTYPE_Color, r, g, b, 255)
+        for left, bottom, right, top in lines:
+            quad = pdfium_c.FS_QUADPOINTSF(left, top, right, top, left, bottom, right, bottom)
+            pdfium_c.FPDFAnnot_AppendAttachmentPoints(annotation, quad)
+        rect = pdfium_c.FS_RECTF(min(b[0] for b in lines), max(b[3] for b in lines), max(b[2] for b in lines),
+                                 min(b[1] for b in lines))
+        pdfium_c.FPDFAnnot_SetRect(annotation, rect)
+        text = note.text if part == 0 else f"{note.tag} (continued)"
+        for key, value in (("Contents", text), ("T", AUTHOR), ("Subj", note.clause.category),
+                           ("NM", f"clausegate-{note.index + 1}-{part + 1}")):
+            wide = ctypes.create_string_buffer((value + "\x00").encode("utf-16-le"))  # kept alive over the call
+            pdfium_c.FPDFAnnot_SetStringValue(annotation, key.encode("ascii"),
+                                              ctypes.cast(wide, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+        pdfium_c.FPDFAnnot_SetFlags(annotation, pdfium_c.FPDF_ANNOT_FLAG_PRINT)
+    finally:
+        pdfium_c.FPDFPage_CloseAnnot(annotation)
