@@ -196,6 +196,11 @@ def _review_file(file: Path, playbook: str, out: Path, extractor: str | None, an
         print_failure(state.message, run_link(api_url, state.state_details.flow_run_id))
         raise typer.Exit(1)
     result = state.result()
+    from clausegate.cli.key_terms_view import key_terms_table  # local import: keeps CLI start-up lean
+
+    terms = key_terms_table(result)
+    if terms is not None:
+        console.print(terms)
     console.print(findings_table(result))
     _say_version(result, out, revises)
     if result.scope == "clause":
