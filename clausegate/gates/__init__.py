@@ -1,4 +1,4 @@
-"""Human gates: suspend the review for a person's decision; Slack, e-mail, the Prefect UI and the CLI are views.
+"""Human gates: suspend the review for a person's decision; its channels, the Prefect UI and the CLI are views.
 
 Public API::
 
@@ -8,12 +8,11 @@ Public API::
     outcome = resolve_gate(run_id, "approve", reviewer="dana", via="cli", comment="")   # anywhere
     for gate in waiting_gates(): gate.flow_run_id, gate.contract, gate.age, gate.sla_left
 
-Modules: ``model`` (GateInput form, GateRecord, keys), ``slack_view`` (Block Kit), ``slack_tasks``
-(the Prefect tasks that post the gate's views through ``clausegate.slack``), ``step`` (run_gate),
-``resolve`` (resolve_gate), ``listing`` (waiting_gates), ``store`` (the records on the flow run),
-``receipts`` (signed decision receipts), ``deciders`` (who may decide, from the Deciders block), ``channel``
-(the Channel protocol; ``slack_channel``, ``email_channel`` with ``email_links``). The blocks are loaded with
-``clausegate.config`` (``load_slack_settings``, ``load_deciders``, ``load_smtp_settings``).
+Modules: ``model`` (GateInput form, GateRecord, keys), ``step`` (run_gate), ``rounds`` (a per-finding gate's
+answers), ``resolve`` (resolve_gate), ``listing`` (waiting_gates), ``store`` (the records on the flow run),
+``receipts`` (signed decision receipts), ``deciders`` (who may decide, from the Deciders block), ``channel`` (the
+Channel protocol) and ``channels`` (the table of channels: each one's module, block, notice codes and gateway
+routes; the gate step, the rounds and the SLA sweep reach people only through it).
 """
 
 from clausegate.gates.listing import WaitingGate, format_delta, waiting_gates

@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict
 from clausegate import audit
 from clausegate.gates import authority, findings, store
 from clausegate.gates.model import DECISIONS, GateRecord, ack_key, assign_key, extend_key, now_utc
-from clausegate.gates.rounds import current_progress, refresh_message
+from clausegate.gates.rounds import current_progress
+from clausegate.gates.slack_channel import refresh_message
 from clausegate.review.schemas import PERSON_VIAS
 from clausegate.slack import SlackError, post_message, with_retries
 

@@ -8,7 +8,8 @@ with retries (:data:`EMAIL_RETRY_POLICY`): an SMTP server that is down or breaks
 ``CG-EMAIL-REJECTED`` (not retried). A send that finally fails is logged and recorded on the gate
 (:class:`EmailRef`, the review's notice ``CG-EMAIL-UNDELIVERED``); the gate keeps waiting, and the
 ladder's reminders send again. An address gets links only for the findings whose open slot it may fill
-(its role's people, or the slot's assignee); the links are :mod:`clausegate.gates.email_links`. E-mail
+(its role's people, or the slot's assignee); a one-decision gate's allowed addresses get three links for the
+whole contract; the links are :mod:`clausegate.gates.email_links`. E-mail
 cannot be edited once sent, so ``update`` sends nothing: the link page shows the gate's current state.
 """
 
@@ -25,13 +26,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from pydantic import BaseModel, ConfigDict
 
+from clausegate.config import SmtpSettings, load_smtp_settings
 from clausegate.errors import ClauseGateError
-from clausegate.gates import email_links, findings, store
-from clausegate.gates.channel import reaches
+from clausegate.gates import email_links, findings
+from clausegate.gates.channel import ChannelUndelivered, reaches
 from clausegate.gates.listing import WaitingGate
-from clausegate.gates.model import DECISION_LABELS, DECISIONS, RECORD_PREFIX, GateRecord
+from clausegate.gates.model import DECISION_LABELS, DECISIONS, DecisionInfo, Finding, GateRecord
 from clausegate.gates.rounds import current_progress
-from clausegate.review.schemas import Notice
 
 UNREACHABLE, REJECTED, UNDELIVERED = "CG-EMAIL-UNREACHABLE", "CG-EMAIL-REJECTED", "CG-EMAIL-UNDELIVERED"
 RETRY_DELAYS = [1.0, 2.0, 4.0]
@@ -63,10 +64,6 @@ class EmailRef(BaseModel):
     ok: bool
     sent_to: list[str] = []
     error: str | None = None
-
-
-def email_key(key: str) -> str:
-    return f"{RECORD_PREFIX}email-{key}"
 
 
 def send(smtp, to: list[str], subject: str, body: str) -> None:
@@ -121,10 +118,20 @@ def link_url(smtp, token: str) -> str:
 class EmailChannel:
     """The e-mail implementation of :class:`clausegate.gates.channel.Channel`."""
 
-    name = "email"
+    name = "email"  # the Via of its answers
+    block = SmtpSettings
+    routers = ("clausegate.gateway.email_links",)  # the pages behind the links
+    undelivered = not_updated = UNDELIVERED  # a sent e-mail is never updated
+    ref = EmailRef
+    posts_when_absent = False  # no SmtpSettings block: gates are not asked by e-mail
 
     def __init__(self, smtp) -> None:
         self.smtp = smtp
+
+    @classmethod
+    def load(cls, block_name: str | None = None) -> EmailChannel | None:
+        smtp = load_smtp_settings(block_name)
+        return cls(smtp) if smtp is not None else None
 
     def _deliver(self, to: list[str], subject: str, body: str) -> str | None:
         state = send_email(self.smtp, to, subject, body, return_state=True)
@@ -134,50 +141,60 @@ class EmailChannel:
         log.error("%s: e-mail to %s not sent: %s", UNDELIVERED, ", ".join(to), error)
         return error
 
-    def questions(self, record: GateRecord, prog: findings.Progress) -> dict[str, list[findings.FindingProgress]]:
-        """Per address, the open findings whose slot it may fill."""
-        out: dict[str, list[findings.FindingProgress]] = {}
-        for fp in prog.findings:
+    def questions(self, record: GateRecord, prog: findings.Progress | None) -> dict[str, list[Finding]]:
+        """Per address, the findings it may answer: a per-finding gate's open slots it may fill; a one-decision
+        gate's allowed addresses get its findings, answered together (links for :data:`email_links.WHOLE_GATE`)."""
+        out: dict[str, list[Finding]] = {}
+        if not record.per_finding:
+            return {a.lower(): list(record.findings) for a in reaches(record.allowed_addresses, "email")}
+        for fp in prog.findings if prog else []:
             for role in fp.open_slots:
                 if role == findings.ANY_ROLE:
                     continue
                 for address in reaches(findings.slot_people(record, fp, role), "email"):
-                    if fp not in out.setdefault(address.lower(), []):
-                        out[address.lower()].append(fp)
+                    if fp.finding not in out.setdefault(address.lower(), []):
+                        out[address.lower()].append(fp.finding)
         return out
 
-    def _ask(self, record: GateRecord, prog: findings.Progress, heading: str,
+    def _links(self, record: GateRecord, finding: str, address: str) -> list[str]:
+        return [f"  {DECISION_LABELS[d]}: "
+                f"{link_url(self.smtp, email_links.issue(record.flow_run_id, record.key, finding, d, address, hours=self.smtp.link_hours))}"  # noqa: E501
+                for d in DECISIONS]
+
+    def _ask(self, record: GateRecord, prog: findings.Progress | None, heading: str,
              only: set[str] | None = None) -> tuple[list[str], str | None]:
         sent, errors = [], []
-        for address, fps in self.questions(record, prog).items():
+        for address, fs in self.questions(record, prog).items():
             if only is not None and address not in only:
                 continue
             lines = [heading, "", f"Contract: {record.filename} (playbook {record.playbook}). Decide by "
                      f"{record.sla_deadline:%Y-%m-%d %H:%M} UTC. Each link opens a page that asks you to confirm.", ""]
-            for fp in fps:
-                f = fp.finding
-                lines += [f"{f.id} · {f.category} · p. {', '.join(map(str, f.pages)) or '-'}",
+            for f in fs:
+                lines += [f"{f.id + ' · ' if f.id else ''}{f.category} · p. {', '.join(map(str, f.pages)) or '-'}",
                           f"  {' '.join(f.text.split())[:300]}"]
-                for decision in DECISIONS:
-                    token = email_links.issue(record.flow_run_id, record.key, f.id, decision, address,
-                                              hours=self.smtp.link_hours)
-                    lines.append(f"  {DECISION_LABELS[decision]}: {link_url(self.smtp, token)}")
-                lines.append("")
+                if record.per_finding:
+                    lines += [*self._links(record, f.id, address), ""]
+            if not record.per_finding:  # one decision for the whole contract
+                lines += ["", "Your decision on the whole contract:", *self._links(record, email_links.WHOLE_GATE,
+                                                                                    address)]
             error = self._deliver([address], f"[ClauseGate] {record.filename}: your decision", "\n".join(lines))
             (errors.append(error) if error else sent.append(address))
         return sent, (errors[0] if errors else None)
 
     def post(self, record: GateRecord) -> EmailRef:
-        prog = findings.progress(record, [])
-        sent, error = self._ask(record, prog, f"{record.filename} needs your decision on these findings.")
+        prog = findings.progress(record, []) if record.per_finding else None
+        what = "these findings" if record.per_finding else "this contract"
+        sent, error = self._ask(record, prog, f"{record.filename} needs your decision on {what}.")
         return EmailRef(ok=error is None, sent_to=sent, error=error)
 
-    def update(self, record: GateRecord) -> None:
+    def update(self, record: GateRecord) -> str | None:
         return None  # a sent e-mail cannot change; the link page shows the current state
 
     def remind(self, gate: WaitingGate, people: list[str], percent: int) -> bool:
-        with get_client(sync_client=True) as client:
-            prog, _ = current_progress(client, gate.record)
+        prog = None
+        if gate.record.per_finding:
+            with get_client(sync_client=True) as client:
+                prog, _ = current_progress(client, gate.record)
         wanted = {p.lower() for p in reaches(people, "email")}
         if not wanted:
             return False
@@ -185,14 +202,17 @@ class EmailChannel:
         sent, error = self._ask(gate.record, prog, heading, only=wanted)
         return bool(sent) and error is None
 
-    def escalate(self, gate: WaitingGate, people: list[str], note: str) -> bool:
+    def escalate(self, record: GateRecord, people: list[str], note: str, decided: DecisionInfo | None = None) -> bool:
         to = [*reaches(people, "email"), *self.smtp.escalation_to]
         if not to:
             return False
-        record = gate.record
-        body = "\n".join([f"{record.filename} (run {record.flow_run_id}) is late: {note}.", "",
+        what = "is late" if decided is None else f"was escalated ({decided.reviewer})"
+        body = "\n".join([f"{record.filename} (run {record.flow_run_id}) {what}: {note}.", "",
                           *(f"{f.id} · {f.category}: {' '.join(f.text.split())[:200]}" for f in record.findings)])
-        return self._deliver(sorted(set(to)), f"[ClauseGate] escalated: {record.filename}", body) is None
+        error = self._deliver(sorted(set(to)), f"[ClauseGate] escalated: {record.filename}", body)
+        if error is not None:
+            raise ChannelUndelivered(f"the escalation e-mail was not sent: {error[:300]}")
+        return True
 
     def verify(self, evidence) -> str | None:
         """``evidence``: a link token; the address it proves (None when it is forged or expired)."""
@@ -200,27 +220,3 @@ class EmailChannel:
             return email_links.read(str(evidence)).email
         except email_links.LinkRefused:
             return None
-
-
-def ask_by_email(client, record: GateRecord, smtp, logger) -> EmailRef | None:
-    """When the gate opens: e-mail its people once (the ref on the run says it was done); None without SMTP."""
-    if smtp is None or not record.per_finding:
-        return None
-    ref = store.read_model(client, record.flow_run_id, email_key(record.key), EmailRef)
-    if ref is None:
-        ref = EmailChannel(smtp).post(record)
-        store.write_once(client, record.flow_run_id, email_key(record.key), ref)
-    if not ref.ok:
-        logger.error("gate %s: %s: the gate e-mails were not all sent (%s); the gate waits: answer in Slack, or the "
-                     "ladder's reminders send them again", record.key, UNDELIVERED, ref.error)
-    return ref
-
-
-def email_notices(record: GateRecord) -> list[Notice]:
-    """The review's notice when the gate's e-mails were not all sent."""
-    with get_client(sync_client=True) as client:
-        ref = store.read_model(client, record.flow_run_id, email_key(record.key), EmailRef)
-    if ref is None or ref.ok:
-        return []
-    return [Notice(code=UNDELIVERED, message=f"The gate e-mails were not all sent ({(ref.error or '')[:300]}); sent "
-                                             f"to: {', '.join(ref.sent_to) or 'nobody'}.")]

@@ -35,6 +35,7 @@ KEY_CONTEXT = b"clausegate/email-link/v1"
 FORGED, EXPIRED, REPLAYED, REUSED, WRONG_PERSON = (
     "CG-EMAIL-LINK-FORGED", "CG-EMAIL-LINK-EXPIRED", "CG-EMAIL-LINK-REPLAYED", "CG-EMAIL-LINK-REUSED",
     "CG-EMAIL-LINK-WRONG-PERSON")
+WHOLE_GATE = "gate"  # the finding a one-decision gate's links name: the whole contract
 HINTS = {
     FORGED: "use the link exactly as it came in the gate e-mail; a changed or made-up link decides nothing",
     EXPIRED: "use the links of the newest e-mail (each reminder sends fresh ones), or answer in Slack",

@@ -142,6 +142,7 @@ class GateRecord(BaseModel):
     sla_hours: float
     suspend_timeout_seconds: int
     allowed_reviewers: list[str] = []
+    allowed_addresses: list[str] = []  # who may answer a one-decision gate by e-mail (its signed links)
     roles: dict[str, list[str]] = Field(default_factory=dict, description="per category, the roles that must "
                                         "decide its findings (playbook gates[].roles); empty: one decision")
     role_members: dict[str, list[str]] = Field(default_factory=dict, description="per role, its people (Slack "

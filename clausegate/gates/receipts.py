@@ -35,7 +35,7 @@ import secrets
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -48,9 +48,10 @@ from clausegate.gates.model import (
     GateRecord,
     unverified_reviewer,
 )
+from clausegate.review.schemas import Via
 from clausegate.security import credentials
 
-ReceivedVia = Literal["slack", "email", "cli", "sla"]  # the paths of ``Via`` that prove who answered (not "ui")
+ReceivedVia = Literal[tuple(v for v in get_args(Via) if v != "ui")]  # the paths of ``Via`` that prove who answered
 MAX_AGE_SECONDS = 600.0  # issued → answer stored; a resume follows its receipt within a second or two
 MAX_SKEW_SECONDS = 120.0  # clock difference between the receiving process and the Prefect server
 NONCE = re.compile(r"^[0-9a-f]{32}$")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import getpass
 import logging
 import time
-from typing import Literal
+from typing import Literal, get_args
 from uuid import UUID
 
 import httpx
@@ -48,11 +48,12 @@ from clausegate.gates.model import (
     stamp_key,
 )
 from clausegate.gates.slack_tasks import update_gate_message
+from clausegate.review.schemas import Via
 from clausegate.slack import SlackError, with_retries
 
 OutcomeKind = Literal["resumed", "already_decided", "not_suspended", "unknown_run", "not_a_gate", "forbidden",
                       "rejected", "timed_out", "error"]
-RECEIVING_PATHS = ("slack", "email", "cli", "sla")
+RECEIVING_PATHS = tuple(v for v in get_args(Via) if v != "ui")  # every channel, the CLI, the sweeper
 SWEEPER_USER = "clausegate-sla-sweeper"
 # The audit's reason for each refused outcome (not_suspended is "wrong_gate" when the answer named another gate).
 REFUSAL_REASONS = {"already_decided": "already_decided", "not_suspended": "not_waiting", "unknown_run": "unknown_run",
@@ -90,18 +91,20 @@ def _login() -> str | None:
         return None
 
 
-def verified_user_of(via: str, slack_user_id: str | None, email: str | None = None) -> str | None:
+def verified_user_of(via: str, slack_user_id: str | None, email: str | None = None,
+                     verified: str | None = None) -> str | None:
     """Who the receiving path itself vouches for: the signed Slack request's user, the signed e-mail link's
-    address, the CLI's login, the sweeper."""
+    address, the CLI's login, the sweeper; any other channel: the identity its ``verify`` returned."""
     if via == "email":
         return email.strip().lower() if email else None
-    return {"slack": slack_user_id, "cli": _login(), "sla": SWEEPER_USER}.get(via)
+    return {"slack": slack_user_id, "cli": _login(), "sla": SWEEPER_USER}.get(via, verified)
 
 
 def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, comment: str = "",
                  slack_user_id: str | None = None, settings=None, gate: str | None = None,
                  slack_channel: str | None = None, slack_channel_name: str | None = None,
-                 finding: str | None = None, email: str | None = None) -> ResolveOutcome:
+                 finding: str | None = None, email: str | None = None,
+                 verified: str | None = None) -> ResolveOutcome:
     """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases.
 
     ``via``: the path that received the answer (``slack``, ``email``, ``cli`` or ``sla``), recorded in the
@@ -116,9 +119,10 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     Every answer that is not applied is written to the audit log (``gate.refused``).
     ``finding``: a per-finding gate's finding id (F1, …); None decides every open finding the answerer
     may decide (``clausegate.gates.resolve_findings``; a one-decision gate ignores it).
+    ``verified``: the identity another channel's ``verify`` proved (its answers' ``via`` is the channel's name).
     """
     rid = str(run_id).strip()
-    verified_user = verified_user_of(via, slack_user_id, email)
+    verified_user = verified_user_of(via, slack_user_id, email, verified)
     where = (slack_channel, slack_channel_name, settings)
     outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
                        verified_user=verified_user, gate=gate, where=where, finding=finding)
@@ -260,9 +264,10 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                 and slack_user_id not in record.allowed_reviewers:
             refusal = authority.Refusal("not_allowed_reviewer", f"{record.filename}: you are not one of the "
                                                                 "reviewers allowed to decide this gate.")
-        if refusal is None and via == "email" and not record.per_finding:
-            refusal = authority.Refusal("not_in_role", f"{record.filename}: this gate takes one decision for the "
-                                                       "whole contract, not e-mail answers per finding.")
+        if refusal is None and via == "email" and not record.per_finding \
+                and (verified_user or "") not in record.allowed_addresses:  # its signed links' addresses only
+            refusal = authority.Refusal("not_in_role", f"{record.filename}: {verified_user} is not one of the "
+                                                       "addresses allowed to decide this gate.")
         if refusal is None and via == "email" and answer.decision == "approve" and verified_user in record.submitters:
             refusal = authority.Refusal("own_contract", f"{record.filename}: you submitted this contract, so you "
                                                         "cannot approve it; another person must.")

@@ -1,13 +1,13 @@
 """The flow side of a per-finding gate: suspend once per answer until every required role has answered.
 
-    outcome = run_rounds(record, settings)      # from run_gate, for a record with roles
+    outcome = run_rounds(record, channels, wait)      # from run_gate, for a record with roles
 
 Round ``n`` suspends under pause key ``round_key(gate, n)`` with the gate's per-finding form
 (:func:`clausegate.gates.findings.findings_form`). Each answer resumes the run; Prefect re-runs the
 flow from the top (finished tasks from cache), and here ``suspend_flow_run`` with the keys that already
 fired returns their answers one after the other, so the rounds replay without waiting. The answers fill
-the slots (:func:`clausegate.gates.findings.progress`); while a slot is open the gate message is updated
-in place (``chat.update``) and the run suspends again under the next key. An answer that filled
+the slots (:func:`clausegate.gates.findings.progress`); while a slot is open every channel shows the answer
+(``Channel.update``) and the run suspends again under the next key. An answer that filled
 nothing (e.g. the Prefect UI form for a role's finding) is audited as ``gate.refused``
 (``role_unverified``) and the form's description says where to answer instead.
 """
@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from uuid import NAMESPACE_URL, uuid5
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 
-from clausegate import audit, slack
+from clausegate import audit
 from clausegate.gates import findings, store
+from clausegate.gates.channel import ChannelUndelivered, escalate_all, update_all
 from clausegate.gates.model import DecisionInfo, GateRecord, round_key
-from clausegate.gates.slack_findings import findings_message
-from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_person_escalation
 from clausegate.review.money import eur_text
 from clausegate.review.schemas import GateDecision, Notice
 
@@ -33,8 +31,8 @@ def describe_rounds(record: GateRecord, prog: findings.Progress) -> str:
     """Markdown above the Prefect UI form: each finding, who must decide it, and what is decided so far."""
     lines = [f"### {record.filename}: a decision per finding", "",
              f"Playbook **{record.playbook}**. SLA: decide by **{record.sla_deadline:%Y-%m-%d %H:%M} UTC**. "
-             "Findings with a role must be decided in Slack (the buttons or `/resolve RUN F1 approve`): this "
-             "form cannot prove who you are."]
+             "Findings with a role must be decided where the gate asked you (a channel proves who you are; "
+             "this form cannot)."]
     for _, fid, why in prog.refused[-5:]:
         lines += ["", f"**Not counted** ({fid}): {why}"]
     for fp in prog.findings:
@@ -51,31 +49,13 @@ def refused_event_id(flow_run_id: str, rkey: str, fid: str):
     return uuid5(NAMESPACE_URL, f"clausegate:gate.refused:{flow_run_id}:{rkey}:{fid}")
 
 
-@task(name="update-slack-gate", **slack.SLACK_RETRY_POLICY, cache_policy=NO_CACHE)
-def update_findings_message(record: GateRecord, settings) -> bool:
-    """``chat.update`` the gate message to its current state (answers, acks, assignments)."""
-    refresh_message(record, settings)
-    return True
-
-
-def refresh_message(record: GateRecord, settings) -> None:
-    """Re-render the gate message from the run's records (raises SlackError); nothing when it was never posted."""
-    with get_client(sync_client=True) as client:
-        ref = store.read_slack_ref(client, record.flow_run_id, record.key)
-        if ref is None or not ref.ok:
-            return
-        prog, extras = current_progress(client, record)
-    text, blocks = findings_message(record, prog, extras, settings.run_url(record.flow_run_id))
-    slack.update_message(settings, ref.channel, ref.ts, text, blocks)
-
-
 def current_progress(client, record: GateRecord) -> tuple[findings.Progress, store.GateExtras]:
     extras = store.read_extras(client, record.flow_run_id, record.key)
     rounds = store.read_rounds(client, record.flow_run_id, record.key)
     return findings.progress(record, rounds, extras.assignments), extras
 
 
-def run_rounds(record: GateRecord, settings, wait) -> tuple[list[GateDecision], str, list[Notice]]:
+def run_rounds(record: GateRecord, channels: list, wait) -> tuple[list[GateDecision], str, list[Notice]]:
     """See the module docstring; ``wait(form, record, key)`` suspends (or returns a fired round's answer)."""
     logger = get_run_logger()
     rounds: list = []
@@ -89,10 +69,8 @@ def run_rounds(record: GateRecord, settings, wait) -> tuple[list[GateDecision], 
         rkey = round_key(record.key, n)
         with get_client(sync_client=True) as client:
             fired = store.read_decision(client, record.flow_run_id, rkey) is not None
-        if not fired and n > 0 and settings is not None:  # about to wait again: show this answer in Slack
-            state = update_findings_message(record, settings, return_state=True)
-            if not state.is_completed():
-                logger.warning("gate %s: the Slack message was not updated: %s", record.key, state.message)
+        if not fired and n > 0:  # about to wait again: show this answer in every channel
+            update_all(record, channels, logger)
         form = findings.findings_form(record).with_initial_data(description=describe_rounds(record, prog))
         wait(form, record, rkey)  # suspends here (the process exits) until the next answer
         with get_client(sync_client=True) as client:
@@ -100,7 +78,10 @@ def run_rounds(record: GateRecord, settings, wait) -> tuple[list[GateDecision], 
         rounds.append(info)
         _audit_refusals(record, rkey, info, findings.progress(record, rounds, extras.assignments), n)
         n += 1
-    return _finish(record, prog, settings, logger)
+    return _finish(record, prog, channels, logger)
+
+
+
 
 
 def _audit_refusals(record: GateRecord, rkey: str, info, prog: findings.Progress, n: int) -> None:
@@ -113,7 +94,7 @@ def _audit_refusals(record: GateRecord, rkey: str, info, prog: findings.Progress
         audit.record(event.model_copy(update={"id": refused_event_id(record.flow_run_id, rkey, fid)}))
 
 
-def _finish(record: GateRecord, prog: findings.Progress, settings, logger):
+def _finish(record: GateRecord, prog: findings.Progress, channels: list, logger):
     """Every slot filled: one GateDecision and one gate.decided event per (finding, role); the message stamped."""
     decisions, notices = [], []
     for fp in prog.findings:
@@ -128,22 +109,19 @@ def _finish(record: GateRecord, prog: findings.Progress, settings, logger):
                                             decided_at=a.decided_at))
     status = prog.status
     logger.info("gate %s: every required role answered; status %s", record.key, status)
-    if settings is not None:
-        state = update_findings_message(record, settings, return_state=True)
-        if not state.is_completed():
-            notices.append(Notice(code="CG-SLACK-NOT-UPDATED", message=f"The Slack message still shows buttons: "
-                                                                         f"{state.message}"))
+    notices += [Notice(code=code, message=f"The gate's {name} view still asks for a decision: {error}")
+                for name, code, error in update_all(record, channels, logger)]
     escalated = [fp.finding for fp in prog.findings if fp.outcome == "escalate"]
     if escalated:
         notices.append(Notice(code="CG-GATE-ESCALATED", message=", ".join(f"{f.id} {f.category}" for f in escalated)
                               + ": escalated; legal must review before this contract proceeds."))
     by_person = [a for fp in prog.findings for a in fp.answers.values() if a.decision == "escalate" and a.via != "sla"]
-    if by_person and settings is not None:  # the sweeper posts its own notice; a person's is posted here
+    if by_person and channels:  # the sweeper sends its own notice; a person's is sent here
         a = by_person[0]
         info = DecisionInfo(decision="escalate", reviewer=a.reviewer, comment=a.comment, via=a.via,
                             decided_at=a.decided_at)
-        posted = notify_person_escalation(record, info, settings, return_state=True)
-        if not posted.is_completed():
-            notices.append(Notice(code=ESCALATION_UNDELIVERED, message=f"Escalated by {a.reviewer}, but the "
-                                  "escalation channel could not be notified; tell legal."))
+        _, errors = escalate_all(record, channels, f"escalated by {a.reviewer}", decided=info)
+        if errors:
+            notices.append(Notice(code=ChannelUndelivered.code, message=f"Escalated by {a.reviewer}, but the "
+                                  f"escalation was not delivered ({'; '.join(errors)[:300]}); tell legal."))
     return decisions, status, notices

@@ -3,8 +3,8 @@
 Slack is a *view* of the gate: a failed post never stops the gate from suspending, it is recorded
 (``SlackRef(ok=False, error=...)``) and reported in the review's notices. Escalation notices (the SLA
 sweep's ``post_escalation``, a person's ``notify_person_escalation``) are tasks with the same
-retries; when they finally fail the sweeper run fails (``CG-GATE-ESCALATION-UNDELIVERED``) and a
-review carries that notice. Every task here retries transient Slack errors only
+retries; when they finally fail ``SlackChannel.escalate`` raises ``ChannelUndelivered``: the sweeper
+run fails and a review carries that notice. Every task here retries transient Slack errors only
 (``clausegate.slack.SLACK_RETRY_POLICY``).
 """
 
@@ -14,20 +14,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from clausegate import slack
-from clausegate.errors import ClauseGateError
 from clausegate.gates.findings import progress
 from clausegate.gates.model import DecisionInfo, GateRecord, SlackRef
 from clausegate.gates.slack_findings import findings_message
 from clausegate.gates.slack_view import decided_message, escalation_message, gate_message, person_escalation_message
 from clausegate.gates.store import GateExtras
-
-ESCALATION_UNDELIVERED = "CG-GATE-ESCALATION-UNDELIVERED"
-
-
-class EscalationUndelivered(ClauseGateError):
-    """An escalation was applied (the review is ``needs_legal``) but nobody in the escalation channel was told."""
-
-    code = ESCALATION_UNDELIVERED
 
 
 def _notify_cache_key(context, parameters) -> str:

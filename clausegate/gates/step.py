@@ -1,4 +1,4 @@
-"""The gate step the contract-review flow calls: one suspension, one Slack message per contract.
+"""The gate step the contract-review flow calls: one suspension, one question per channel per contract.
 
     decisions, status, notices = run_gate(review, book)
 
@@ -9,8 +9,9 @@ assembled. What happens:
 2. The run has no deployment (a plain ``clausegate review``): Prefect cannot suspend it, so the
    review is marked ``pending_decision`` with a notice saying how to get a decision; the run
    completes.
-3. Otherwise: the gate record is written on the run, the Slack message is posted (a cached task;
-   failure is recorded, never fatal) and the run suspends with ``wait_for_input=GateInput``
+3. Otherwise: the gate record is written on the run, the question is posted through every configured
+   channel (:mod:`clausegate.gates.channels`; once per channel, a failure recorded, never fatal) and the
+   run suspends with ``wait_for_input=GateInput``
    (the Prefect UI shows the form), ``key=gate key`` (includes the run's ``run_count``) and
    ``timeout`` = SLA + a week. The process exits; nothing runs while the run waits.
    A deployed run never completes without a decision: if Prefect refuses to suspend it (e.g. it
@@ -20,7 +21,7 @@ assembled. What happens:
    attempt is still the run's current one (:mod:`clausegate.runs.attempts`): a stale process (its run
    was crashed or requeued while it hung) exits without touching the run.
 4. After a resume Prefect re-runs the flow from the top: finished tasks come from cache, this
-   step sees the answer is recorded, skips the Slack post, and ``suspend_flow_run`` (same key, a
+   step sees the answer is recorded, skips the posts, and ``suspend_flow_run`` (same key, a
    pause that already fired) returns the answer instead of suspending again (no prefect#18326
    loop). The decision becomes a ``GateDecision``; the status follows it: approve → ``complete``,
    changes → ``changes_requested``, escalate (a person or the SLA) → ``needs_legal``.
@@ -39,31 +40,27 @@ from prefect.runtime import flow_run as runtime_flow_run
 from pydantic import ValidationError
 
 from clausegate import audit
-from clausegate.config import load_deciders, load_slack_settings, load_smtp_settings, slack_block_name, strict_text
+from clausegate.config import load_deciders, strict_text
 from clausegate.errors import GateError
+from clausegate.gates import channels as gate_channels
 from clausegate.gates import store
 from clausegate.gates.authority import SENDER_TAG
+from clausegate.gates.channel import ChannelUndelivered
 from clausegate.gates.deciders import WhoDecides, who_decides
-from clausegate.gates.email_channel import ask_by_email, email_notices
 from clausegate.gates.model import (
     DECISION_PAST,
     STATUS_BY_DECISION,
     DecisionInfo,
     GateInput,
     GateRecord,
-    SlackRef,
     cleared_findings,
     findings_of,
     gate_key,
     now_utc,
-    slack_key,
-    stamp_key,
     suspend_timeout_seconds,
     unverified_reviewer,
 )
 from clausegate.gates.rounds import run_rounds
-from clausegate.gates.slack_channel import SlackChannel
-from clausegate.gates.slack_tasks import ESCALATION_UNDELIVERED, notify_person_escalation, stamp_decision
 from clausegate.review import ladder
 from clausegate.review.ladder import Rung
 from clausegate.review.money import eur_text
@@ -116,13 +113,14 @@ def describe_for_ui(record: GateRecord) -> str:
     return "\n".join(lines)
 
 
-def _allowed(who: WhoDecides, categories: list[str], book: Playbook) -> list[str]:
-    """The gate's allowed Slack reviewers; a restricted list also admits the people of the gate's roles."""
-    allowed = [u for u in who.reviewers_for(categories) if "@" not in u]
+def _allowed(who: WhoDecides, categories: list[str], book: Playbook, addresses: bool = False) -> list[str]:
+    """The gate's allowed reviewers (user ids; ``addresses``: the e-mail addresses); a restricted list also
+    admits the people of the gate's roles."""
+    allowed = [u for u in who.reviewers_for(categories) if ("@" in u) == addresses]
     if allowed:
         members = who.role_members()
         roles = {r for g in book.gates if g.category in categories for r in g.roles}
-        allowed = sorted({*allowed, *(u for r in roles for u in members.get(r, []) if "@" not in u)})
+        allowed = sorted({*allowed, *(u for r in roles for u in members.get(r, []) if ("@" in u) == addresses)})
     return allowed
 
 
@@ -159,10 +157,10 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
             message=f"{', '.join(categories)} need a person's decision, but this run was started without a "
                     "deployment and cannot wait for one. Run it as a deployment (prefect deploy; "
                     "run_deployment / `prefect deployment run contract-review/...`) to get the decision "
-                    "asked in Slack and the Prefect UI.")])
+                    "asked through its channels and the Prefect UI.")])
 
-    settings = load_slack_settings(block_name)
-    who = who_decides(load_deciders(block_name), settings)
+    channels = gate_channels.configured(block_name)
+    who = who_decides(load_deciders(block_name), gate_channels.legacy_deciders(channels))
     with get_client(sync_client=True) as client:
         ensure_current("the gate", client=client)  # a stale attempt must not open (or post) a gate
         decided = store.read_decision(client, flow_run.id, key)
@@ -182,6 +180,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                                  if x.category in categories],
                     sla_hours=sla, suspend_timeout_seconds=suspend_timeout_seconds(sla),
                     allowed_reviewers=_allowed(who, categories, book), ladder=steps,
+                    allowed_addresses=[a.lower() for a in _allowed(who, categories, book, addresses=True)],
                     submitters=who.submitter_ids(read_tag(list(flow_run.tags or []), SENDER_TAG)),
                     roles={g.category: list(g.roles) for g in book.gates if g.category in categories and g.roles},
                     role_members=who.role_members(),
@@ -189,14 +188,10 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                 )
                 if not store.write_once(client, flow_run.id, record.record_key, record):
                     record = store.read_record(client, flow_run.id, key) or record
-            ref = store.read_slack_ref(client, flow_run.id, key)
-            if ref is None:
-                ref = _notify(record, settings, logger)
-                store.write_once(client, flow_run.id, slack_key(key), ref)
-            ask_by_email(client, record, load_smtp_settings(block_name), logger)  # per-finding gates' people
-            logger.info("gate %s: waiting for a decision on %s (SLA %g h, Prefect timeout %d s); Slack: %s",
+            refs = gate_channels.post_all(client, record, channels, logger)
+            logger.info("gate %s: waiting for a decision on %s (SLA %g h, Prefect timeout %d s); asked: %s",
                         key, ", ".join(categories), record.sla_hours, record.suspend_timeout_seconds,
-                        f"posted to {ref.channel}" if ref.ok else f"not posted ({ref.error})")
+                        ", ".join(f"{n} {'ok' if r.ok else 'failed'}" for n, r in refs.items()) or "nowhere")
 
     if record is None:  # answered, but the record is gone (not written by ClauseGate): still take the answer
         record = GateRecord(key=key, flow_run_id=str(flow_run.id), contract_id=review.contract_id,
@@ -205,23 +200,23 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                             sla_hours=_sla_hours(book, categories),
                             suspend_timeout_seconds=suspend_timeout_seconds(_sla_hours(book, categories)))
     if record.per_finding:  # a decision per finding and role: one suspension per answer (clausegate.gates.rounds)
-        decisions, status, notices = run_rounds(record, settings, wait_for_answer)
-        return GateOutcome(decisions, status, notices + email_notices(record))
+        decisions, status, notices = run_rounds(record, channels, wait_for_answer)
+        return GateOutcome(decisions, status, notices + gate_channels.undelivered_notices(record))
     form = GateInput.with_initial_data(description=describe_for_ui(record))
     answer = wait_for_answer(form, record)  # first time: suspends (the process exits); after the resume: the answer
 
-    return record_decision(record, answer, settings)
+    return record_decision(record, answer, channels)
 
 
-def record_decision(record: GateRecord, answer: GateInput, settings) -> GateOutcome:
-    """After the resume: attribute the accepted answer, audit it, update Slack, notify an escalation.
+def record_decision(record: GateRecord, answer: GateInput, channels: list) -> GateOutcome:
+    """After the resume: attribute the accepted answer, audit it, update the channels, notify an escalation.
 
     Attribution comes from the stored answer and its receipt (``store.read_decision``), never from
-    the answer's own claims: a verified receipt from ``resolve_gate`` gives ``slack``/``cli``/``sla``
-    and the verified reviewer; anything else is ``ui`` with the reviewer marked as stated in the
-    form. Exactly one ``gate.decided`` audit event per decision, whatever the path (its id is fixed
-    per run + gate). A person's escalation (not the SLA sweeper's, which posts its own) is posted to
-    the escalation channel by a retried task; if that fails the review says so
+    the answer's own claims: a verified receipt from ``resolve_gate`` gives the receiving channel's
+    ``Via``, ``cli`` or ``sla`` and the verified reviewer; anything else is ``ui`` with the reviewer marked
+    as stated in the form. Exactly one ``gate.decided`` audit event per decision, whatever the path (its id is fixed
+    per run + gate). A person's escalation (not the SLA sweeper's, which sends its own) goes to every
+    channel's escalation place; if none could be told the review says so
     (``CG-GATE-ESCALATION-UNDELIVERED``), the decision stands.
     """
     logger = get_run_logger()
@@ -229,8 +224,6 @@ def record_decision(record: GateRecord, answer: GateInput, settings) -> GateOutc
     flow_run_id = record.flow_run_id
     with get_client(sync_client=True) as client:
         info = store.read_decision(client, flow_run_id, key)
-        ref = store.read_slack_ref(client, flow_run_id, key)
-        stamped = store.is_stamped(client, flow_run_id, key)
     if info is None:  # the stored answer is unreadable (not written through the form's schema): still unverified
         info = DecisionInfo(decision=answer.decision, reviewer=unverified_reviewer(answer.reviewer),
                             stated_reviewer=answer.reviewer, comment=answer.comment, via="ui", decided_at=now_utc())
@@ -245,42 +238,21 @@ def record_decision(record: GateRecord, answer: GateInput, settings) -> GateOutc
         reviewer_verified=info.reviewer_verified, stated_reviewer=info.stated_reviewer,
         verified_user=info.verified_user, comment=info.comment, claimed_via=info.claimed_via,
         receipt_problem=info.receipt_problem, decided_at=info.decided_at))
-    notices = []
-    if ref is not None and not ref.ok:
-        notices.append(Notice(code="CG-SLACK-UNDELIVERED", message=f"The gate message was not posted to Slack "
-                              f"({ref.error}); the gate was answered via {info.via}."))
-    if ref is not None and ref.ok and not stamped and settings is not None:
-        # Decided in the Prefect UI (or the resolver could not update Slack): stamp the message now.
-        state = stamp_decision(record, ref, info, settings, return_state=True)
-        if state.is_completed():
-            with get_client(sync_client=True) as client:
-                store.write_once(client, flow_run_id, stamp_key(key), {"by": "flow"})
-        else:
-            notices.append(Notice(code="CG-SLACK-NOT-UPDATED",
-                                  message=f"The Slack message still shows buttons: {state.message}"))
+    notices = gate_channels.undelivered_notices(record, answered_via=info.via)
+    notices += [Notice(code=code, message=f"The gate's {name} view still asks for a decision: {error}")
+                for name, code, error in gate_channels.update_all(record, channels, logger)]
     if info.decision == "escalate":
         notices.append(Notice(code="CG-GATE-ESCALATED", message=f"{', '.join(categories)}: "
                               f"{DECISION_PAST['escalate']} ({'SLA passed' if info.via == 'sla' else info.reviewer}); "
                               "legal must review before this contract proceeds."))
-        if info.via != "sla" and settings is not None:  # the sweeper posts (and answers for) its own notices
-            posted = notify_person_escalation(record, info, settings, return_state=True)
-            if not posted.is_completed():
-                error = posted.result(raise_on_failure=False)
-                logger.error("gate %s: %s: the escalation channel was not told about this escalation: %s",
-                             key, ESCALATION_UNDELIVERED, error)
-                notices.append(Notice(code=ESCALATION_UNDELIVERED, message=f"Escalated by {info.reviewer}, but the "
-                                      f"escalation channel could not be notified ({str(error)[:300]}); tell legal."))
+        if info.via != "sla" and channels:  # the sweeper sends (and answers for) its own notices
+            _, errors = gate_channels.escalate_all(record, channels, f"escalated by {info.reviewer}", decided=info)
+            if errors:
+                logger.error("gate %s: %s: not every escalation place was told about this escalation: %s",
+                             key, ChannelUndelivered.code, "; ".join(errors))
+                notices.append(Notice(code=ChannelUndelivered.code, message=f"Escalated by {info.reviewer}, but "
+                                      f"the escalation was not delivered ({'; '.join(errors)[:300]}); tell legal."))
     return GateOutcome([decision], STATUS_BY_DECISION[info.decision], notices)
-
-
-def _notify(record: GateRecord, settings, logger) -> SlackRef:
-    if settings is None:
-        return SlackRef(ok=False, error=f"no SlackSettings block '{slack_block_name()}'")
-    ref = SlackChannel(settings).post(record)  # the Slack implementation of the gate's Channel
-    if not ref.ok:
-        logger.warning("gate %s: Slack message not posted (%s); the gate waits anyway and can be answered in the "
-                       "Prefect UI or with `clausegate resolve`", record.key, ref.error)
-    return ref
 
 
 def playbook_sha256(book: Playbook) -> str:
@@ -314,5 +286,5 @@ def wait_for_answer(form, record: GateRecord, key: str | None = None):
         logger.error("gate %s: CG-GATE-NO-ANSWER: the run was resumed without an answer; it fails", key)
         raise GateError(f"the run was resumed without an answer for {categories}; no decision is recorded.",
                         hint=f"retry it to ask again (`prefect flow-run retry {record.flow_run_id}`); "
-                             "answer through Slack, `clausegate resolve` or the Prefect UI form",
+                             "answer through a gate channel, `clausegate resolve` or the Prefect UI form",
                         code="CG-GATE-NO-ANSWER") from None

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import re
 from contextlib import asynccontextmanager
+from importlib import import_module
 
 import httpx
 from fastapi import FastAPI, Request
@@ -26,7 +27,8 @@ from prefect.settings import PREFECT_UI_URL
 
 from clausegate.config import load_slack_settings, settings
 from clausegate.errors import ConfigurationError
-from clausegate.gateway import annotated, calendar, email_links, inbox, slack, slack_events
+from clausegate.gates.channels import gateway_routers
+from clausegate.gateway import annotated, calendar, inbox, slack
 from clausegate.gateway.config import GatewayConfig
 from clausegate.gateway.security import BodyLimitMiddleware
 from clausegate.inbox.errors import ECHO_LIMIT, BadSubmission, InboxError, Unavailable, clip, redact_paths
@@ -103,9 +105,8 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
     app.include_router(inbox.router)
     app.include_router(calendar.router)  # the sender's deadlines feed and a task's .ics
     app.include_router(annotated.router)  # a task's annotated contract (comments, highlights)
-    app.include_router(slack.router)
-    app.include_router(slack_events.router)
-    app.include_router(email_links.router)  # the pages behind gate e-mails' decision links
+    for module in gateway_routers():  # each gate channel's routes (clausegate.gates.channels.CHANNELS)
+        app.include_router(import_module(module).router)
     app.add_middleware(BodyLimitMiddleware)  # every body capped while it streams, before any route sees it
 
     @app.exception_handler(InboxError)

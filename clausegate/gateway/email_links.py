@@ -53,7 +53,7 @@ def _refused(error: LinkRefused) -> HTMLResponse:
 
 
 def _gate(link: email_links.Link):
-    """(record, progress) of the run's open gate the link is for, or None."""
+    """(record, progress) of the run's open gate the link is for (progress None: a one-decision gate), or None."""
     with get_client(sync_client=True) as client:
         try:
             flow_run = client.read_flow_run(UUID(link.run))
@@ -62,10 +62,14 @@ def _gate(link: email_links.Link):
         record = store.current_record(client, flow_run)
         if record is None or record.key != link.gate:
             return None
-        return record, current_progress(client, record)[0]
+        return record, (current_progress(client, record)[0] if record.per_finding else None)
 
 
 def _wrong_person(record, prog, link: email_links.Link) -> LinkRefused | None:
+    if prog is None:  # one decision: the gate's allowed addresses (resolve_gate checks it again)
+        if link.email in record.allowed_addresses:
+            return None
+        return LinkRefused(email_links.WRONG_PERSON, f"{link.email} may not decide this gate.")
     ids, problems = findings.fillable(record, prog, via="email", user=link.email, finding=link.finding)
     if ids or not problems or all("already decided" in p for p in problems):
         return None
@@ -82,11 +86,21 @@ def show(token: str) -> HTMLResponse:
     if found is None:
         return _page("Not waiting", "<p id=message>This contract is not waiting at this gate any more.</p>", 409)
     record, prog = found
+    label = DECISION_LABELS[link.decision]
+    if prog is None:  # a one-decision gate: every finding, one answer for the contract
+        if link.finding != email_links.WHOLE_GATE:
+            return _refused(LinkRefused(email_links.FORGED, "this link names no decision of the gate."))
+        quotes = "".join(f"<p><b>{escape(f.id)} · {escape(f.category)}</b> · p. "
+                         f"{escape(', '.join(map(str, f.pages)) or '-')}</p><blockquote>{escape(f.text)}</blockquote>"
+                         for f in record.findings)
+        return _page(f"{record.filename}: the contract", (
+            f"<div id=finding>{quotes}</div><form method=post><p>You ({escape(link.email)}) answer for the whole "
+            f"contract: <b>{escape(label)}</b>.</p><button id=confirm type=submit>Confirm: {escape(label)}</button>"
+            "</form>"))
     fp = prog.get(link.finding)
     if fp is None:
         return _refused(LinkRefused(email_links.FORGED, "this link names no finding of the gate."))
     f = fp.finding
-    label = DECISION_LABELS[link.decision]
     return _page(f"{record.filename}: {f.id}", (
         f"<p><b>{escape(f.category)}</b> · p. {escape(', '.join(map(str, f.pages)) or '-')} · decides: "
         f"{escape(' and '.join(fp.roles) or 'anyone')}</p><blockquote id=finding>{escape(f.text)}</blockquote>"
@@ -110,13 +124,15 @@ def confirm(token: str, config: Config) -> HTMLResponse:
             email_links.claim(client, link)
     except LinkRefused as error:
         return _refused(error)
+    whole = link.finding == email_links.WHOLE_GATE
     outcome = config.resolve(link.run, link.decision, reviewer=link.email, via="email", email=link.email,
-                             gate=link.gate, finding=link.finding)
+                             gate=link.gate, finding=None if whole else link.finding)
     if not outcome.ok:
         with get_client(sync_client=True) as client:
             email_links.release(client, link)
         if outcome.reason in ("not_in_role", "own_contract"):
             return _refused(LinkRefused(email_links.WRONG_PERSON, outcome.message))
         return _page("Not applied", f"<p id=message>{escape(outcome.message)}</p>", 409)
-    return _page("Recorded", f"<p id=message>{escape(link.finding)} {escape(DECISION_PAST[link.decision])} by "
+    what = "The contract" if whole else link.finding
+    return _page("Recorded", f"<p id=message>{escape(what)} {escape(DECISION_PAST[link.decision])} by "
                              f"{escape(link.email)} (via e-mail). {escape(outcome.message)}</p>")

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request, status
 from starlette.datastructures import Headers
 
+from clausegate.gates.slack_channel import SlackChannel
 from clausegate.gateway.config import BodyLimit, GatewayConfig, get_config
 from clausegate.gateway.slack_state import SIGNATURE_WINDOW_SECONDS
 from clausegate.inbox.errors import clip
@@ -156,12 +157,9 @@ async def verified_slack_body(request: Request, config: Annotated[GatewayConfig,
         body.decode("utf-8")  # Slack sends UTF-8; the verifier would fail on anything else
     except UnicodeDecodeError:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "body is not UTF-8") from None
-    # SignatureVerifier: HMAC-SHA256 over v0:{timestamp}:{body}, constant-time compare, 5-minute window.
-    try:
-        valid = config.verifier.is_valid(body=body, timestamp=timestamp, signature=signature)
-    except ValueError:
-        valid = False
-    if not valid:
+    # The Slack channel's verify: slack-sdk's SignatureVerifier (HMAC-SHA256 over v0:{timestamp}:{body},
+    # constant-time compare, 5-minute window); None when Slack did not sign it.
+    if SlackChannel(config.slack, clock=config.replays.clock).verify((body, timestamp, signature)) is None:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "invalid or expired Slack signature")
     if not await config.replays.first_time(signature):  # in the Prefect server: across processes and restarts
         raise HTTPException(status.HTTP_403_FORBIDDEN, "replayed Slack request")

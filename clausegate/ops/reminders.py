@@ -5,7 +5,7 @@ default reminders at 50% and 80%, decided at 100%). The SLA sweep (:mod:`clauseg
 last rung (``resolve_gate(..., via="sla")``); this module acts on the rungs before it. For each waiting
 gate past a rung, the sweep claims the rung (a write-once flow-run input ``clausegate-remind-<gate>-<percent>``,
 the rung's place as a percentage of the SLA: two sweeps never both act), then, through every channel the
-gate uses (:class:`clausegate.gates.channel.Channel`: Slack, e-mail):
+gate uses (:class:`clausegate.gates.channel.Channel`):
 
 * ``remind``: tells the people who still have to answer (a per-finding gate's open slots' people or
   assignees; a one-decision gate's allowed reviewers). Several due reminders act once, as the latest;
@@ -52,9 +52,9 @@ def remind_due(gates: list[WaitingGate], channels: list, logger) -> list[dict]:
 
 
 def _people(record: GateRecord, prog) -> list[str]:
-    """Every identity (Slack ids, addresses) that still has to answer."""
+    """Every identity (user ids, addresses) that still has to answer."""
     if prog is None:
-        return list(record.allowed_reviewers)
+        return [*record.allowed_reviewers, *record.allowed_addresses]
     people = []
     for fp in prog.findings:
         for role in fp.open_slots:
@@ -75,7 +75,7 @@ def _climb(gate: WaitingGate, due: list[tuple[ladder.Rung, int]], channels: list
         entry = {"flow_run_id": gate.flow_run_id, "contract": record.filename, "percent": percent}
         if rung.do == "remind":
             people = _people(record, prog)
-            posted = [c.name for c in channels if _safely(c.remind, gate, people, percent, logger)]
+            posted = [c.name for c in channels if _safely(c, c.remind, gate, (gate, people, percent), logger)]
             entry.update(people=people, outcome="reminded" if posted else "reminder_failed", channels=posted)
             event = audit.audit_event("gate.reminded", actor="clausegate-sla-sweeper", flow_run_id=record.flow_run_id,
                                       gate=record.key, percent=percent, people=people, posted=bool(posted),
@@ -83,7 +83,7 @@ def _climb(gate: WaitingGate, due: list[tuple[ladder.Rung, int]], channels: list
         else:
             people = list(record.role_members.get(rung.to, [])) if rung.to else []
             note = f"{percent}% of its SLA has passed" + (f"; escalated to {rung.to}" if rung.to else "")
-            posted = [c.name for c in channels if _safely(c.escalate, gate, people, note, logger)]
+            posted = [c.name for c in channels if _safely(c, c.escalate, gate, (record, people, note), logger)]
             entry.update(people=people, to=rung.to, outcome="escalation_sent" if posted else "escalation_failed",
                          channels=posted)
             event = audit.audit_event("gate.escalation_sent", actor="clausegate-sla-sweeper",
@@ -97,9 +97,9 @@ def _climb(gate: WaitingGate, due: list[tuple[ladder.Rung, int]], channels: list
     return entries
 
 
-def _safely(act, gate: WaitingGate, people: list[str], what, logger) -> bool:
+def _safely(channel, act, gate: WaitingGate, args: tuple, logger) -> bool:
     try:
-        return bool(act(gate, people, what))
+        return bool(act(*args))
     except Exception as exc:  # a channel's failure is logged; the other channels and rungs go on
-        logger.warning("%s: %s failed: %s", gate.record.filename, getattr(act, "__qualname__", "channel"), exc)
+        logger.warning("%s: the %s channel's %s failed: %s", gate.record.filename, channel.name, act.__name__, exc)
         return False

@@ -1,20 +1,22 @@
-"""Helpers for the e-mail gate tests (this module holds no tests): a per-finding gate really Suspended on the session
-Prefect server with the form the flow stores, the next answer round as the resumed flow opens it, the SMTP block
-pointing at a local server, and reading a gate's progress."""
+"""Helpers for the e-mail gate tests (this module holds no tests): a per-finding or one-decision gate really Suspended
+on the session Prefect server with the form the flow stores, the next answer round as the resumed flow opens it, the
+SMTP block pointing at a local server, and reading a gate's progress."""
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 from prefect.client.orchestration import get_client
 from prefect.input.run_input import keyset_from_paused_state
 from prefect.states import Running, Suspended
 
 from blocks.smtp import SmtpSettings
+from clausegate.gates import store
 from clausegate.gates.findings import findings_form
-from clausegate.gates.model import GateRecord, round_key
+from clausegate.gates.model import GateRecord, gate_key, round_key
 from clausegate.gates.rounds import current_progress
-from tests.support.gates import open_synthetic_gate
+from tests.support.gates import FINDINGS, fixture_deployment_id, open_synthetic_gate, suspend_at
 
 ROLES = {"Uncapped Liability": ["legal"], "Liquidated Damages": ["finance"]}
 MEMBERS = {"legal": ["U0LOU", "lou@example.com"], "finance": ["U0FAY", "fay@example.com"],
@@ -48,3 +50,20 @@ def per_finding_gate() -> GateRecord:
 def progress_of(record: GateRecord):
     with get_client(sync_client=True) as client:
         return current_progress(client, record)[0]
+
+
+def one_decision_gate(addresses: list[str], reviewers: list[str] | None = None) -> GateRecord:
+    """A one-decision gate (no roles) Suspended as ``run_gate`` leaves it, answerable by ``addresses`` by e-mail."""
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run_from_deployment(fixture_deployment_id(client), name="review-one-decision")
+        client.set_flow_run_state(run.id, Running(), force=True)
+        contract = uuid.uuid4().hex * 2
+        categories = [f.category for f in FINDINGS]
+        record = GateRecord(key=gate_key(contract, categories, 1), flow_run_id=str(run.id), contract_id=contract,
+                            filename="one-decision.pdf", playbook="payment-liability", categories=categories,
+                            findings=FINDINGS, opened_at=datetime.now(UTC), sla_hours=8.0,
+                            suspend_timeout_seconds=8 * 3600 + 7 * 86400, allowed_reviewers=reviewers or [],
+                            allowed_addresses=addresses)
+        store.write_once(client, run.id, record.record_key, record)
+    suspend_at(record)
+    return record

@@ -47,7 +47,8 @@ class Mailbox:
         return [m for m in list(self.messages) if address in str(m["To"])]
 
     def links(self, address: str) -> dict[tuple[str, str], str]:
-        """The decision links of the newest message to ``address``: (finding id, decision) -> URL."""
+        """The decision links of the newest message to ``address``: (finding id, or "gate" for a one-decision
+        gate's, decision) -> URL."""
         found: dict[tuple[str, str], str] = {}
         body = self.to(address)[-1].get_content()
         finding = None
@@ -55,6 +56,8 @@ class Mailbox:
             head = re.match(r"^(F\d+) · ", line)
             if head:
                 finding = head.group(1)
+            elif line.startswith("Your decision on the whole contract"):  # a one-decision gate's links
+                finding = "gate"
             match = LINK.match(line)
             if match and finding:
                 found[(finding, DECISION_OF[match.group(1)])] = match.group(2)

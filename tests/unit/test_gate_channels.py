@@ -11,10 +11,13 @@ from urllib.parse import urlencode
 
 from blocks.slack import SlackSettings
 from blocks.smtp import SmtpSettings
+from clausegate.errors import CODES
 from clausegate.gates import email_links
 from clausegate.gates.channel import Channel, reaches
+from clausegate.gates.channels import CHANNELS, gateway_routers
 from clausegate.gates.email_channel import EmailChannel
 from clausegate.gates.slack_channel import SlackChannel
+from clausegate.review.schemas import Via
 
 SECRET = "unit-signing-secret"
 
@@ -50,3 +53,22 @@ def test_e_mail_proves_the_address_of_a_link_it_signed():  # the key: the test s
     token = email_links.issue("run-1", "gate-r1-abc", "F1", "approve", "Lou@Example.com", hours=1)
     assert email.verify(token) == "lou@example.com"
     assert email.verify(token[:-1] + ("0" if token[-1] != "0" else "1")) is None
+
+
+def test_slack_verify_answers_for_events_and_checks_the_window_on_the_given_clock():
+    slack = SlackChannel(SlackSettings(bot_token="xoxb-x", signing_secret=SECRET, channel="C0GATES"))
+    event = json.dumps({"type": "event_callback", "event": {"type": "message", "user": "U0LOU"}})
+    check = json.dumps({"type": "url_verification", "challenge": "c"})
+    assert slack.verify(signed(event)) == "U0LOU"
+    assert slack.verify(signed(check)) == ""  # signed, names nobody: not None
+    late = SlackChannel(slack.settings, clock=lambda: time.time() + 600)  # 10 minutes on: outside the window
+    assert late.verify(signed(event)) is None
+
+
+def test_the_channels_are_one_table_each_row_declaring_its_parts():
+    assert [row.name for row in CHANNELS] == ["slack", "email"]
+    for row in CHANNELS:
+        assert row.name in Via.__args__ and row.undelivered in CODES and row.not_updated in CODES
+        assert row.block.__name__ and row.ref.model_fields["ok"] and callable(row.load)
+    assert gateway_routers() == ["clausegate.gateway.slack", "clausegate.gateway.slack_events",
+                                 "clausegate.gateway.email_links"]
