@@ -1,7 +1,7 @@
 """Benchmark the offline key terms on CUAD's HOLDOUT split (``tools.cuad.is_holdout``) against CUAD's own
 normalised answers (``master_clauses.csv``, the ``*-Answer`` columns).
 
-    python bench/key_terms.py [--limit N] [--json FILE] [--show FIELD]
+    python bench/key_terms.py [--split holdout|train [--txt]] [--limit N] [--json FILE] [--show FIELD]
 
 Per holdout contract: pypdf's page text (``tools.cuad.load_pages``, cached under .bench/pages/, as
 bench/extractor.py) -> ``clausegate.review.key_terms.extract.read_terms``.  Exact-match accuracy per field, over
@@ -13,7 +13,10 @@ CUAD has an answer, and false finds (a value where CUAD has none).  Normalisatio
 Canada" -> ontario; "England; Wales" -> england; "PRC" -> People's Republic of China).  Parties: right when
 every party CUAD names (the name before its defined term) appears in the parties read (letters and digits,
 case folded).  CPU: ``time.process_time`` of ``read_terms`` per contract, page text given (one core).
-The holdout is only read here: nothing is fitted or tuned on it.  CUAD v1 (Hendrycks et al.), CC BY 4.0.
+The holdout is only read here: nothing is fitted or tuned on it.  ``--split train``
+runs the other 330 contracts (the ones the reading rules are developed on), read the same way (pypdf's pages,
+cached); ``--txt`` reads CUAD's own ``.txt`` instead (one part per contract, no PDF parsing).
+CUAD v1 (Hendrycks et al.), CC BY 4.0.
 """
 
 from __future__ import annotations
@@ -102,14 +105,26 @@ def parties_right(answer: str, names: list[str]) -> bool | None:
     return bool(got) and all(w in got for w in wanted)
 
 
+def load_train(limit: int, txt: bool = False) -> list[tuple[dict, list[str], None]]:
+    """The contracts outside the holdout, as (manifest entry, page texts, None), sorted by file name; ``txt``:
+    CUAD's .txt as one part."""
+    train = sorted((e for e in cuad.load_manifest() if not cuad.is_holdout(e["filename"])), key=lambda e: e["filename"])
+    train = train[:limit] if limit else train
+    if txt:
+        return [(e, [(cuad.cuad_dir() / e["txt"]).read_text(encoding="utf-8", errors="replace")], None) for e in train]
+    return [(e, cuad.load_pages(e), None) for e in train]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", choices=("holdout", "train"), default="holdout")
+    ap.add_argument("--txt", action="store_true", help="--split train: CUAD's .txt instead of pypdf's pages")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--show", help="print the misses of this field")
     args = ap.parse_args()
     rows = {r["Filename"]: r for r in csv.DictReader((cuad.cuad_dir() / "master_clauses.csv").open(encoding="utf-8"))}
-    docs = load_holdout(args.limit)
+    docs = load_holdout(args.limit) if args.split == "holdout" else load_train(args.limit, args.txt)
     stats = {f: {"right": 0, "n": 0, "stated": 0, "stated_right": 0, "false_finds": 0} for f in FIELDS}
     cpu_ms = []
     for entry, pages, _ in docs:
@@ -140,7 +155,9 @@ def main() -> None:
             if args.show == name and want != got:
                 print(f"  MISS {entry['filename'][:60]}: CUAD {row[column]!r} -> {want!r}; ours {got!r} | "
                       f"{term.quote[:220]!r}")
-    print(f"ClauseGate key terms - CUAD holdout ({cuad.SPLIT_NAME}): {len(docs)} contracts")
+    split = f"holdout ({cuad.SPLIT_NAME})" if args.split == "holdout" else \
+        f"TRAIN (not holdout{'; CUAD .txt' if args.txt else ''})"
+    print(f"ClauseGate key terms - CUAD {split}: {len(docs)} contracts")
     print(f"{'field':18} {'exact':>7} {'target':>7} {'on stated':>10} {'false finds':>12}")
     for name, s in stats.items():
         acc = s["right"] / s["n"] if s["n"] else 0.0

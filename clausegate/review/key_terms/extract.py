@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date
 
 from clausegate.review.figures import normalise
 from clausegate.review.figures import read as read_figures
-from clausegate.review.key_terms.dates import DATE_RE, Duration, FoundDate, add, durations, find_dates
+from clausegate.review.key_terms.dates import DATE_RE, FoundDate, durations, find_dates
 from clausegate.review.key_terms.jurisdictions import jurisdiction_at
 
 _PREAMBLE = re.compile(r"\b(?:entered\s+into|made\s+(?:and\s+entered\s+)?(?:as\s+of|on|this|effective)|dated|"
@@ -36,25 +35,6 @@ _NAMES_IT = re.compile(r"^,?\s*(?:\((?:the|this|hereinafter|such\s+date\s+being)
                        r"[\"“”']?$", re.IGNORECASE)  # "<date> (the "Effective Date")"
 _EFFECTIVE_MEANS = re.compile(r"^[\"”’')\s]*(?:[^.;\d]{0,40}?\b(?:shall\s+(?:be|mean)|means|is|will\s+be)\b|:|of|on)?"
                               r"\s*(?:the\s+)?$", re.IGNORECASE)
-_TERM = re.compile(
-    r"\b(?:initial\s+term|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|license|franchise)|"
-    r"hereof)|(?:the|effective)\s+term\s+is\b|(?:shall|will)\s+(?:be\s+valid|be\s+for|begin|commence|continue|remain|be\s+effective|"
-    r"become\s+effective|expire|terminate\s+on|be\s+in\s+(?:full\s+)?(?:force|effect))|"
-    r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|"
-    r"(?:contract|agreement)\s+(?:period|term)[\"”]?\s+(?:shall\s+)?means?\b)")
-_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
-_ANNIVERSARY = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d{1,2}(?:st|nd|rd|th))"
-                          r"\s*(?:\(\d{1,2}(?:st|nd|rd|th)\)\s*)?anniversary\b", re.IGNORECASE)
-_END_LABEL = re.compile(r"\b(?:termination|expiration|expiry|end)\s+date[\"”]?\s*"
-                        r"(?::|means|shall\s+(?:be|mean)|is)?\s*")
-_NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
-                           r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
-_PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\b(?:continue|remain)[^.;]{0,80}?\buntil\s+(?:(?:such\s+time\s+as\s+)?"
-                        r"(?:it\s+is\s+|this\s+agreement\s+is\s+)?terminated|termination|(?:either|a|one)\s+party\s+"
-                        r"terminates|the\s+(?:expiration\s+or\s+)?(?:earlier\s+)?termination)", re.IGNORECASE)
-_END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|"
-                        r"thru)\b[^.;]{0,40}$", re.IGNORECASE)
-_START_WORDS = re.compile(r"\b(?:commenc\w*|begin\w*|start\w*|from|effective)\b[^.;]{0,25}$", re.IGNORECASE)
 _RENEW = re.compile(r"\b(?:renew|renewal|renewed|renews|automatically\s+(?:extend|continue)|extended\s+automatically|"
                     r"year[- ]to[- ]year|successive)")
 _NOTICE_AFTER = re.compile(r"^['’]?s?\)?\s*(?:\([^)]*\)\s*)?(?:prior|advance|written|notice|before|in\s+advance|"
@@ -193,69 +173,6 @@ def effective_date(text: str, low: str, agreed: Term) -> Term:
     return Term("effective_date")
 
 
-def _term_periods(sentence: str) -> list[Duration]:
-    """The durations of a term sentence that are the term's length, not a notice or payment period."""
-    out = []
-    flat_durations = durations(sentence)
-    flat = normalise(sentence)
-    for period, s, e in flat_durations:
-        if _NOTICE_AFTER.match(flat[e:e + 30]) or _NOTICE_BEFORE.search(flat[max(0, s - 25):s]):
-            continue
-        if re.search(r"\b(?:within|after|following|from\s+the\s+date\s+of\s+(?:notice|receipt))\s*$",
-                     flat[max(0, s - 25):s], re.IGNORECASE):
-            continue
-        out.append(period)
-    for m in _ANNIVERSARY.finditer(sentence):  # "ending on the third (3rd) anniversary of the Effective Date"
-        word = m.group(1).lower()
-        years = _ORDINALS.index(word) + 1 if word in _ORDINALS else int(re.sub(r"\D", "", word))
-        out.append(Duration(float(years), "years"))
-    return out
-
-
-def expiration_date(text: str, low: str, start_term: Term) -> Term:
-    for m in _END_LABEL.finditer(low):  # "Termination Date: 1 April 2009", "Expiration Date means June 30, 2010"
-        found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
-        if found and found[0].start - m.end() <= 3:
-            a, b = sentence_bounds(text, m.start(), found[0].end)
-            return date_term("expiration_date", found[0], text, a, b)
-    checked = 0
-    for m in _TERM.finditer(low):
-        if _NOT_THE_TERM.search(low, max(0, m.start() - 20), m.start()):
-            continue
-        if m.group(0).startswith(("shall", "will")) and not re.search(r"agreement|\bterm\b|contract|\)\s*$",
-                                                                      low[max(0, m.start() - 60):m.start()]):
-            continue
-        a, b = sentence_bounds(text, m.start(), m.end())
-        sentence = text[a:b]
-        if "surviv" in low[a:b]:  # what outlives the contract ("shall survive … for three years"), not its term
-            continue
-        checked += 1
-        if checked > 10:
-            break
-        ends = [d for d in find_dates(text, a, b)
-                if d.has_day and _END_WORDS.search(text[max(a, d.start - 60):d.start])]
-        if ends:
-            return date_term("expiration_date", ends[-1], text, a, b)
-        cut = re.search(r"\b(?:renew|automatic)", sentence, re.IGNORECASE)  # the renewal is not the initial term
-        head = sentence[:cut.start()] if cut else sentence
-        periods = _term_periods(head)
-        if periods and periods[0].unit in ("years", "months"):
-            starts = [d for d in find_dates(text, a, a + len(head))
-                      if d.has_day and _START_WORDS.search(text[max(a, d.start - 40):d.start])]
-            begin = starts[0].value if starts else (date.fromisoformat(start_term.value) if start_term.value else None)
-            if begin is None:
-                return Term("expiration_date", quote=quote(text, a, b), start=a,
-                            extra={"term": periods[0].text(), "no_start": True})
-            end = add(begin, periods[0])
-            return Term("expiration_date", value=end.isoformat(), display=end.strftime("%-d %B %Y"),
-                        quote=quote(text, a, b), start=a,
-                        extra={"term": periods[0].text(), **({"begins": starts[0]} if starts else {})})
-        if _PERPETUAL.search(head):
-            return Term("expiration_date", value="perpetual", display="perpetual (until terminated)",
-                        quote=quote(text, a, b), start=a)
-    return Term("expiration_date")
-
-
 def _renewal_sentences(text: str, low: str) -> list[tuple[int, int]]:
     seen, out = set(), []
     for m in _RENEW.finditer(low):
@@ -369,5 +286,5 @@ def liability_cap(text: str, low: str) -> Term:
     return Term("liability_cap")
 
 
-__all__ = ["DATE_RE", "Term", "agreement_date", "date_term", "effective_date", "expiration_date", "governing_law",
+__all__ = ["DATE_RE", "Term", "WINDOW", "agreement_date", "date_term", "effective_date", "governing_law",
            "liability_cap", "preamble", "quote", "renewal_and_notice", "sentence_bounds"]

@@ -6,12 +6,12 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from clausegate.review.key_terms.expiry import expiration_date
 from clausegate.review.key_terms.extract import (
     Term,
     agreement_date,
     date_term,
     effective_date,
-    expiration_date,
     governing_law,
     liability_cap,
     renewal_and_notice,

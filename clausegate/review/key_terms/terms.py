@@ -23,6 +23,8 @@ QUOTE_CHARS = 400
 def _note(name: str, extra: dict) -> str:
     if name == "effective_date" and extra.get("as") == "agreement_date":
         return "the agreement date (the contract names an Effective Date without another date)"
+    if name == "expiration_date" and extra.get("from_event"):
+        return f"a {extra['term']} term counted from an event the contract does not date"
     if name == "expiration_date" and extra.get("term"):
         return f"the term's start plus its {extra['term']}" if not extra.get("no_start") else (
             f"a {extra['term']} term from a start the contract does not date")

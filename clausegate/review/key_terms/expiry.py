@@ -1,0 +1,126 @@
+"""When a contract's term ends: an end-date label, the term sentence's end date or date range, its start plus its
+length ("two (2) years from the Effective Date", "until the fifteenth (15th) anniversary"), or ``perpetual`` when
+it runs until a party ends it.
+
+Developed on CUAD's TRAIN contracts (``python bench/key_terms.py --split train --show expiration_date``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from clausegate.review.figures import normalise
+from clausegate.review.key_terms.dates import Duration, add, durations, find_dates
+from clausegate.review.key_terms.extract import (
+    _NOTICE_AFTER,
+    _NOTICE_BEFORE,
+    Term,
+    date_term,
+    quote,
+    sentence_bounds,
+)
+
+_TERM = re.compile(
+    r"\b(?:initial\s+term|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|franchise)|"
+    r"hereof)|(?:the|effective)\s+term\s+is\b|(?:shall|will)\s+(?:be\s+valid|be\s+for|begin|commence|continue|remain|"
+    r"be\s+effective|become\s+effective|take\s+effect|come\s+into\s+(?:force|effect)|apply\s+and\s+remain|expire|"
+    r"terminate\s+on|be\s+in\s+(?:full\s+)?(?:force|effect))|(?:agreement|contract)\s+is\s+(?:valid|effective|in\s+"
+    r"effect)\s+(?:for|from|until)|(?:this|the)\s+agreement\s+is\s+for\s+a\s+term|"
+    r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|[\"“]term[\"”]\s+means|"
+    r"(?:contract|agreement|cooperation)\s+(?:period|term)[\"”]?\s+(?:shall\s+(?:be\s+)?)?(?:means?\b|is\b|from\b)|"
+    r"^\s*term\s*:)", re.MULTILINE)
+_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+             "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+             "twentieth"]
+_ANNIVERSARY = re.compile(rf"\b({'|'.join(_ORDINALS)}|\d{{1,2}}\s?(?:st|nd|rd|th|t\s?h))"
+                          r"\s*(?:\(\d{1,2}\s?(?:st|nd|rd|th|t\s?h)\)\s*)?anniversary\b", re.IGNORECASE)
+_END_LABEL = re.compile(r"\b(?:termination|expiration|expiry|end)\s+date[\"”]?\s*"
+                        r"(?::|means|shall\s+(?:be|mean)|is)?\s*")
+_NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
+                           r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
+_PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\bunlimited\s+period|"
+                        r"\b(?:continue|remain|end)[^.;]{0,80}?\b(?:until|when)\s+(?:(?:such\s+time\s+as\s+)?(?:it\s+is\s+|this\s+agreement\s+is\s+)?terminated|termination|"
+                        r"(?:either|a|one|any)\s+party\s+(?:terminates|informs|gives|notifies|elects)|the\s+(?:expiration"
+                        r"\s+or\s+)?(?:earlier\s+)?termination)", re.IGNORECASE)
+# this agreement, anywhere, running without an end ("shall remain in effect … perpetually", "in perpetuity"): the
+# words first (one cheap scan), then "this agreement" earlier in their sentence
+_RUNS_WITHOUT_END = re.compile(r"perpetu\w*\s+(?:thereafter|unless)|in\s+perpetuity|indefinite(?:ly)?\s+(?:term|period|"
+                               r"until|unless)|unlimited\s+period|thereafter[^.;]{0,20}\bunless\s+terminated",
+                               re.IGNORECASE)
+_THIS_AGREEMENT = re.compile(r"\b(?:this|the)\s+agreement\b[^.;]*$", re.IGNORECASE)
+_END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|thru|"
+                        r"conclud\w*)\b[^.;]{0,40}$", re.IGNORECASE)
+_START_WORDS = re.compile(r"\b(?:commenc\w*|begin\w*|start\w*|from|effective)\b[^.;]{0,25}$", re.IGNORECASE)
+def _term_periods(sentence: str) -> list[Duration]:
+    """The durations of a term sentence that are the term's length, not a notice or payment period."""
+    out = []
+    flat = normalise(sentence)
+    for period, s, e in durations(sentence):
+        if _NOTICE_AFTER.match(flat[e:e + 30]) or _NOTICE_BEFORE.search(flat[max(0, s - 25):s]):
+            continue
+        if re.search(r"\b(?:within|after|following|from\s+the\s+date\s+of\s+(?:notice|receipt))\s*$",
+                     flat[max(0, s - 25):s], re.IGNORECASE):
+            continue
+        out.append(period)
+    for m in _ANNIVERSARY.finditer(sentence):  # "ending on the third (3rd) anniversary of the Effective Date"
+        word = m.group(1).lower()
+        years = _ORDINALS.index(word) + 1 if word in _ORDINALS else int(re.sub(r"\D", "", word))
+        out.append(Duration(float(years), "years"))
+    return out
+
+
+def _is_term_sentence(low: str, m: re.Match, a: int, b: int) -> bool:
+    if _NOT_THE_TERM.search(low, max(0, m.start() - 20), m.start()):
+        return False
+    if m.group(0).startswith(("shall", "will")) and not re.search(r"agreement|\bterm\b|contract|\)\s*$",
+                                                                  low[max(0, m.start() - 60):m.start()]):
+        return False
+    return "surviv" not in low[a:b]
+
+
+def expiration_date(text: str, low: str, start_term: Term) -> Term:
+    for m in _END_LABEL.finditer(low):  # "Termination Date: 1 April 2009", "Expiration Date means June 30, 2010"
+        found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
+        if found and found[0].start - m.end() <= 3:
+            a, b = sentence_bounds(text, m.start(), found[0].end)
+            return date_term("expiration_date", found[0], text, a, b)
+    checked = 0
+    for m in _TERM.finditer(low):
+        a, b = sentence_bounds(text, m.start(), m.end())
+        if not _is_term_sentence(low, m, a, b):
+            continue
+        sentence = text[a:b]
+        checked += 1
+        if checked > 10:
+            break
+        ends = [d for d in find_dates(text, a, b)
+                if d.has_day and _END_WORDS.search(text[max(a, d.start - 60):d.start])]
+        if ends:
+            return date_term("expiration_date", ends[-1], text, a, b)
+        cut = re.search(r"\b(?:renew|automatic)", sentence, re.IGNORECASE)  # the renewal is not the initial term
+        head = sentence[:cut.start()] if cut else sentence
+        periods = _term_periods(head)
+        if periods and periods[0].unit in ("years", "months"):
+            starts = [d for d in find_dates(text, a, a + len(head))
+                      if d.has_day and _START_WORDS.search(text[max(a, d.start - 40):d.start])]
+            begin = starts[0].value if starts else (date.fromisoformat(start_term.value) if start_term.value else None)
+            if begin is None:
+                return Term("expiration_date", quote=quote(text, a, b), start=a,
+                            extra={"term": periods[0].text(), "no_start": True})
+            end = add(begin, periods[0])
+            return Term("expiration_date", value=end.isoformat(), display=end.strftime("%-d %B %Y"),
+                        quote=quote(text, a, b), start=a,
+                        extra={"term": periods[0].text(), **({"begins": starts[0]} if starts else {})})
+        if _PERPETUAL.search(head):
+            return _perpetual(text, a, b)
+    for m in _RUNS_WITHOUT_END.finditer(text):
+        if _THIS_AGREEMENT.search(text, max(0, m.start() - 160), m.start()):
+            a, b = sentence_bounds(text, m.start(), m.end())
+            return _perpetual(text, a, b)
+    return Term("expiration_date")
+
+
+def _perpetual(text: str, a: int, b: int) -> Term:
+    return Term("expiration_date", value="perpetual", display="perpetual (until terminated)",
+                quote=quote(text, a, b), start=a)
