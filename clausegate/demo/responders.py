@@ -8,6 +8,8 @@ import json
 import re
 
 from clausegate.demo.model_server import prompts_of
+from clausegate.review.key_terms.model import REQUEST_TAG
+from clausegate.review.key_terms.reading import read_terms
 from clausegate.review.offline.model import load_model, score_passages
 
 _PASSAGE = re.compile(
@@ -54,9 +56,24 @@ def generation_answer(user: str) -> dict:
         for m in _CLAUSE.finditer(user)]}
 
 
+_CONTRACT_TEXT = re.compile(r"<contract_text>\n(?P<text>.*)\n</contract_text>", re.S)
+
+
+def terms_answer(user: str) -> dict:
+    """The key terms the offline reader finds in the prompt's contract text, each with its sentence as quote."""
+    m = _CONTRACT_TEXT.search(user)
+    if not m:
+        return {"terms": []}
+    reading = read_terms([m.group("text")])
+    return {"terms": [{"name": t.name, "value": t.display if t.name in ("renewal_term", "notice_period") else t.value,
+                       "quote": t.quote} for t in reading.terms.values() if t.value and t.quote]}
+
+
 def contract_responder(request_json: dict) -> str:
-    """Answer ClauseGate's extraction and generation prompts; anything else gets an empty answer."""
+    """Answer ClauseGate's extraction, generation and key-terms prompts; anything else gets an empty answer."""
     _, user = prompts_of(request_json)
+    if f"<{REQUEST_TAG}>" in user:
+        return json.dumps(terms_answer(user))
     if "<contract_passage" in user:
         return json.dumps(extraction_answer(user))
     if "<contract_clause" in user:
