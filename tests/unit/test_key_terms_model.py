@@ -29,7 +29,7 @@ def _ask(responder, offline, text: str = TEXT):
     with fake_model_server("anthropic", responder=responder) as server:
         answer, _ = complete_json(client_for(server), system, user, TermsAnswer, max_tokens=2000)
         assert "<contract_terms_request>" in server.requests[-1].body["messages"][0]["content"]
-    return ground_terms(answer, text, offline, model="fake-model")
+    return ground_terms(answer, text, offline, model="fake-model", today=date(2026, 12, 7))
 
 
 def test_the_fake_models_reading_confirms_the_offline_terms() -> None:
@@ -60,3 +60,16 @@ def test_a_grounded_answer_fills_a_missing_term_and_an_ungrounded_one_is_dropped
     assert merged.get("liability_cap") == cap  # its quote is not in the contract: dropped, the offline value stays
     assert [n.code for n in notices] == ["CG-MODEL-UNGROUNDED", "CG-MODEL-CLAUSE-INVALID"]
     assert "not in the contract" in notices[0].message
+
+
+def test_a_term_end_the_model_states_replaces_a_computed_one_and_moves_the_deadline() -> None:
+    text = TEXT.replace("January 15, 2024", "January 15, 2024 (ends on March 31, 2027)", 1)
+    offline = _offline(text)
+    end = offline.get("expiration_date")
+    assert end.note and end.value != "2027-03-31"  # read offline as the start plus the term
+    answer = {"terms": [{"name": "expiration_date", "value": "2027-03-31", "quote": "ends on March 31, 2027"}]}
+    merged, notices = _ask(replies(answer), offline, text)
+    got = merged.get("expiration_date")
+    assert notices == [] and got.value == "2027-03-31" and got.source == "model"
+    assert "replaces the offline" in got.note
+    assert merged.renewal.term_end != offline.renewal.term_end

@@ -10,9 +10,12 @@ in for the effective date); otherwise the offline value stays and the note says 
 
 from __future__ import annotations
 
+from datetime import date
+
 from pydantic import BaseModel, Field
 
 from clausegate.review.key_terms.dates import durations, find_dates, parse_date
+from clausegate.review.key_terms.deadlines import renewal_dates
 from clausegate.review.key_terms.jurisdictions import jurisdiction_at
 from clausegate.review.key_terms.terms import LABELS
 from clausegate.review.llm.extract import locate_quote
@@ -71,9 +74,10 @@ def _normalised(name: str, value: str, quote: str) -> tuple[str | None, str | No
     return raw, raw, raw[:20].lower() in quote.lower()
 
 
-def ground_terms(answer: TermsAnswer, text: str, offline: ContractTerms, *, model: str,
+def ground_terms(answer: TermsAnswer, text: str, offline: ContractTerms, *, model: str, today: date,
                  page_of=lambda offset: None) -> tuple[ContractTerms, list[Notice]]:
-    """``offline`` confirmed or filled by the model's grounded answer; each dropped answer gets a notice."""
+    """``offline`` confirmed or filled by the model's grounded answer (the renewal dates computed again when the
+    model gave the term's end, renewal or notice); each dropped answer gets a notice."""
     notices: list[Notice] = []
     by_name = {t.name: t for t in offline.terms}
 
@@ -112,4 +116,9 @@ def ground_terms(answer: TermsAnswer, text: str, offline: ContractTerms, *, mode
             by_name[item.name] = mine.model_copy(update={"note": "; ".join(x for x in (mine.note, (
                 f"{model} read {display}; the offline reading is kept")) if x)})
     terms = [by_name[t.name] for t in offline.terms]
-    return offline.model_copy(update={"terms": terms}), notices
+    renewal = offline.renewal
+    if any(by_name[n].source == "model" for n in ("expiration_date", "renewal_term", "notice_period")):
+        automatic = renewal.auto_renews if renewal is not None else "automatic" in by_name["renewal_term"].note
+        renewal = renewal_dates(by_name["expiration_date"], by_name["renewal_term"], by_name["notice_period"],
+                                automatic=automatic, today=today)
+    return offline.model_copy(update={"terms": terms, "renewal": renewal}), notices
