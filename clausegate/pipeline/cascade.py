@@ -34,16 +34,17 @@ from pydantic import BaseModel, ConfigDict
 
 from clausegate.config import load_model_block
 from clausegate.errors import BudgetExceeded, ClauseGateError
-from clausegate.pipeline.model_calls import BudgetContext, model_result, provider_ref
+from clausegate.pipeline.answer_store import AnswerStore
+from clausegate.pipeline.model_calls import BudgetContext, ModelExtraction, model_result, provider_ref
 from clausegate.providers.errors import ContextTooLong, OutputLimitRejected, OutputTruncated
 from clausegate.review.document.codes import INTEGRITY_CODES
 from clausegate.review.instructions import instruction_signal
+from clausegate.review.llm import answer_memory as memory
 from clausegate.review.llm.extract import (
+    PASSAGES_PER_CATEGORY,
     TRUNCATED_MARK,
     ExtractionPrompt,
     cascade_categories,
-    combine_absences,
-    group_prompts,
     logit,
     naive_prompt_tokens,
     truncate_prompt,
@@ -204,32 +205,43 @@ def _ask_adapting(ask: Task, step: str, prompt, ref, max_tokens, budget, *, shri
                 "of the truncated answer are used instead"))]
 
 
-def _ask_windows(ask: Task, prompts: list[ExtractionPrompt], ref, max_tokens, budget):
-    """One call per window of passages (``group_prompts``: each its own cache entry), the answers as one: the
-    clauses and notices of all, one "not there" per category only when every window asking it says so."""
-    results, sent, notices = [], [], []
-    for window in prompts:
-        result, prompt, said = _ask_adapting(ask, "extract", window, ref, max_tokens, budget, shrink=truncate_prompt)
-        results.append(result)
-        sent.append(prompt)
-        notices += said
-    found = {c.category for r in results for c in r.clauses}
-    asked: dict[str, int] = {}
-    for prompt in sent:
-        for category in prompt.categories:
-            asked[category] = asked.get(category, 0) + 1
-    covered = None if all(r.answered is None for r in results) else sorted(
-        {c for r, p in zip(results, sent, strict=True) for c in (p.categories if r.answered is None else r.answered)})
-    combined = results[0].model_copy(update={
-        "clauses": [c for r in results for c in r.clauses], "notices": [n for r in results for n in r.notices],
-        "absent": combine_absences([a for r in results for a in r.absent], found, asked),
-        "cost": add_costs(*(r.cost for r in results)), "answered": covered,
-        "truncated": any(r.truncated for r in results)})
-    categories = list(dict.fromkeys(c for p in sent for c in p.categories))
-    whole = ExtractionPrompt(categories=categories, passages=[x for p in sent for x in p.passages],
-                             system=sent[0].system, user="\n".join([sent[0].user, *(f"{p.system}\n{p.user}" for p in sent[1:])]),
-                             truncated=any(p.truncated for p in sent))
-    return combined, whole, notices
+def _ask_remembering(ask: Task, filtered: FilteredDocument, send: list[str], ref, max_tokens, budget):
+    """Ask about ``send`` in one prompt, less the passages earlier answers cover for the same categories
+    (``clausegate.review.llm.answer_memory``), and remember what this answer says.  Returns the joined answer, the
+    prompt as sent with every passage the model has read for this review, and the notices."""
+    model_id = f"{ref.block}/{ref.model}"
+    wanted = memory.pairs(filtered, send, model_id, PASSAGES_PER_CATEGORY)
+    store = AnswerStore.of(ask)
+    answers = store.recall([p.key for p in wanted]) if store else {}
+    asking = memory.to_ask(wanted, answers)
+    reused = {answers[p.key].call for p in wanted if p not in asking}
+    result, sent, notices, models, covered = None, None, [], {}, set()
+    if asking:
+        result, sent, notices = _ask_adapting(ask, "extract", memory.prompt_for(asking), ref, max_tokens, budget,
+                                              shrink=truncate_prompt)
+        call, texts = memory.call_key(sent, model_id), {p.id: p.text for p in sent.passages}
+        said = {memory.pair_key(texts[pid], category, model_id): answer for (pid, category), answer in
+                memory.split(sent, result.clauses, result.absent, result.answered, call).items()}
+        answers.update(said)
+        models[call], covered = result.model, set(sent.categories if result.answered is None else result.answered)
+        if store is not None:
+            store.keep({call: memory.CallReceipt(cost=result.cost, paid_by=result.paid_by, model=result.model),
+                        **said})
+    receipts = store.receipts(reused) if store and reused else {}
+    for call, receipt in receipts.items():  # answers reused: the meter reports them as spend reused, not spent
+        models[call] = receipt.model
+        model_result("extract", ModelExtraction(clauses=[], notices=[], cost=receipt.cost, model=receipt.model,
+                                                paid_by=receipt.paid_by))
+    clauses, absent, unanswered = memory.join(wanted, answers, models, covered)
+    joined = ModelExtraction(
+        clauses=clauses, absent=absent, notices=list(result.notices) if result else [],
+        cost=result.cost if result else Cost(), paid_by=result.paid_by if result else "",
+        model=result.model if result else next(iter(models.values()), ref.model),
+        answered=[c for c in send if c not in unanswered] if unanswered else None)
+    whole = ExtractionPrompt(categories=list(send), passages=memory.shown(wanted, sent),
+                             system=sent.system if sent else "", user=sent.user if sent else "",
+                             truncated=bool(sent and sent.truncated))
+    return joined, whole, notices
 
 
 def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extraction, book: Playbook,
@@ -254,8 +266,8 @@ def cascade(document: ParsedDocument, filtered: FilteredDocument, offline: Extra
     try:
         ref = provider_ref(extractor)
         try:
-            result, prompt, notices = _ask_windows(ask_extraction_model, group_prompts(filtered, send), ref,
-                                                   settings.max_output_tokens, budget)
+            result, prompt, notices = _ask_remembering(ask_extraction_model, filtered, send, ref,
+                                                       settings.max_output_tokens, budget)
         except ContextTooLong:  # over the window even shrunk to one passage: the summary path
             terms, asked = key_terms(offline.clauses), summary_categories(send, must_confirm)
 

@@ -58,7 +58,7 @@ def test_a_reasoned_not_there_takes_a_possible_finding_off_the_gate_and_never_do
     block = save_block("anthropic", anthropic)
     state, _ = review(tmp_path, SAMPLE, book(tmp_path, block, "low_confidence"))
     after = state.result()
-    assert anthropic.calls == after.cascade.model_calls  # one call per window of passages, none repeated
+    assert anthropic.calls == 1
     assert after.gated_categories == [] and after.status == "complete"
     (cleared,) = after.cleared_by_model
     assert cleared.category == "Liquidated Damages" and cleared.possible and cleared.cleared.reason == REASON
@@ -83,4 +83,4 @@ def test_strict_text_seals_what_the_model_cleared_and_its_reason(tmp_path, anthr
             continue
         text = " ".join(path.read_text().split())
         assert quote not in text and REASON not in text, path.name
-        assert "Cleared by the model" in text or path.suffix == ".json"
+        assert "Cleared by the model" in text or path.suffix in (".json", ".ics")  # the calendar holds dates only

@@ -1,5 +1,5 @@
-"""Only the change is paid for: the model's answers are cached per window of passages, so a one-word change in
-one clause of a 20-page contract asks the model about that clause's window only.  Counted on the fake model's own
+"""Only the change is paid for: the model's answers are remembered per passage and category, so a one-word change
+in one clause of a 20-page contract asks the model about that clause's passage only.  Counted on the fake model's own
 log (the tokens it billed), not on ClauseGate's figures."""
 
 from __future__ import annotations
@@ -63,5 +63,5 @@ steps:
         tokens_second, calls_second = _billed(server) - tokens_first, server.calls - calls_first
     print(f"\nfirst review: {calls_first} model calls, {tokens_first} tokens billed; one word changed: "
           f"{calls_second} calls, {tokens_second} tokens ({tokens_second / tokens_first:.1%})")
-    assert calls_first >= 5, "the passages must go to the model in windows"
+    assert calls_first == 1, "the first review asks about every passage in one prompt"
     assert 0 < tokens_second <= 0.2 * tokens_first

@@ -28,7 +28,6 @@ from clausegate.review.passages import count_tokens
 from clausegate.review.schemas import Clause, FilteredDocument, Notice, ParsedDocument
 
 PASSAGES_PER_CATEGORY = 3
-PASSAGE_WINDOW = 4  # kept passages per window of the document: one model prompt (and cache entry) per window
 TRUNCATED_MARK = "[TRUNCATED]"
 
 # A quote shorter than this many words cannot carry the category (a clause of "the" is no Cap on
@@ -191,42 +190,6 @@ def render_extraction_prompt(categories: list[str], passages: list[PromptPassage
 def build_prompt(filtered: FilteredDocument, categories: list[str], *,
                  per_category: int = PASSAGES_PER_CATEGORY) -> ExtractionPrompt:
     return render_extraction_prompt(categories, select_passages(filtered, categories, per_category))
-
-
-def group_prompts(filtered: FilteredDocument, categories: list[str], *, per_category: int = PASSAGES_PER_CATEGORY,
-                  window: int = PASSAGE_WINDOW) -> list[ExtractionPrompt]:
-    """The passages :func:`build_prompt` would send, one prompt per window of ``window`` consecutive kept passages
-    (by their place in the document, not in the selection), each asking only the categories its passages were
-    chosen for.  A model answer is cached per prompt, so a clause changed in the next version of a contract asks
-    the model again about its own window only; the other windows' prompts are the same and come from the cache."""
-    chosen: dict[int, float] = {}
-    asked: dict[int, set[str]] = {}
-    for category in categories:
-        ranked = sorted(range(len(filtered.passages)),
-                        key=lambda i: filtered.passages[i].categories.get(category, 0.0), reverse=True)
-        for i in ranked[:per_category]:
-            chosen[i] = max(chosen.get(i, 0.0), filtered.passages[i].categories.get(category, 0.0))
-            asked.setdefault(i, set()).add(category)
-    windows: dict[int, list[int]] = {}
-    for i in sorted(chosen):
-        windows.setdefault(i // window, []).append(i)
-    prompts = []
-    for members in windows.values():
-        wanted = [c for c in categories if any(c in asked[i] for i in members)]
-        prompts.append(render_extraction_prompt(wanted, [
-            PromptPassage(id=f"p{i}", page=filtered.passages[i].page, text=filtered.passages[i].text, score=chosen[i])
-            for i in members]))
-    return prompts
-
-
-def combine_absences(absences: list[Absence], found: set[str], asked: dict[str, int]) -> list[Absence]:
-    """The windows' "not there" answers as one per category: only when every window asked about it says so
-    (``asked``: category → windows that asked) and no window found it; the passages read and the first reason."""
-    by_category: dict[str, list[Absence]] = {}
-    for absence in absences:
-        by_category.setdefault(absence.category, []).append(absence)
-    return [Absence(category=c, passage_ids=[p for a in items for p in a.passage_ids], reason=items[0].reason)
-            for c, items in by_category.items() if c not in found and len(items) >= asked.get(c, 0)]
 
 
 def truncate_prompt(prompt: ExtractionPrompt) -> ExtractionPrompt | None:

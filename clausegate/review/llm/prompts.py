@@ -43,7 +43,29 @@ def environment() -> jinja2.Environment:
     )
     env.filters["delimit"] = delimit
     env.filters["tojson_compact"] = lambda value: json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    env.filters["shape"] = shape
     return env
+
+
+def shape(schema: dict) -> str:
+    """A JSON schema as the shape of an answer, e.g. ``{"clauses": [{"category": string, ...}]}``: what the model
+    must return in a tenth of the schema's tokens (the prompt says what each field means; a repair prompt shows
+    the full schema)."""
+    defs = schema.get("$defs", {})
+
+    def show(node: dict) -> str:
+        if "$ref" in node:
+            node = defs[node["$ref"].rsplit("/", 1)[1]]
+        kind = node.get("type")
+        if kind == "object":
+            return "{" + ", ".join(f'"{k}": {show(v)}' for k, v in node.get("properties", {}).items()) + "}"
+        if kind == "array":
+            return f"[{show(node.get('items', {}))}, ...]"
+        if kind == "number" and "minimum" in node and "maximum" in node:
+            return f"number {node['minimum']}-{node['maximum']}"
+        return str(kind or "any")
+
+    return show(schema)
 
 
 def render(template: str, **context) -> str:
