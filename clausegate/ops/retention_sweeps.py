@@ -24,6 +24,8 @@ from prefect.client.schemas.sorting import ArtifactSort
 from prefect.exceptions import ObjectNotFound
 
 from clausegate.ops.retention_in_use import InUse
+from clausegate.review.annotate import MARK, SUFFIXES
+from clausegate.review.report import SEALED_SUFFIX
 from clausegate.security.at_rest import KEY_CHECK_FILE
 
 log = logging.getLogger("clausegate.ops.retention")
@@ -172,9 +174,25 @@ def _write_tombstone(path: Path, report: dict[str, Any], days: float) -> None:
     os.replace(tmp, path)
 
 
+REPORT_SUFFIXES = (".json", ".md", ".ics", *(MARK + suffix for suffix in SUFFIXES.values()))
+
+
+def report_json_of(path: Path) -> Path | None:
+    """The JSON report a file in the reports folder belongs to (``<stem>.json`` for ``<stem>.json``, ``.md``,
+    ``.ics``, ``.json.sealed`` and the annotated copy ``<stem>.annotated.docx|.pdf|.html`` or its ``.sealed``
+    form), or None for anything else (batch summaries, manifests): those go with their report's period."""
+    name = path.name.removesuffix(SEALED_SUFFIX)
+    for suffix in REPORT_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return path.with_name(name[:-len(suffix)] + ".json")
+    return None
+
+
 def sweep_reports(folder: Path, *, days: float, playbook_days: Callable[[str], float | None] = lambda name: None,
                   in_use: InUse | None = None, now: float | None = None, dry_run: bool = False) -> AreaCounts:
-    """Reports (``<stem>.json`` + ``<stem>.md``) and batch summaries/manifests under ``folder``."""
+    """Reports (``<stem>.json`` + ``<stem>.md``, with what is written beside them: the ``.ics`` calendar, the sealed
+    full review, the annotated copy) and batch summaries/manifests under ``folder``.  A report and everything
+    beside it expire at its playbook's period when that is shorter than ``days``."""
     now = time.time() if now is None else now
     in_use = in_use or InUse()
     counts = AreaCounts("reports", str(folder))
@@ -183,7 +201,9 @@ def sweep_reports(folder: Path, *, days: float, playbook_days: Callable[[str], f
     limit_cache: dict[Path, float] = {}
 
     def limit_for(path: Path) -> float:
-        json_path = path.with_suffix(".json")
+        json_path = report_json_of(path)
+        if json_path is None:
+            return days
         if json_path not in limit_cache:
             meta = _report_meta(json_path) if json_path.is_file() else None
             own = playbook_days(str(meta.get("playbook"))) if meta and meta.get("playbook") else None
@@ -191,7 +211,7 @@ def sweep_reports(folder: Path, *, days: float, playbook_days: Callable[[str], f
         return limit_cache[json_path]
 
     for path, st in _files(folder):
-        period = limit_for(path) if path.suffix in (".json", ".md") else days
+        period = limit_for(path)
         if now - st.st_mtime <= period * DAY:
             counts.kept_fresh += 1
             continue

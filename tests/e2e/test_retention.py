@@ -111,6 +111,40 @@ def test_sweeps_delete_expired_files_and_keep_fresh_and_in_use_ones(tmp_path):
     assert again.tombstoned == 2  # the two other reports, now expired too
 
 
+def test_what_is_written_beside_a_report_follows_its_playbooks_period(tmp_path):
+    """The annotated copy (plain or sealed), the .ics calendar and the sealed full review go with their report at
+    its playbook's period, not only at the global one; a file of no report keeps the global period."""
+    from clausegate.ops.retention_sweeps import TOMBSTONE_KEY, sweep_reports
+    from clausegate.review.annotate import MARK, SUFFIXES
+    from clausegate.review.report import SEALED_SUFFIX
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    beside = [".md", ".ics", ".json" + SEALED_SUFFIX, *(MARK + s for s in SUFFIXES.values()),
+              *(MARK + s + SEALED_SUFFIX for s in SUFFIXES.values())]
+    report = {"contract_id": "c" * 64, "filename": "v2.final.docx", "status": "complete"}
+    for stem, playbook, days in (("v2.final-cccc-short", "short", 10), ("v2.final-dddd-long", "long", 10),
+                                 ("v3-eeee-short", "short", 1)):
+        (reports / f"{stem}.json").write_text(json.dumps({**report, "playbook": playbook}))
+        age(reports / f"{stem}.json", days)
+        for suffix in beside:
+            (reports / f"{stem}{suffix}").write_text("clause text")
+            age(reports / f"{stem}{suffix}", days)
+    orphan = reports / f"no-report{MARK}.docx"  # no <stem>.json beside it: the global period
+    orphan.write_text("clause text")
+    age(orphan, 10)
+
+    counts = sweep_reports(reports, days=30, playbook_days={"short": 7.0}.get)
+
+    assert sorted(p.name for p in reports.iterdir() if p.name.startswith("v2.final-cccc")) == [
+        "v2.final-cccc-short.json"]  # only the tombstone is left of the expired report
+    assert TOMBSTONE_KEY in json.loads((reports / "v2.final-cccc-short.json").read_text())
+    for stem in ("v2.final-dddd-long", "v3-eeee-short"):  # the long playbook's, and a fresh one: all kept
+        assert all((reports / f"{stem}{suffix}").exists() for suffix in beside), stem
+    assert orphan.exists()
+    assert (counts.tombstoned, counts.deleted) == (1, len(beside))
+
+
 def test_dry_run_deletes_nothing(tmp_path):
     from clausegate.ops.retention_in_use import InUse
     from clausegate.ops.retention_sweeps import sweep_uploads
