@@ -1,17 +1,80 @@
 """The flow's step for a contract not in English when a model is configured: the model reads the whole text in
 the contract's language (``clausegate.review.language_reading``), through the review's own model task
 (``ask_extraction_model``: budget guard, metering, retries, cache), its findings listed for a person.  A model
-that fails or is over budget leaves the review as the offline reader left it (the Language gate), with a notice."""
+that fails or is over budget leaves the review as the offline reader left it (the Language gate), with a notice.
+The model also confirms or fills the key terms (``clausegate.review.key_terms.model``: grounded quotes), which
+the English offline reader mostly cannot read in such a text."""
 
 from __future__ import annotations
 
-from prefect import Task, get_run_logger
+import bisect
+from datetime import date
 
-from clausegate.errors import ClauseGateError
-from clausegate.pipeline.model_calls import BudgetContext, PartialAnswer, model_result, provider_ref
+from prefect import Task, get_run_logger, task
+from prefect.states import State
+from pydantic import BaseModel, ConfigDict
+
+from clausegate.errors import BudgetExceeded, ClauseGateError
+from clausegate.pipeline.model_calls import (
+    BudgetContext,
+    PartialAnswer,
+    ProviderRef,
+    call_model,
+    model_result,
+    provider_ref,
+    skipped,
+)
+from clausegate.pipeline.tasks import MODEL_CALL_KEYED
+from clausegate.providers.retry import MODEL_RETRY_POLICY
+from clausegate.review.key_terms.model import TermsAnswer, ground_terms, terms_prompt
 from clausegate.review.language_reading import language_prompt, with_language_reading
 from clausegate.review.playbook import Playbook
 from clausegate.review.schemas import Cost, Notice, ParsedDocument, Review
+from clausegate.security import at_rest
+
+
+class ModelTerms(BaseModel):
+    """The model's key terms answer (not yet grounded) and what it cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    answer: TermsAnswer
+    cost: Cost
+    model: str
+    paid_by: str = ""
+    truncated: bool = False
+
+
+@task(name="ask-key-terms-model", cache_policy=MODEL_CALL_KEYED, persist_result=True,
+      result_serializer=at_rest.SEALED_PICKLE, **MODEL_RETRY_POLICY)
+def ask_key_terms_model(system: str, user: str, ref: ProviderRef, max_tokens: int,
+                        budget: BudgetContext) -> ModelTerms | State:
+    try:
+        call = call_model(ref, system, user, TermsAnswer, max_tokens, budget, step="extract")
+    except BudgetExceeded as skip:
+        return skipped(skip)
+    if call.answer is None:
+        if isinstance(call.problem, BudgetExceeded):
+            return skipped(call.problem)
+        raise call.problem
+    return ModelTerms(answer=call.answer, cost=call.cost, model=call.model, paid_by=call.paid_by)
+
+
+def _with_model_terms(review: Review, document: ParsedDocument, ref: ProviderRef, max_tokens: int,
+                      budget: BudgetContext) -> Review:
+    if review.contract_terms is None:
+        return review
+    starts, pos = [], 0
+    for page in document.pages:
+        starts.append(pos)
+        pos += len(page.text) + 1
+    text = "\n".join(p.text for p in document.pages)
+    system, user = terms_prompt(text, review.contract_terms)
+    got = model_result("extract", ask_key_terms_model(system, user, ref, max_tokens, budget))
+    terms, notices = ground_terms(got.answer, text, review.contract_terms, model=got.model, today=date.today(),
+                                  page_of=lambda at: document.pages[bisect.bisect_right(starts, at) - 1].number
+                                  if at >= 0 else None)
+    return review.model_copy(update={"contract_terms": terms, "warnings": [*review.warnings, *notices]})
 
 
 def read_in_its_language(review: Review, document: ParsedDocument, book: Playbook, extractor: str,
@@ -33,4 +96,11 @@ def read_in_its_language(review: Review, document: ParsedDocument, book: Playboo
         notice = Notice(code=error.code, message=(f"the model did not read the {language.name} text ({error}); "
                                                   "the Language gate stands"))
         return review.model_copy(update={"warnings": [*review.warnings, notice]})
-    return with_language_reading(review, result.clauses, result.notices, model=result.model, asked=categories)
+    review = with_language_reading(review, result.clauses, result.notices, model=result.model, asked=categories)
+    try:
+        return _with_model_terms(review, document, provider_ref(extractor), book.steps.extract.max_output_tokens,
+                                 budget)
+    except ClauseGateError as error:
+        get_run_logger().warning("%s: the model did not read the key terms: %s", error.code, error)
+        notice = Notice(code=error.code, message=f"the model did not read the key terms ({error})")
+        return review.model_copy(update={"warnings": [*review.warnings, notice]})
