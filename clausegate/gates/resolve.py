@@ -48,7 +48,7 @@ from clausegate.gates.model import (
     stamp_key,
 )
 from clausegate.gates.slack_tasks import update_gate_message
-from clausegate.review.schemas import Via
+from clausegate.review.schemas import PERSON_VIAS, Via
 from clausegate.slack import SlackError, with_retries
 
 OutcomeKind = Literal["resumed", "already_decided", "not_suspended", "unknown_run", "not_a_gate", "forbidden",
@@ -264,10 +264,10 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                 and slack_user_id not in record.allowed_reviewers:
             refusal = authority.Refusal("not_allowed_reviewer", f"{record.filename}: you are not one of the "
                                                                 "reviewers allowed to decide this gate.")
-        if refusal is None and via == "email" and not record.per_finding \
-                and (verified_user or "") not in record.allowed_addresses:  # its signed links' addresses only
+        if refusal is None and via in PERSON_VIAS and via != "slack" and not record.per_finding \
+                and (verified_user or "") not in {*record.allowed_reviewers, *record.allowed_addresses}:
             refusal = authority.Refusal("not_in_role", f"{record.filename}: {verified_user} is not one of the "
-                                                       "addresses allowed to decide this gate.")
+                                                       "people allowed to decide this gate.")
         if refusal is None and via == "email" and answer.decision == "approve" and verified_user in record.submitters:
             refusal = authority.Refusal("own_contract", f"{record.filename}: you submitted this contract, so you "
                                                         "cannot approve it; another person must.")
