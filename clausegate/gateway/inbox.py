@@ -47,7 +47,8 @@ ERRORS = {code: {"description": text} for code, text in (
     (413, "document, e-mail or text over its size limit"),
     (415, "not a document the inbox takes: a PDF (by content), or .docx / .odt / .txt / .md / .eml whose content "
           "matches its name (CG-INBOX-NOT-PDF, CG-INBOX-NOT-DOCX, CG-INBOX-NOT-TEXT)"),
-    (422, "a field is missing or invalid (the message names it); an .eml with malformed headers "
+    (422, "a field is missing or invalid (the message names it); 'revises' names no task of this sender "
+          "(CG-INBOX-REVISES); an .eml with malformed headers "
           "(CG-INBOX-EML-MALFORMED) or nothing to review (CG-INBOX-EML-NO-CONTRACT)"),
     (429, "sender over its submission rate (see Retry-After)"), (503, "Prefect (the inbox's store) unreachable"))}
 
@@ -85,6 +86,8 @@ class SubmitFields(BaseModel):
     priority: Priority = Field("normal", description="the work queue the review runs on")
     playbook: str = Field("default", description="a playbook name: built-in or the team's (GET /inbox/playbooks)")
     idempotency_key: str | None = Field(None, description="same key → same task, never paid twice")
+    revises: str | None = Field(None, description="the task_id of this sender's earlier version of the contract: the "
+                                                  "review then says what changed and carries unchanged decisions")
 
 
 class TextSubmission(BaseModel):
@@ -99,6 +102,8 @@ class TextSubmission(BaseModel):
     priority: Priority = Field("normal", description="the work queue the review runs on")
     playbook: str = Field("default", description="a playbook name: built-in or the team's (GET /inbox/playbooks)")
     idempotency_key: str | None = Field(None, description="same key → same task, never paid twice")
+    revises: str | None = Field(None, description="the task_id of this sender's earlier version of the contract: the "
+                                                  "review then says what changed and carries unchanged decisions")
 
 
 FILE_DESCRIPTION = ("the contract (multipart upload): a PDF (checked by content, whatever its name), a Word .docx, "
@@ -122,7 +127,7 @@ def _text_schema() -> dict:
     return schema
 
 
-MAX_FORM_FIELDS = 16  # the form has 8 fields; a few unknown ones are ignored, thousands are refused
+MAX_FORM_FIELDS = 16  # the form has 9 fields; a few unknown ones are ignored, thousands are refused
 MAX_FIELD_BYTES = 16 * 1024  # a text field (the longest legitimate one, a URL, is 2 KB at most)
 
 
@@ -267,6 +272,7 @@ async def submit_task(
     Sources: a multipart ``file`` (PDF, .docx, .txt/.md, or an .eml: one task per PDF/DOCX attachment and per
     body with contract language, answered as a ``MessageSubmitted``), ``source_path``, ``source_url``, or a
     JSON body ``{"content": "…"}`` (a contract's or a single clause's text).  The sender is the API key's.
+    ``revises``: the task id of the sender's earlier version (422 CG-INBOX-REVISES for any other).
     The API key is checked and the sender's rate slot taken before a byte of the upload is read."""
     caller, record = key
     await inbox.admit(caller, record)
@@ -274,7 +280,7 @@ async def submit_task(
     if content_type == b"application/json":
         text = await read_text_submission(request, inbox.settings)
         fields = SubmitFields(sender=text.sender, topic=text.topic, priority=text.priority, playbook=text.playbook,
-                              idempotency_key=text.idempotency_key)
+                              idempotency_key=text.idempotency_key, revises=text.revises)
         return await _submit(response, inbox, caller, fields, None, text=text.content)
     fields, file, form = await read_submission(request, inbox.settings)
     try:
@@ -290,7 +296,7 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
     who = validate_fields(caller=caller, sender=fields.sender, topic=fields.topic, priority=fields.priority,
                           playbook=fields.playbook, idempotency_key=fields.idempotency_key,
                           playbooks=inbox.settings.playbooks(), source_path=fields.source_path,
-                          source_url=fields.source_url)
+                          source_url=fields.source_url, revises=fields.revises)
     settings = inbox.settings
     await run_in_threadpool(playbooks.check_usable, settings, fields.playbook)  # a team file that does not load
     # File work (reading a referenced file; hashing, sealing and writing the upload) runs in a worker thread:
@@ -309,13 +315,17 @@ async def _submit(response: Response, inbox: Inbox, caller: Caller, fields: Subm
             origin = f"url:{fields.source_url}"
         stored = await run_in_threadpool(intake.store, data, name, origin, settings)  # durable before the run exists
     if stored.kind == "eml":
+        if fields.revises:
+            raise BadSubmission("field 'revises' does not go with an e-mail (.eml): it may hold several contracts",
+                                hint="submit the revised contract itself (its PDF or .docx) with 'revises'")
         message, created = await submit_message(inbox, caller, stored, sender=who, topic=fields.topic,
                                                 priority=fields.priority, playbook=fields.playbook,
                                                 idempotency_key=fields.idempotency_key)
         response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return message
     submitted, created = await inbox.submit(caller, stored, sender=who, topic=fields.topic, priority=fields.priority,
-                                            playbook=fields.playbook, idempotency_key=fields.idempotency_key)
+                                            playbook=fields.playbook, idempotency_key=fields.idempotency_key,
+                                            revises=fields.revises)
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
     response.headers["Location"] = f"/inbox/tasks/{submitted.task_id}"
     return submitted

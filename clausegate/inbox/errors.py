@@ -75,6 +75,13 @@ class NothingToReview(InboxError):
     code, http_status = "CG-INBOX-EML-NO-CONTRACT", 422
 
 
+class RevisesNotFound(InboxError):
+    """A submission's ``revises`` names no task of its sender (unknown, malformed, or another sender's: the same
+    answer, so a key learns nothing of other senders' tasks)."""
+
+    code, http_status = "CG-INBOX-REVISES", 422
+
+
 class SourceUnavailable(InboxError):
     code, http_status = "CG-INBOX-SOURCE", 422
 

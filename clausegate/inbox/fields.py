@@ -1,5 +1,6 @@
 """A submission's fields, checked before anything is stored or created: sender, topic, priority,
-playbook, idempotency key, source path/URL; and the opaque list cursor.
+playbook, idempotency key, source path/URL, revises (its characters; whose task it names: the service); and the
+opaque list cursor.
 
 Every refusal is a ``BadSubmission`` (422) naming the field, repeating at most ~100 characters of
 what the client sent (``clip``).
@@ -79,12 +80,12 @@ def check_text_fields(**fields: str | None) -> None:
 
 def validate_fields(*, caller: Caller, sender: str | None, topic: str | None, priority: str, playbook: str,
                     idempotency_key: str | None, playbooks: dict[str, str], source_path: str | None = None,
-                    source_url: str | None = None) -> str:
+                    source_url: str | None = None, revises: str | None = None) -> str:
     """The sender the task is filed under; BadSubmission (422) naming the field that is wrong.
 
     Every message repeats at most ~100 characters of what the client sent (``clip``)."""
     check_text_fields(source_path=source_path, source_url=source_url, sender=sender, topic=topic, priority=priority,
-                      playbook=playbook, idempotency_key=idempotency_key)
+                      playbook=playbook, idempotency_key=idempotency_key, revises=revises)
     who = sender or caller.sender
     if not re.fullmatch(SENDER_PATTERN, who):
         raise BadSubmission(f"field 'sender': '{clip(who)}' is not a sender name",

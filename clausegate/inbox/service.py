@@ -7,6 +7,9 @@
   attempts failed).  Prefect's unique index decides races: of simultaneous submissions with one key
   exactly one creates the run (201); the others get it back (200, or 409 when its contract or
   playbook differs from theirs).  The read-before-create checks are only a shortcut.
+* revises: the task a submission names as the version it revises must be its sender's; its id (the run id) is
+  the flow's ``revises`` parameter.  A submission that revises another task (or none) is not the same request as
+  an existing run of the contract: dedupe and the idempotency key compare it too.
 * read / list: the run's state → inbox status; the review is the run's persisted result.
 * cancel: Cancelled at once unless the run is executing (then Cancelling: the worker stops it).
 * retry: a failed run is set Scheduled again (as ``prefect flow-run retry`` does): same task id,
@@ -39,6 +42,7 @@ from clausegate.inbox.errors import Conflict, TaskNotFound, Unavailable, clip, r
 from clausegate.inbox.fields import decode_cursor, encode_cursor
 from clausegate.inbox.intake import StoredContract
 from clausegate.inbox.keys import ApiKeyRecord, Caller
+from clausegate.inbox.revisions import revised_task, revises_of
 from clausegate.inbox.status import (
     STATE_TYPES,
     TAG,
@@ -133,22 +137,25 @@ class Inbox:
             await limits.take_submission_slot(client, caller.sender, rate)
 
     async def submit(self, caller: Caller, contract: StoredContract, *, sender: str, topic: str | None, priority: str,
-                     playbook: str, idempotency_key: str | None,
-                     message: MessageLink | None = None) -> tuple[Submitted, bool]:
+                     playbook: str, idempotency_key: str | None, message: MessageLink | None = None,
+                     revises: str | None = None) -> tuple[Submitted, bool]:
         """(the task, created?) — an existing task is returned for a repeated submission.  ``message``: the e-mail
-        the contract was taken from (a tag to list its tasks by, its metadata as the run's labels)."""
+        the contract was taken from (a tag to list its tasks by, its metadata as the run's labels); ``revises``:
+        the sender's earlier task this contract is the next version of (``RevisesNotFound`` otherwise)."""
         base = [TAG, tag("sender", sender), contract_tag(contract.sha256), playbook_tag(playbook)]
         key_tag = None
         if idempotency_key is not None:
             key = f"inbox:{sender}:key:{idempotency_key}"
             key_tag = tag("key", hashlib.sha256(key.encode()).hexdigest()[:24])
         async with self._client() as client:
-            found = await self._earlier_runs(client, base, key_tag)
+            revised = await revised_task(client, sender, revises) if revises else None
+            found = await self._earlier_runs(client, base, key_tag, revised)
             if found.get("earlier"):
                 run = found["earlier"][0]
-                if contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags:
-                    raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
-                                   f"playbook (task {run.id})",
+                if (contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags
+                        or revises_of(run) != revised):
+                    raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract, "
+                                   f"playbook or revised task (task {run.id})",
                                    hint="use a new idempotency_key for a different request")
                 return await self._existing(client, caller, run, "same idempotency key"), False
             if found["live"]:
@@ -158,6 +165,7 @@ class Inbox:
                 return await self._existing(client, caller, run, "same contract and playbook"), False
             if idempotency_key is None:
                 key = f"inbox:{sender}:content:{contract.sha256}:{playbook}:{found['attempts']}"
+                key += f":revises:{revised}" if revised else ""
             tags = [CLAUSEGATE, *base, tag("priority", priority)] + ([tag("topic", topic)] if topic else [])
             tags += [key_tag] if key_tag else []
             tags += [tag("message", message.message_id)] if message else []
@@ -168,11 +176,12 @@ class Inbox:
                 client, idempotency_key=key, work_queue_name=priority, tags=tags,
                 labels={views.SHA_LABEL: contract.sha256, **(message.labels() if message else {})},
                 parameters={"source": str(contract.path), "playbook": self.settings.playbooks()[playbook],
-                            "out_dir": str(self.settings.reports_dir)})
+                            "out_dir": str(self.settings.reports_dir), **({"revises": revised} if revised else {})})
             if not created:
-                if contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags:
-                    raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract or "
-                                   f"playbook (task {run.id})",
+                if (contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags
+                        or revises_of(run) != revised):
+                    raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract, "
+                                   f"playbook or revised task (task {run.id})",
                                    hint="use a new idempotency_key for a different request")
                 why = "same idempotency key" if idempotency_key is not None else "same contract and playbook"
                 return await self._existing(client, caller, run, why + " (submitted at the same time)"), False
@@ -180,23 +189,24 @@ class Inbox:
                 "inbox.submitted", actor=sender, flow_run_id=str(run.id), key_id=caller.key_id, admin=caller.admin,
                 priority=priority, topic=topic, playbook=playbook, contract_sha256=contract.sha256,
                 filename=contract.filename, size_bytes=contract.size_bytes, origin=contract.origin,
-                kind=contract.kind, idempotency_key=idempotency_key,
+                kind=contract.kind, idempotency_key=idempotency_key, revises=revised,
                 **({"message_id": message.message_id, "part": message.part} if message else {})))
         return Submitted(task_id=str(run.id), status="pending", links=self._links(str(run.id))), True
 
-    async def _earlier_runs(self, client, base: list[str], key_tag: str | None) -> dict:
+    async def _earlier_runs(self, client, base: list[str], key_tag: str | None, revised: str | None = None) -> dict:
         """What a submission must know before it creates a run, in one read of the sender's runs of this contract
-        (or this idempotency key), newest first: ``earlier`` (the run of the key), ``live`` (one of the contract
-        and playbook that is not failed or cancelled), ``attempts`` (how many of those failed or were cancelled).
-        A sender with more such runs than one page gets the exact, separate reads instead."""
+        (or this idempotency key), newest first: ``earlier`` (the run of the key), ``live`` (one of the contract,
+        playbook and ``revised`` task that is not failed or cancelled), ``attempts`` (how many of those failed or
+        were cancelled).  A sender with more such runs than one page gets the exact, separate reads instead."""
         who, contract, book = base[:2], base[2], base[3]
         runs = await self._runs(client, who, any_tags=[contract] + ([key_tag] if key_tag else []), limit=PAGE)
         if len(runs) >= PAGE:
-            live, attempts = await asyncio.gather(self._runs(client, base, not_states=list(OPEN), limit=1),
+            live, attempts = await asyncio.gather(self._runs(client, base, not_states=list(OPEN), limit=PAGE),
                                                   self._runs(client, base, states=RETRIED, limit=PAGE))
             earlier = await self._runs(client, [TAG, key_tag], limit=1) if key_tag else []
-            return {"earlier": earlier, "live": live, "attempts": len(attempts)}
-        same = [r for r in runs if contract in r.tags and book in r.tags]
+            return {"earlier": earlier, "live": [r for r in live if revises_of(r) == revised][:1],
+                    "attempts": sum(1 for r in attempts if revises_of(r) == revised)}
+        same = [r for r in runs if contract in r.tags and book in r.tags and revises_of(r) == revised]
         return {"earlier": [r for r in runs if key_tag in r.tags][:1] if key_tag else [],
                 "live": [r for r in same if r.state_type not in OPEN][:1],
                 "attempts": sum(1 for r in same if r.state_type is not None and r.state_type.value in RETRIED)}
@@ -293,7 +303,7 @@ class Inbox:
             state=run.state_name or "Scheduled",
             sender=tag_value(run.tags, "sender") or "?", topic=tag_value(run.tags, "topic"),
             priority=tag_value(run.tags, "priority") or (run.work_queue_name or "normal"),
-            playbook=read_tag(run.tags, "playbook") or str(params.get("playbook", "")),
+            playbook=read_tag(run.tags, "playbook") or str(params.get("playbook", "")), revises=revises_of(run),
             contract={"filename": source.rsplit("/", 1)[-1], "sha256": sha256,
                       "tag": next((t for t in run.tags if t.startswith("contract:")), None)},
             attempts=run.run_count, created=run.created, started=run.start_time, finished=run.end_time,
@@ -393,4 +403,3 @@ class Inbox:
                                       key_id=caller.key_id, attempts_before=run.run_count)
             await audit.record_async(client, event)
             return await self.view(await client.read_flow_run(run.id))
-

@@ -180,6 +180,7 @@ class TaskView(BaseModel):
     topic: str | None = None
     priority: str
     playbook: str
+    revises: str | None = Field(None, description="the task (its id: the earlier review's run id) this one revises")
     contract: dict[str, Any] = Field(description="filename, sha256, size_bytes, origin")
     attempts: int = Field(description="how many times the review ran (Prefect run_count)")
     created: datetime | None = None
