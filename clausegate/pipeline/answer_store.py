@@ -27,8 +27,9 @@ class AnswerStore:
 
     @classmethod
     def of(cls, task: Task) -> AnswerStore | None:
-        """The store ``task`` persists its results to, inside a run; None outside one."""
-        if FlowRunContext.get() is None and TaskRunContext.get() is None:
+        """The store ``task`` persists its results to, inside a run; None outside one, or for a task's bare function
+        (a bench calling ``.fn`` has no result settings, and must not share answers between its modes)."""
+        if not isinstance(task, Task) or (FlowRunContext.get() is None and TaskRunContext.get() is None):
             return None
         return cls(get_result_store().update_for_task(task), task)
 

@@ -209,7 +209,7 @@ def _ask_remembering(ask: Task, filtered: FilteredDocument, send: list[str], ref
     """Ask about ``send`` in one prompt, less the passages earlier answers cover for the same categories
     (``clausegate.review.llm.answer_memory``), and remember what this answer says.  Returns the joined answer, the
     prompt as sent with every passage the model has read for this review, and the notices."""
-    model_id = f"{ref.block}/{ref.model}"
+    model_id = f"{ref.block}/{ref.model}@{ref.base_url}"
     wanted = memory.pairs(filtered, send, model_id, PASSAGES_PER_CATEGORY)
     store = AnswerStore.of(ask)
     answers = store.recall([p.key for p in wanted]) if store else {}

@@ -123,7 +123,9 @@ def task_history(run_id: str) -> dict[str, list[str]]:
     return dict(history)
 
 
-ALWAYS_RUNS = {"fingerprint"}  # NO_CACHE by design: re-hashes the file on every attempt
+# NO_CACHE by design: fingerprint re-hashes the file on every attempt; annotate-contract writes the copy a gate links
+# to before the gate on every attempt, and again with the decision (clausegate/pipeline/annotate.py)
+ALWAYS_RUNS = {"fingerprint", "annotate-contract"}
 CONTENT_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
 # Each test's contract has a text of its own (a reference line on page 1), so its parse and pre-filter run; the
 # line is in no kept passage, so the extraction of the same passages is reused from an earlier test's review
