@@ -36,3 +36,8 @@ async def revised_task(client, sender: str, revises: str) -> str:
 def revises_of(run: FlowRun) -> str | None:
     """The task ``run`` revises (its ``revises`` parameter), or None."""
     return (run.parameters or {}).get("revises") or None
+
+
+def same_request(run: FlowRun, tags: list[str], revised: str | None) -> bool:
+    """Whether ``run`` carries ``tags`` (the contract's and the playbook's) and revises ``revised`` (or none)."""
+    return all(t in run.tags for t in tags) and revises_of(run) == revised

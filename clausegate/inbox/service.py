@@ -7,9 +7,8 @@
   attempts failed).  Prefect's unique index decides races: of simultaneous submissions with one key
   exactly one creates the run (201); the others get it back (200, or 409 when its contract or
   playbook differs from theirs).  The read-before-create checks are only a shortcut.
-* revises: the task a submission names as the version it revises must be its sender's; its id (the run id) is
-  the flow's ``revises`` parameter.  A submission that revises another task (or none) is not the same request as
-  an existing run of the contract: dedupe and the idempotency key compare it too.
+* revises: a task of the sender (its id, the run id, is the flow's ``revises`` parameter); a submission revising
+  another task (or none) is another request than a run of the same contract: dedupe and the idempotency key see it.
 * read / list: the run's state → inbox status; the review is the run's persisted result.
 * cancel: Cancelled at once unless the run is executing (then Cancelling: the worker stops it).
 * retry: a failed run is set Scheduled again (as ``prefect flow-run retry`` does): same task id,
@@ -42,7 +41,7 @@ from clausegate.inbox.errors import Conflict, TaskNotFound, Unavailable, clip, r
 from clausegate.inbox.fields import decode_cursor, encode_cursor
 from clausegate.inbox.intake import StoredContract
 from clausegate.inbox.keys import ApiKeyRecord, Caller
-from clausegate.inbox.revisions import revised_task, revises_of
+from clausegate.inbox.revisions import revised_task, revises_of, same_request
 from clausegate.inbox.status import (
     STATE_TYPES,
     TAG,
@@ -140,8 +139,7 @@ class Inbox:
                      playbook: str, idempotency_key: str | None, message: MessageLink | None = None,
                      revises: str | None = None) -> tuple[Submitted, bool]:
         """(the task, created?) — an existing task is returned for a repeated submission.  ``message``: the e-mail
-        the contract was taken from (a tag to list its tasks by, its metadata as the run's labels); ``revises``:
-        the sender's earlier task this contract is the next version of (``RevisesNotFound`` otherwise)."""
+        the contract came from (a tag, its metadata as labels); ``revises``: the sender's earlier task (revisions)."""
         base = [TAG, tag("sender", sender), contract_tag(contract.sha256), playbook_tag(playbook)]
         key_tag = None
         if idempotency_key is not None:
@@ -152,8 +150,7 @@ class Inbox:
             found = await self._earlier_runs(client, base, key_tag, revised)
             if found.get("earlier"):
                 run = found["earlier"][0]
-                if (contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags
-                        or revises_of(run) != revised):
+                if not same_request(run, base[2:], revised):
                     raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract, "
                                    f"playbook or revised task (task {run.id})",
                                    hint="use a new idempotency_key for a different request")
@@ -178,8 +175,7 @@ class Inbox:
                 parameters={"source": str(contract.path), "playbook": self.settings.playbooks()[playbook],
                             "out_dir": str(self.settings.reports_dir), **({"revises": revised} if revised else {})})
             if not created:
-                if (contract_tag(contract.sha256) not in run.tags or playbook_tag(playbook) not in run.tags
-                        or revises_of(run) != revised):
+                if not same_request(run, base[2:], revised):
                     raise Conflict(f"idempotency_key '{idempotency_key}' was already used for another contract, "
                                    f"playbook or revised task (task {run.id})",
                                    hint="use a new idempotency_key for a different request")
@@ -194,18 +190,17 @@ class Inbox:
         return Submitted(task_id=str(run.id), status="pending", links=self._links(str(run.id))), True
 
     async def _earlier_runs(self, client, base: list[str], key_tag: str | None, revised: str | None = None) -> dict:
-        """What a submission must know before it creates a run, in one read of the sender's runs of this contract
-        (or this idempotency key), newest first: ``earlier`` (the run of the key), ``live`` (one of the contract,
-        playbook and ``revised`` task that is not failed or cancelled), ``attempts`` (how many of those failed or
-        were cancelled).  A sender with more such runs than one page gets the exact, separate reads instead."""
+        """What a submission must know before it creates a run, in one read of the sender's runs of this contract (or
+        key), newest first: ``earlier`` (the key's run), ``live`` (one of the contract, playbook and ``revised`` not
+        failed or cancelled), ``attempts`` (how many of those failed or were cancelled); past a page: separate reads."""
         who, contract, book = base[:2], base[2], base[3]
         runs = await self._runs(client, who, any_tags=[contract] + ([key_tag] if key_tag else []), limit=PAGE)
         if len(runs) >= PAGE:
             live, attempts = await asyncio.gather(self._runs(client, base, not_states=list(OPEN), limit=PAGE),
                                                   self._runs(client, base, states=RETRIED, limit=PAGE))
             earlier = await self._runs(client, [TAG, key_tag], limit=1) if key_tag else []
-            return {"earlier": earlier, "live": [r for r in live if revises_of(r) == revised][:1],
-                    "attempts": sum(1 for r in attempts if revises_of(r) == revised)}
+            live, attempts = ([r for r in found if revises_of(r) == revised] for found in (live, attempts))
+            return {"earlier": earlier, "live": live[:1], "attempts": len(attempts)}
         same = [r for r in runs if contract in r.tags and book in r.tags and revises_of(r) == revised]
         return {"earlier": [r for r in runs if key_tag in r.tags][:1] if key_tag else [],
                 "live": [r for r in same if r.state_type not in OPEN][:1],
