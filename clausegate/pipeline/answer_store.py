@@ -15,7 +15,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.results import ResultStore, get_result_store
 from pydantic import BaseModel
 
-from clausegate.review.llm.answer_memory import CallReceipt, PairAnswer
+from clausegate.review.llm.answer_memory import CallReceipt, PassageAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +33,9 @@ class AnswerStore:
             return None
         return cls(get_result_store().update_for_task(task), task)
 
-    def recall(self, keys: list[str]) -> dict[str, PairAnswer]:
-        return {key: found for key in dict.fromkeys(keys) if (found := self._read(key, PairAnswer)) is not None}
+    def recall(self, keys: dict[str, str]) -> dict[str, PassageAnswers]:
+        """The records under ``keys`` (name -> store key) that can be read, by name."""
+        return {name: found for name, key in keys.items() if (found := self._read(key, PassageAnswers)) is not None}
 
     def receipts(self, calls: set[str]) -> dict[str, CallReceipt]:
         return {call: found for call in sorted(calls) if (found := self._read(call, CallReceipt)) is not None}

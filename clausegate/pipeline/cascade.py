@@ -210,23 +210,25 @@ def _ask_remembering(ask: Task, filtered: FilteredDocument, send: list[str], ref
     (``clausegate.review.llm.answer_memory``), and remember what this answer says.  Returns the joined answer, the
     prompt as sent with every passage the model has read for this review, and the notices."""
     model_id = f"{ref.block}/{ref.model}@{ref.base_url}"
-    wanted = memory.pairs(filtered, send, model_id, PASSAGES_PER_CATEGORY)
+    wanted = memory.pairs(filtered, send, PASSAGES_PER_CATEGORY)
+    texts = {p.passage.id: p.passage.text for p in wanted}
     store = AnswerStore.of(ask)
-    answers = store.recall([p.key for p in wanted]) if store else {}
+    records = store.recall({pid: memory.passage_key(text, model_id) for pid, text in texts.items()}) if store else {}
+    answers = memory.answers_of(records, send)
     asking = memory.to_ask(wanted, answers)
-    reused = {answers[p.key].call for p in wanted if p not in asking}
+    reused = {answers[(p.passage.id, p.category)].call for p in wanted if p not in asking}
     result, sent, notices, models, covered = None, None, [], {}, set()
     if asking:
         result, sent, notices = _ask_adapting(ask, "extract", memory.prompt_for(asking), ref, max_tokens, budget,
                                               shrink=truncate_prompt)
-        call, texts = memory.call_key(sent, model_id), {p.id: p.text for p in sent.passages}
-        said = {memory.pair_key(texts[pid], category, model_id): answer for (pid, category), answer in
-                memory.split(sent, result.clauses, result.absent, result.answered, call).items()}
+        call = memory.call_key(sent, model_id)
+        said = memory.split(sent, result.clauses, result.absent, result.answered, call)
         answers.update(said)
         models[call], covered = result.model, set(sent.categories if result.answered is None else result.answered)
         if store is not None:
             store.keep({call: memory.CallReceipt(cost=result.cost, paid_by=result.paid_by, model=result.model),
-                        **said})
+                        **{memory.passage_key(texts[pid], model_id): record
+                           for pid, record in memory.remembered_records(records, said).items()}})
     receipts = store.receipts(reused) if store and reused else {}
     for call, receipt in receipts.items():  # answers reused: the meter reports them as spend reused, not spent
         models[call] = receipt.model

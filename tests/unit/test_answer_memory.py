@@ -37,14 +37,27 @@ def _answer(prompt, call="call-1"):
                         [a for a in absent if a.category in prompt.categories], None, call)
 
 
-def _remember(filtered, said):
+def _store(filtered, said, model=MODEL) -> dict:
+    """As the cascade writes them: one record per passage, under its words' and the model's key."""
     texts = {f"p{i}": p.text for i, p in enumerate(filtered.passages)}
-    return {memory.pair_key(texts[pid], cat, MODEL): answer for (pid, cat), answer in said.items()}
+    return {memory.passage_key(texts[pid], model): record
+            for pid, record in memory.remembered_records({}, said).items()}
+
+
+def _recall(filtered, store, model=MODEL):
+    """As the cascade reads them: today's passages' records, by today's passage ids."""
+    records = {f"p{i}": store[key] for i, p in enumerate(filtered.passages)
+               if (key := memory.passage_key(p.text, model)) in store}
+    return memory.answers_of(records, CATS)
+
+
+def _remember(filtered, said):
+    return _recall(filtered, _store(filtered, said))
 
 
 def test_one_answer_covers_every_pair_it_was_asked_and_memory_then_decides_every_category():
     filtered = _filtered(TEXTS)
-    wanted = memory.pairs(filtered, CATS, MODEL, per_category=3)
+    wanted = memory.pairs(filtered, CATS, per_category=3)
     prompt = memory.prompt_for(wanted)
     assert prompt.categories == CATS and [p.id for p in prompt.passages] == ["p0", "p1", "p2"]  # each's best 3
     said = _answer(prompt)
@@ -61,9 +74,10 @@ def test_one_answer_covers_every_pair_it_was_asked_and_memory_then_decides_every
 
 def test_a_one_word_change_sends_only_the_changed_passage_with_its_categories():
     filtered = _filtered(TEXTS)
-    remembered = _remember(filtered, _answer(memory.prompt_for(memory.pairs(filtered, CATS, MODEL, 2))))
+    store = _store(filtered, _answer(memory.prompt_for(memory.pairs(filtered, CATS, 2))))
     edited = [*TEXTS[:2], TEXTS[2].replace("twelve", "six"), TEXTS[3]]
-    wanted = memory.pairs(_filtered(edited), CATS, MODEL, per_category=2)  # GL: p0 p1; Insurance: p1 p2; Cap: p2 p0
+    remembered = _recall(_filtered(edited), store)
+    wanted = memory.pairs(_filtered(edited), CATS, per_category=2)  # GL: p0 p1; Insurance: p1 p2; Cap: p2 p0
     again = memory.prompt_for(memory.to_ask(wanted, remembered))
     assert again.categories == ["Insurance", "Cap on Liability"]  # the changed passage was read for both
     assert [p.id for p in again.passages] == ["p2"]  # and only it is sent
@@ -71,23 +85,25 @@ def test_a_one_word_change_sends_only_the_changed_passage_with_its_categories():
 
 def test_another_model_or_wording_remembers_nothing():
     filtered = _filtered(TEXTS)
-    remembered = _remember(filtered, _answer(memory.prompt_for(memory.pairs(filtered, CATS, MODEL, 3))))
-    other = memory.pairs(filtered, CATS, "block/model-y", 3)
-    assert memory.to_ask(other, remembered) == other
+    store = _store(filtered, _answer(memory.prompt_for(memory.pairs(filtered, CATS, 3))))
+    wanted = memory.pairs(filtered, CATS, 3)
+    assert memory.to_ask(wanted, _recall(filtered, store, model="block/model-y")) == wanted
+    assert memory.to_ask(wanted, _recall(filtered, store)) == []
 
 
 def test_a_clause_changed_away_leaves_its_category_to_the_new_answer():
     filtered = _filtered(TEXTS)
-    remembered = _remember(filtered, _answer(memory.prompt_for(memory.pairs(filtered, CATS, MODEL, 3))))
+    store = _store(filtered, _answer(memory.prompt_for(memory.pairs(filtered, CATS, 3))))
     gone = [TEXTS[0], TEXTS[1], "Each party shall bear its own costs of performance under this Agreement.", TEXTS[3]]
     changed = _filtered(gone)
-    wanted = memory.pairs(changed, CATS, MODEL, per_category=3)
+    remembered = _recall(changed, store)
+    wanted = memory.pairs(changed, CATS, per_category=3)
     asking = memory.to_ask(wanted, remembered)
     assert {p.passage.id for p in asking} == {"p2"}
     prompt = memory.prompt_for(asking)
     said = memory.split(prompt, [], [Absence(category="Cap on Liability", passage_ids=["p2"], reason="costs only")],
                         None, "call-2")
-    new = {memory.pair_key(gone[2], cat, MODEL): answer for (_, cat), answer in said.items()}
+    new = dict(said)
     models = {"call-1": "m", "call-2": "m"}
     clauses, absent, _ = memory.join(wanted, {**remembered, **new}, models, {"Cap on Liability"})
     assert "Cap on Liability" not in {c.category for c in clauses}
@@ -96,7 +112,7 @@ def test_a_clause_changed_away_leaves_its_category_to_the_new_answer():
 
 def test_a_category_the_model_never_answered_is_asked_again_whole():
     filtered = _filtered(TEXTS)
-    wanted = memory.pairs(filtered, CATS, MODEL, 3)
+    wanted = memory.pairs(filtered, CATS, 3)
     silent = memory.split(memory.prompt_for(wanted), [], [], None, "call-1")  # no clause, no "not there"
     remembered = _remember(filtered, silent)
     assert memory.to_ask(wanted, remembered) == wanted
@@ -104,7 +120,7 @@ def test_a_category_the_model_never_answered_is_asked_again_whole():
 
 def test_a_truncated_answer_remembers_only_the_categories_it_covers():
     filtered = _filtered(TEXTS)
-    prompt = memory.prompt_for(memory.pairs(filtered, CATS, MODEL, 3))
+    prompt = memory.prompt_for(memory.pairs(filtered, CATS, 3))
     said = memory.split(prompt, [], [], ["Governing Law"], "call-1")
     assert {cat for _, cat in said} == {"Governing Law"}
 
@@ -118,3 +134,14 @@ def test_the_extraction_prompt_shows_the_answer_shape_not_the_whole_schema():
                             '"confidence": number 0-1, "reason": string}, ...], "absent": [{"category": string')
     system = render_extraction_prompt(["Cap on Liability"], [PromptPassage(id="p0", page=1, text="x", score=0)]).system
     assert drawn in system and "$defs" not in system
+
+
+def test_a_clause_quoted_from_a_passage_shown_for_another_category_counts():
+    filtered = _filtered(TEXTS)
+    wanted = memory.pairs(filtered, CATS, per_category=1)  # GL: p0, Insurance: p1, Cap: p2
+    prompt = memory.prompt_for(wanted)
+    elsewhere = Clause(category="Governing Law", text=TEXTS[1][:70], pages=[2], confidence=0.7, source="model",
+                       model="m", reason="read as the law clause")
+    said = memory.split(prompt, [elsewhere], [], None, "call-1")
+    clauses, _, _ = memory.join(wanted, said, {"call-1": "m"}, set(CATS))
+    assert [(c.category, c.pages) for c in clauses] == [("Governing Law", [2])]

@@ -4,7 +4,8 @@ The cascade shows the model the best few kept passages of each category it asks 
 answer about such a prompt says, for every (passage, category) pair it covers, either the clauses of that category
 quoted from the passage, or that the passage holds none: an explicit "not there" (the model's ``absent`` entry), or
 implied, because the model quoted the category from another passage.  Each pair is remembered under a key of the
-passage's normalised words, the category, the model and the prompt's wording for that category (:func:`pair_key`).
+passage's normalised words and the model (:func:`passage_key`), in a slot of the category and the prompt's wording
+of it (:func:`slot`).
 
 A review first looks every pair up; only the pairs no earlier answer covers are sent (:func:`to_ask`), in one
 prompt, and what is remembered joins the new answer (:func:`join`).  So the first review of a contract sends one
@@ -63,11 +64,16 @@ class CallReceipt(BaseModel):
     model: str
 
 
+class PassageAnswers(BaseModel):
+    """Everything remembered of one passage: per category asked about it (and the prompt's wording of it)."""
+
+    answers: dict[str, PairAnswer] = {}
+
+
 @dataclass(frozen=True)
 class Pair:
     passage: PromptPassage
     category: str
-    key: str
 
 
 @lru_cache(maxsize=256)
@@ -77,16 +83,36 @@ def _wording(category: str) -> str:
     return hashlib.sha256(f"{probe.system}\n{probe.user}".encode()).hexdigest()
 
 
-def pair_key(text: str, category: str, model: str) -> str:
-    digest = hashlib.sha256("\n".join([_wording(category), model, category, normalise(text)]).encode()).hexdigest()
-    return KEY_PREFIX + digest[:48]
+def passage_key(text: str, model: str) -> str:
+    """Where a passage's answers are remembered: its normalised words and the model (block, model, endpoint)."""
+    return KEY_PREFIX + hashlib.sha256(f"{model}\n{normalise(text)}".encode()).hexdigest()[:48]
+
+
+def slot(category: str) -> str:
+    """A category's place in a passage's record: with the prompt's wording of it (another wording, another slot)."""
+    return f"{category}|{_wording(category)[:16]}"
+
+
+def answers_of(records: dict[str, PassageAnswers], categories: list[str]) -> dict[tuple[str, str], PairAnswer]:
+    """(passage id, category) -> remembered answer, from the records of today's passages (by passage id)."""
+    return {(pid, c): found for pid, record in records.items() for c in categories
+            if (found := record.answers.get(slot(c))) is not None}
+
+
+def remembered_records(records: dict[str, PassageAnswers], said: dict[tuple[str, str], PairAnswer],
+                       ) -> dict[str, PassageAnswers]:
+    """The records to write: each passage's earlier record with this answer's pairs added (by passage id)."""
+    out: dict[str, dict[str, PairAnswer]] = {}
+    for (pid, category), answer in said.items():
+        out.setdefault(pid, dict(records[pid].answers) if pid in records else {})[slot(category)] = answer
+    return {pid: PassageAnswers(answers=answers) for pid, answers in out.items()}
 
 
 def call_key(prompt: ExtractionPrompt, model: str) -> str:
     return CALL_PREFIX + hashlib.sha256(f"{model}\n{prompt.system}\n{prompt.user}".encode()).hexdigest()[:48]
 
 
-def pairs(filtered: FilteredDocument, categories: list[str], model: str, per_category: int) -> list[Pair]:
+def pairs(filtered: FilteredDocument, categories: list[str], per_category: int) -> list[Pair]:
     """The (passage, category) pairs ``select_passages`` would show: each category's best ``per_category``."""
     out = []
     for category in categories:
@@ -95,11 +121,11 @@ def pairs(filtered: FilteredDocument, categories: list[str], model: str, per_cat
         for i in ranked[:per_category]:
             p = filtered.passages[i]
             passage = PromptPassage(id=f"p{i}", page=p.page, text=p.text, score=p.categories.get(category, 0.0))
-            out.append(Pair(passage=passage, category=category, key=pair_key(p.text, category, model)))
+            out.append(Pair(passage=passage, category=category))
     return out
 
 
-def to_ask(wanted: list[Pair], remembered: dict[str, PairAnswer]) -> list[Pair]:
+def to_ask(wanted: list[Pair], remembered: dict[tuple[str, str], PairAnswer]) -> list[Pair]:
     """The pairs no earlier answer covers, and every pair of a category the remembered answers never decided
     (all its pairs remembered, yet no clause and no explicit "not there": the model did not answer about it)."""
     by_category: dict[str, list[Pair]] = {}
@@ -107,7 +133,7 @@ def to_ask(wanted: list[Pair], remembered: dict[str, PairAnswer]) -> list[Pair]:
         by_category.setdefault(pair.category, []).append(pair)
     out = []
     for items in by_category.values():
-        answers = [remembered.get(p.key) for p in items]
+        answers = [remembered.get((p.passage.id, p.category)) for p in items]
         silent = all(a is not None and not a.clauses and not a.absent for a in answers)
         out += [p for p, a in zip(items, answers, strict=True) if a is None or silent]
     return out
@@ -145,17 +171,19 @@ def split(prompt: ExtractionPrompt, clauses: list[Clause], absent: list[Absence]
     return out
 
 
-def join(wanted: list[Pair], answers: dict[str, PairAnswer], models: dict[str, str], covered: set[str],
+def join(wanted: list[Pair], answers: dict[tuple[str, str], PairAnswer], models: dict[str, str], covered: set[str],
          ) -> tuple[list[Clause], list[Absence], set[str]]:
     """The clauses and "not there" answers for every category of ``wanted`` whose pairs all have an answer
-    (``answers``: remembered and new, by pair key; ``models``: call key -> model name), each clause re-read from
-    today's passage (its page is today's), and the categories left without an answer.  A category the new answer
-    covers (``covered``) is answered on the pairs it has (a prompt cut to fit the context window drops some).
-    A category is "not there" when no pair quotes it and at least one says so explicitly (the others were read
-    and quoted nothing)."""
+    (``answers``: remembered and new, by (passage id, category); ``models``: call key -> model name), each clause
+    re-read from today's passage (its page is today's), and the categories left without an answer.  A category the
+    new answer covers (``covered``) is answered on the pairs it has (a prompt cut to fit the context window drops
+    some).  A clause quoted from any of today's passages counts, not only from its category's best ones (the model
+    reads every passage for every category it is asked).  A category is "not there" when no passage quotes it and
+    at least one of its pairs says so explicitly (the others were read and quoted nothing)."""
+    passages = {p.passage.id: p.passage for p in wanted}
     by_category: dict[str, list[tuple[Pair, PairAnswer | None]]] = {}
     for pair in wanted:
-        by_category.setdefault(pair.category, []).append((pair, answers.get(pair.key)))
+        by_category.setdefault(pair.category, []).append((pair, answers.get((pair.passage.id, pair.category))))
     clauses: list[Clause] = []
     absences: list[Absence] = []
     unanswered: set[str] = set()
@@ -166,11 +194,12 @@ def join(wanted: list[Pair], answers: dict[str, PairAnswer], models: dict[str, s
                 continue
             items = [(p, a) for p, a in items if a is not None]
         quoted = []
-        for pair, answer in items:
-            for kept in answer.clauses:
-                text = locate_quote(kept.text, pair.passage.text)
+        for pid, passage in passages.items():
+            answer = answers.get((pid, category))
+            for kept in answer.clauses if answer else []:
+                text = locate_quote(kept.text, passage.text)
                 if text is not None:
-                    quoted.append(Clause(category=category, text=text.strip(), pages=[pair.passage.page],
+                    quoted.append(Clause(category=category, text=text.strip(), pages=[passage.page],
                                          confidence=kept.confidence, source="model",
                                          model=models.get(answer.call, ""), reason=kept.reason))
         clauses += _unique(quoted)
@@ -197,5 +226,5 @@ def shown(wanted: list[Pair], sent: ExtractionPrompt | None) -> list[PromptPassa
     return sorted(best.values(), key=lambda p: int(p.id[1:]))
 
 
-__all__ = ["CallReceipt", "Pair", "PairAnswer", "RememberedClause", "call_key", "join", "pair_key", "pairs",
-           "prompt_for", "shown", "split", "to_ask"]
+__all__ = ["CallReceipt", "Pair", "PairAnswer", "PassageAnswers", "RememberedClause", "answers_of", "call_key", "join",
+           "pairs", "passage_key", "prompt_for", "remembered_records", "shown", "slot", "split", "to_ask"]
