@@ -27,7 +27,6 @@ from lxml import etree
 
 from clausegate.review.annotate import match
 from clausegate.review.annotate.notes import AUTHOR, INITIALS, Note
-from clausegate.review.annotate.readback import same_text
 from clausegate.review.document import docx as reader_module
 from clausegate.review.document.docx_parts import MAIN, Numbering, Styles, W, open_archive, read_part
 
@@ -271,17 +270,17 @@ def annotate(data: bytes, notes: list[Note], *, now: datetime | None = None) -> 
 
 def _span(note: Note, text: str) -> tuple[int, int] | None:
     """The finding's [start, end) in the body's text: the review's own span when it holds the quote (page furniture
-    aside: :func:`~clausegate.review.annotate.readback.same_text`), else the quote found in the text from there on
+    aside: :func:`~clausegate.review.annotate.match.same_text`), else the quote found in the text from there on
     (:func:`clausegate.review.annotate.match.span`), else anywhere; None when no place holds the quote."""
     quote = note.quote
     if not quote:
         return None
     span = note.clause.span
-    if span and span[1] <= len(text) and same_text(text[span[0]:span[1]], quote):
+    if span and span[1] <= len(text) and match.same_text(text[span[0]:span[1]], quote):
         return span[0], span[1]
     for lo in dict.fromkeys((max(span[0] - 200, 0) if span else 0, 0)):
         found = match.span(text[lo:], quote)
-        if found is not None and same_text(text[lo + found[0]:lo + found[1]], quote):
+        if found is not None and match.same_text(text[lo + found[0]:lo + found[1]], quote):
             return lo + found[0], lo + found[1]
     return None  # not one passage of this file (a quote joining two places): never a comment on other text
 

@@ -5,8 +5,10 @@ words, shortened when the review left a line of the document out of the quote (p
 from __future__ import annotations
 
 import unicodedata
+from difflib import SequenceMatcher
 
 HEAD, TAIL = 60, 40
+FURNITURE_MAX = 120  # a page number, a running header, a rule of dashes between two pages of a CUAD text
 
 
 def fold(char: str, hyphens: bool = True) -> str:
@@ -54,3 +56,25 @@ def span(text: str, quote: str) -> tuple[int, int] | None:
     if found is None:
         return None
     return where[found[0]], where[found[1] - 1] + 1
+
+
+def same_text(anchored: str, quote: str) -> bool:
+    """The anchored text of a .docx comment is the quote, white space aside, with two allowances for what the
+    review's text leaves out: a list number Word draws (not in the runs: up to 12 characters missing at the start),
+    and page furniture inside the quote (a page number or a running header the CUAD text keeps as a paragraph:
+    extra pieces of at most FURNITURE_MAX characters, a quarter of the anchor at most).  Anything else is the wrong
+    text."""
+    a, q = "".join(fold(c) for c in anchored), "".join(fold(c) for c in quote)
+    if a == q:
+        return bool(a)
+    extra = 0
+    for op, a1, a2, q1, q2 in SequenceMatcher(None, a, q, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if op == "insert" and a1 == 0 and q2 - q1 <= 12:
+            continue
+        if op == "delete" and a2 - a1 <= FURNITURE_MAX:
+            extra += a2 - a1
+            continue
+        return False
+    return extra <= len(a) // 4

@@ -13,12 +13,9 @@ from __future__ import annotations
 import io
 import zipfile
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 
-from clausegate.review.annotate.match import fold
+from clausegate.review.annotate.match import fold, same_text
 from clausegate.review.annotate.notes import AUTHOR, TAG, Note
-
-FURNITURE_MAX = 120  # a page number, a running header, a rule of dashes between two pages of a CUAD text
 
 
 @dataclass
@@ -34,28 +31,6 @@ class Count:
         """The notes' indexes with exactly one annotation on their quote and none on other text."""
         bad = {i for i, _ in self.wrong}
         return [n.index for n in notes if self.anchored.get(n.index) == 1 and n.index not in bad]
-
-
-def same_text(anchored: str, quote: str) -> bool:
-    """The anchored text of a .docx comment is the quote, white space aside, with two allowances for what the
-    review's text leaves out: a list number Word draws (not in the runs: up to 12 characters missing at the start),
-    and page furniture inside the quote (a page number or a running header the CUAD text keeps as a paragraph:
-    extra pieces of at most FURNITURE_MAX characters, a quarter of the anchor at most).  Anything else is the wrong
-    text."""
-    a, q = "".join(fold(c) for c in anchored), "".join(fold(c) for c in quote)
-    if a == q:
-        return bool(a)
-    extra = 0
-    for op, a1, a2, q1, q2 in SequenceMatcher(None, a, q, autojunk=False).get_opcodes():
-        if op == "equal":
-            continue
-        if op == "insert" and a1 == 0 and q2 - q1 <= 12:
-            continue
-        if op == "delete" and a2 - a1 <= FURNITURE_MAX:
-            extra += a2 - a1
-            continue
-        return False
-    return extra <= len(a) // 4
 
 
 def same_chars(anchored: str, quote: str) -> bool:
