@@ -74,7 +74,7 @@ class DecisionReceipt(BaseModel):
     via: ReceivedVia
     verified_user: str | None = None
     issued_ms: int
-    # what exactly was decided (issue 24): sha256 of each decided finding's whole normalised clause text,
+    # what exactly was decided: sha256 of each decided finding's whole normalised clause text,
     # the contract (file bytes), the playbook, and the extractor/model version; empty on older receipts
     clause_sha256: dict[str, str] = {}
     contract_sha256: str = ""

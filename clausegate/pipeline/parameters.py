@@ -13,7 +13,7 @@ them into the deployment's parameter schema (``prefect deploy`` -> ``parameter_s
 
 Each either-or is an ``anyOf`` of one *object* (``{"name": <choice>}``, the drop-down) and one *string* (typed),
 never two strings: the Prefect UI picks the tab of an ``anyOf`` by the value's JSON type, so of two string
-alternatives the second flips back to the first at the first key typed (issue 21).  API callers keep sending
+alternatives the second flips back to the first at the first key typed.  API callers keep sending
 plain strings; the flow gets a plain string either way.
 
 Why ``json_schema_extra`` and not ``Field(description=...)``: Prefect builds each parameter's field with the

@@ -231,7 +231,7 @@ def _kill_child(pid: int) -> None:
     """A child whose client is gone: SIGKILL its process group (it called setsid; its parsers are in it). The client
     relays SIGTERM, so it went away only by SIGKILL: the worker's escalation after its 30 s grace, or its cancel of
     a hung run. A SIGTERM here would wait in a *stopped* child (SIGSTOP, a frozen VM) and, once it is continued,
-    make it report a crash of a run that was requeued meanwhile (issue 29)."""
+    make it report a crash of a run that was requeued meanwhile."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
