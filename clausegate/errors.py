@@ -278,6 +278,8 @@ CODES: dict[str, Code] = {
     "CG-INBOX-AUTH": Code("401: no, malformed, unknown or revoked API key", "10"),
     "CG-INBOX-NOT-FOUND": Code("404: no such task for this key's sender", "10"),
     "CG-INBOX-BAD-REQUEST": Code("422: a field is wrong (the message names it)", "10"),
+    "CG-INBOX-REVISES": Code("422: `revises` names no task of this sender (send the task_id of the earlier version)",
+                             "10"),
     "CG-INBOX-NOT-PDF": Code("415: not a PDF, nor a .docx/.txt/.md/.eml whose content matches its name", "10"),
     "CG-INBOX-TOO-LARGE": Code("413: over CLAUSEGATE_INBOX_MAX_UPLOAD_MB (an .eml: _MAX_MESSAGE_MB; or one attachment)",
                                "10"),

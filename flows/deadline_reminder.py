@@ -8,12 +8,14 @@ import asyncio
 from prefect import flow
 
 from clausegate.pipeline import deadlines
+from clausegate.pipeline import parameters as p
 from clausegate.pipeline.sync_body import run_sync_body
 
 
 @flow(name="deadline-reminder", log_prints=False)
-async def deadline_reminder(contract_id: str, filename: str, deadline: str, term_end: str | None = None,
-                            owner: str | None = None, explanation: str = "") -> dict:
+async def deadline_reminder(contract_id: p.ReminderContract, filename: p.ReminderFile, deadline: p.ReminderDeadline,
+                            term_end: p.ReminderTermEnd = None, owner: p.ReminderOwner = None,
+                            explanation: p.ReminderExplanation = "") -> dict:
     """Post the reminder of ``deadline`` (ISO date) for the contract to Slack."""
     return await run_sync_body(deadlines.remind, contract_id, filename, deadline, term_end, owner, explanation)
 

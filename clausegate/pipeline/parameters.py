@@ -155,3 +155,10 @@ ResultsDir = Annotated[str | None, described("Prefect result storage to sweep; e
 DryRun = Annotated[bool, described("Only count (and report) what would be done; change nothing.")]
 StatsDays = Annotated[float, described(
     "The gates opened in this many days before the run are counted (7: the past week).", gt=0)]
+ReminderContract = Annotated[str, described("The contract's sha256 (the review's contract_id) the deadline is of.")]
+ReminderFile = Annotated[str, described("The contract's file name, as the reminder names it to its owner.")]
+ReminderDeadline = Annotated[str, described("The renewal notice deadline being reminded of (ISO date, YYYY-MM-DD).")]
+ReminderTermEnd = Annotated[str | None, described("The end of the current term (ISO date); empty when not stated.")]
+ReminderOwner = Annotated[str | None, described(
+    "Who is reminded: the inbox sender who submitted the contract; empty: the Slack block's channel only.")]
+ReminderExplanation = Annotated[str, described("How the deadline was computed (term end minus the notice period).")]

@@ -103,7 +103,6 @@ def result_schema_version() -> str:
 
 
 RESULT_SCHEMA = ResultSchema()
-INPUT_KEYED = INPUTS + TASK_SOURCE + RESULT_SCHEMA
 MODEL_CALL_KEYED = (INPUTS - "budget") + TASK_SOURCE + RESULT_SCHEMA
 
 
@@ -138,6 +137,23 @@ class TextContent(CachePolicy):
 
 
 TEXT_KEYED = (INPUTS - "document" - "filtered") + TASK_SOURCE + RESULT_SCHEMA + TextContent()
+
+
+class ReviewContent(CachePolicy):
+    """Cache key from what a review says, not which run computed it (its ``flow_run_id`` left out): a rerun of a
+    finished review reuses its report, which names the run that wrote it."""
+
+    def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
+        review = inputs.get("review")
+        if isinstance(review, BaseAnnotation):
+            review = review.unwrap()
+        if not isinstance(review, Review):
+            return None
+        dumped = review.model_dump(mode="json", exclude={"flow_run_id"})
+        return "review:" + hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()
+
+
+REPORT_KEYED = (INPUTS - "review") + TASK_SOURCE + RESULT_SCHEMA + ReviewContent()
 
 
 _COMMON: dict[str, Any] = dict(persist_result=True, result_serializer=at_rest.SEALED_PICKLE,
@@ -245,7 +261,7 @@ def ask_generation_model(prompt: GenerationPrompt, ref: ProviderRef, max_tokens:
     return used_in_part(call, result, [f"a redline for {s.category}" for s in suggestions])
 
 
-@task(name="write-report", cache_policy=INPUT_KEYED, **_COMMON)
+@task(name="write-report", cache_policy=REPORT_KEYED, **_COMMON)
 @timed_step("report")  # the batch summary's "where the time went"
 def publish_report(review: Review, out_dir: str, artifact: bool = True) -> list[str]:
     """Write the JSON + Markdown reports; ``artifact``: also publish the review as the run's Markdown artifact

@@ -46,7 +46,7 @@ def test_prefect_yaml_deploys_everything_non_interactively(deployed):
     from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
     assert set(deployed["names"]) == {"contract-review", "nightly-batch", "sla-sweeper", "failure-alert",
-                                      "dead-letters", "retention", "gate-stats"}, deployed
+                                      "dead-letters", "retention", "gate-stats", "deadline-reminder"}, deployed
     assert deployed["configured"]["queues"][:3] == [("high", 1), ("normal", 2), ("low", 3)]
     nightly = deployed["schedules"]["nightly-batch"][0]
     assert isinstance(nightly, CronSchedule) and nightly.cron == "0 2 * * *" and nightly.timezone == "Europe/Berlin"

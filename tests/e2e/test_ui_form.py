@@ -120,4 +120,4 @@ def test_both_alternatives_can_be_entered_and_the_run_gets_them(ui, driver):
     assert run["parameters"]["playbook"] == "/srv/books/ours.yaml"
     assert contract_review.validate_parameters(run["parameters"]) == {
         "source": "/data/contracts/acme.pdf", "playbook": "/srv/books/ours.yaml", "extractor": BLOCK,
-        "out_dir": "reports"}
+        "out_dir": "reports", "revises": None}

@@ -29,6 +29,7 @@ from tests.support.email_gates import MEMBERS, next_round, per_finding_gate, pro
 from tests.support.gates import FINDINGS, GatewayThread, fixture_deployment_id, state_of
 from tests.support.mailbox import Mailbox
 from tests.support.prefect_server import free_port
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")
 
@@ -102,8 +103,9 @@ def test_smtp_down_is_a_coded_retried_failure_and_the_gate_keeps_waiting(gateway
     smtp = smtp_of(port, gateway.url)
     state = send_email(smtp, ["lou@example.com"], "subject", "body", return_state=True)
     assert state.is_failed() and UNREACHABLE in str(state.result(raise_on_failure=False))
-    with get_client(sync_client=True) as client:
-        assert client.read_task_run(state.state_details.task_run_id).run_count == 4  # 1 + 3 retries
+    with get_client(sync_client=True) as client:  # 1 + 3 retries; the server records the last one a little later
+        wait_until(lambda: client.read_task_run(state.state_details.task_run_id).run_count == 4, 30,
+                   what="the send task's fourth run recorded")
     ref = EmailChannel(smtp).post(record)
     assert not ref.ok and UNREACHABLE in ref.error and ref.sent_to == []
     assert state_of(record.flow_run_id)[0] == "PAUSED"

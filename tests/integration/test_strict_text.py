@@ -54,7 +54,7 @@ def test_strict_text_keeps_clause_text_out_of_artifacts_and_reports(tmp_path, mo
     assert SEALED_TEXT in markdown
     folder = tmp_path / "strict"
     files = [p for p in folder.iterdir() if not p.name.endswith(".sealed")]
-    assert {p.suffix for p in files} == {".json", ".md"}
+    assert {p.suffix for p in files} == {".json", ".md", ".ics"}  # the calendar: dates and the file name only
     for where, text in [("artifact", markdown), *((p.name, p.read_text()) for p in files)]:
         leaked = [t for t in texts if t in " ".join(text.split())]
         assert not leaked, f"clause text in the {where}: {leaked}"

@@ -36,9 +36,12 @@ def executed(states: dict[str, str]) -> Counter:
 MODEL_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
 
 
+EVERY_RUN = {"annotate-contract"}  # writes the annotated copy on every run, by design (clausegate/pipeline/annotate.py)
+
+
 def steps_by_state(states: dict[str, str], name: str) -> set[str]:
-    """The tasks of ``task_states(...)`` that ended in state ``name``."""
-    return {task for task, state in states.items() if state == name}
+    """The tasks of ``task_states(...)`` that ended in state ``name`` (not those that run on every run by design)."""
+    return {task for task, state in states.items() if state == name and task not in EVERY_RUN}
 
 
 def review_artifact_keys(flow_run_id: str) -> list[str]:

@@ -43,7 +43,7 @@ def test_every_flow_parameter_has_a_description():
         for name, prop in props.items():
             assert len(prop.get("description", "")) > 20, f"{flow.name}.{name} has no description in the UI form"
             checked += 1
-    assert len(flows()) == 7 and checked >= 26
+    assert len(flows()) == 8 and checked >= 32
 
 
 def anyofs(node, where="") -> list[tuple[str, list[dict]]]:
