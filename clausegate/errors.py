@@ -240,6 +240,7 @@ CODES: dict[str, Code] = {
     "CG-GATE-NO-DECISION": Code("a run completed although its review still needs a decision", "12"),
     "CG-GATE-DEFERRED": Code("notice: the batch review needs a person; it is asked in a run of its own", "8"),
     "CG-GATE-ESCALATED": Code("notice: the gate was escalated to legal (by a person or the SLA)", "1"),
+    "CG-GATE-CHANGE-ANSWER": Code("an answer on a tracked change is not accept, reject or counter with a text", "12"),
     "CG-GATE-ESCALATION-UNDELIVERED": Code("an escalation was applied but the escalation channel was not told", "5"),
     # the nightly batch and flow-run outcomes (clausegate/batch/, clausegate/runs/states.py)
     "CG-BATCH-SOURCE": Code("the batch's source folder or python:module:factory cannot be loaded", "8"),
