@@ -68,32 +68,54 @@ class Link(BaseModel):
     nonce: str
 
 
-def link_key() -> bytes:
+def signing_key(context: bytes = KEY_CONTEXT) -> bytes:
+    """A key derived from the at-rest key for one kind of link (``context``): one kind's token is forged as another."""
     base = credentials.at_rest_key(create=True)
-    return hmac.new(str(base).encode(), KEY_CONTEXT, hashlib.sha256).digest()
+    return hmac.new(str(base).encode(), context, hashlib.sha256).digest()
+
+
+def link_key() -> bytes:
+    return signing_key(KEY_CONTEXT)
 
 
 def _sig(body: bytes, key: bytes) -> str:
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
+def sign(content: BaseModel, key: bytes) -> str:
+    """``base64url(JSON).hex(HMAC-SHA256)`` of ``content``: a token any link kind issues."""
+    body = base64.urlsafe_b64encode(content.model_dump_json().encode()).rstrip(b"=")
+    return f"{body.decode()}.{_sig(body, key)}"
+
+
+def unsign(token: str, key: bytes) -> dict | None:
+    """The JSON a token carries when ``key`` signed it, else None (changed, cut, made up, or another kind's)."""
+    body, _, sig = (token or "").strip().partition(".")
+    if not body or not hmac.compare_digest(sig.encode(), _sig(body.encode(), key).encode()):
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def issue(run: str, gate: str, finding: str, decision: str, email: str, *, hours: float,
           key: bytes | None = None, now: float | None = None) -> str:
     link = Link(run=str(run), gate=gate, finding=finding, decision=decision, email=email.strip().lower(),
                 exp=int((now or time.time()) + hours * 3600), nonce=secrets.token_hex(12))
-    body = base64.urlsafe_b64encode(link.model_dump_json().encode()).rstrip(b"=")
-    return f"{body.decode()}.{_sig(body, key or link_key())}"
+    return sign(link, key or link_key())
 
 
 def read(token: str, *, key: bytes | None = None, now: float | None = None) -> Link:
     """The link a token carries, if we signed it and it has not expired; raises :class:`LinkRefused`."""
-    body, _, sig = (token or "").strip().partition(".")
-    if not body or not hmac.compare_digest(sig.encode(), _sig(body.encode(), key or link_key()).encode()):
+    value = unsign(token, key or link_key())
+    if value is None:
         raise LinkRefused(FORGED, "this link was not signed by ClauseGate (changed, cut or made up); it decides "
                                   "nothing.")
     try:
-        link = Link.model_validate(json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))))
-    except (ValueError, ValidationError):
+        link = Link.model_validate(value)
+    except ValidationError:
         raise LinkRefused(FORGED, "this link's content is not a decision link; it decides nothing.") from None
     if (now or time.time()) > link.exp:
         raise LinkRefused(EXPIRED, f"this link expired at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(link.exp))}"
