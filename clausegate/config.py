@@ -129,6 +129,11 @@ class GatewaySettings(BaseSettings):
                                       "of them reads a body today)")
     form_overhead_bytes: int = Field(64 * 1024, ge=0, description="an inbox submission may be this much larger "
                                      "than CLAUSEGATE_INBOX_MAX_UPLOAD_MB, for the rest of the form")
+    public_url: str = Field("http://127.0.0.1:8787", description="the gateway as people reach it (from Slack, the "
+                            "Prefect UI, e-mail): the signed links to annotated copies (/annotated/{token}) start "
+                            "with it")
+    annotated_link_hours: float | None = Field(None, gt=0, description="hours a gate's signed link to the annotated "
+                                               "copy stays valid; unset: the gate's SLA (sla_hours)")
 
 
 # ------------------------------------------------------------------------------------ everything
