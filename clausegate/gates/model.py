@@ -42,6 +42,7 @@ from clausegate.review.positions import MISSING_REASON, describe
 from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.report_formats import pending_changes_note, where
 from clausegate.review.schemas import Review, Suggestion, Via
+from clausegate.review.term_models import ContractTerms
 from clausegate.security import at_rest
 
 Decision = Literal["approve", "changes", "escalate"]
@@ -110,6 +111,8 @@ class Finding(BaseModel):
                                  "\"deviates: walk-away: …\" (clausegate/review/positions.py)")
     why: str | None = Field(None, description="why it needs a person: found, possible, disputed by the model (both "
                             "sides), found by the model, a position, missing (clausegate.review.gate_reasons)")
+    where: str = Field("", description="where the contract says it: \"§ 11.3 Liability, p. 7\", \"§ 8.5, ¶ 41\" "
+                       "(clausegate.review.report_formats.where); \"\": a missing clause")
 
     def unsealed_text(self) -> str:
         if self.sealed_text is None:
@@ -153,6 +156,10 @@ class GateRecord(BaseModel):
                                "empty: remind at 50% and 80%, decide at 100% of sla_hours")
     submitters: list[str] = Field(default_factory=list, description="the people (Slack ids, addresses) who submitted "
                                   "the contract: they may not approve it")
+    annotated: str | None = Field(None, description="the review's annotated copy (its file name in the reports folder) "
+                                  "the gate's views link to (clausegate.gates.annotated_links)")
+    contract_terms: ContractTerms | None = Field(None, description="the key terms the gate's views show first "
+                                                 "(clausegate.gates.gate_terms: no quotes; strict: parties sealed)")
 
     def deadlines(self) -> list[Rung]:
         """The ladder as it runs (:func:`clausegate.review.ladder.rungs`); the last rung decides, at ``sla_hours``."""
@@ -335,7 +342,8 @@ def findings_of(review: Review, categories: list[str], *, strict: bool = False) 
             why = (", ".join(dict.fromkeys(r.why for r in review.gate_reasons if r.category == clause.category))
                    if strict else describe_reasons(review.gate_reasons, clause.category)) or None
             out.append(_finding(clause.category, pages, text, round(clause.confidence, 3), strict,
-                                source=clause.text).model_copy(update={"position": position, "why": why}))
+                                source=clause.text).model_copy(update={"position": position, "why": why,
+                                                                       "where": where(clause)}))
     for check in review.positions:  # a required clause the review did not find: no quote, no page
         if check.verdict == "missing" and check.category in wanted:
             out.append(Finding(category=check.category, pages=[], text=MISSING_REASON, confidence=0.0,
