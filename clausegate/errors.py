@@ -233,6 +233,11 @@ CODES: dict[str, Code] = {
     "CG-EMAIL-LINK-REPLAYED": Code("a decision link used a second time: refused", "5"),
     "CG-EMAIL-LINK-REUSED": Code("a finding already answered with another of the person's links: refused", "5"),
     "CG-EMAIL-LINK-WRONG-PERSON": Code("the link's address may not decide that finding (now): refused", "5"),
+    # a gate's signed link to the annotated copy (clausegate/gates/annotated_links.py, GET /annotated/{token})
+    "CG-ANNOTATED-LINK-FORGED": Code("a link to an annotated copy not signed by ClauseGate (or changed): 403", "5"),
+    "CG-ANNOTATED-LINK-EXPIRED": Code("a link to an annotated copy past its time: 410", "5"),
+    "CG-ANNOTATED-LINK-GONE": Code("the copy a valid link names is not in the reports folder (retention, another "
+                                   "out_dir): 404", "5"),
     "CG-ALERT-NO-CHANNEL": Code("the failure-alert threshold was crossed but the block has no alert_channel", "5"),
     "CG-GATE-NO-DEPLOYMENT": Code("a review needs a person but was not started from a deployment", "12"),
     "CG-GATE-CANNOT-SUSPEND": Code("Prefect refused to suspend the run (e.g. a subflow): the run fails", "12"),

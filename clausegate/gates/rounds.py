@@ -22,6 +22,7 @@ from prefect.client.orchestration import get_client
 from clausegate import audit
 from clausegate.gates import findings, store
 from clausegate.gates.channel import ChannelUndelivered, escalate_all, update_all
+from clausegate.gates.gate_terms import form_lines
 from clausegate.gates.model import DecisionInfo, GateRecord, round_key
 from clausegate.review.money import eur_text
 from clausegate.review.schemas import GateDecision, Notice
@@ -32,7 +33,7 @@ def describe_rounds(record: GateRecord, prog: findings.Progress) -> str:
     lines = [f"### {record.filename}: a decision per finding", "",
              f"Playbook **{record.playbook}**. SLA: decide by **{record.sla_deadline:%Y-%m-%d %H:%M} UTC**. "
              "Findings with a role must be decided where the gate asked you (a channel proves who you are; "
-             "this form cannot)."]
+             "this form cannot).", *form_lines(record)]
     for _, fid, why in prog.refused[-5:]:
         lines += ["", f"**Not counted** ({fid}): {why}"]
     for fp in prog.findings:

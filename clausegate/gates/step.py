@@ -47,6 +47,7 @@ from clausegate.gates import store
 from clausegate.gates.authority import SENDER_TAG
 from clausegate.gates.channel import ChannelUndelivered
 from clausegate.gates.deciders import WhoDecides, who_decides
+from clausegate.gates.gate_terms import form_lines, gate_terms
 from clausegate.gates.model import (
     DECISION_PAST,
     STATUS_BY_DECISION,
@@ -87,6 +88,7 @@ def describe_for_ui(record: GateRecord) -> str:
         f"Playbook **{record.playbook}**: {len(record.findings)} finding(s) a person must see "
         f"({', '.join(record.categories)}). SLA: decide by **{record.sla_deadline:%Y-%m-%d %H:%M} UTC** "
         f"({record.sla_hours:g} h); after that the SLA sweeper escalates to legal.",
+        *form_lines(record),
     ]
     # one heading line and a wrapped quote per finding: a table's clause column ran off the form's right edge
     for f in record.findings:
@@ -185,6 +187,7 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     roles={g.category: list(g.roles) for g in book.gates if g.category in categories and g.roles},
                     role_members=who.role_members(),
                     playbook_sha256=playbook_sha256(book), model_version=review.extractor,
+                    annotated=review.annotated, contract_terms=gate_terms(review, strict=strict_text()),
                 )
                 if not store.write_once(client, flow_run.id, record.record_key, record):
                     record = store.read_record(client, flow_run.id, key) or record
