@@ -52,3 +52,18 @@ def test_clausegate_review_prints_the_key_terms_first() -> None:
     assert "Key terms" in out and "Notice to stop renewal" in out and "90 days" in out
     assert f"Notice deadline {review.contract_terms.renewal.notice_deadline}" in out
     assert key_terms_table(review.model_copy(update={"contract_terms": None})) is None
+
+
+def test_scanning_near_an_anchor_finds_what_a_full_scan_finds() -> None:
+    from clausegate.review.key_terms.expiry import _TERM, _TERM_ANCHOR
+    from clausegate.review.key_terms.scan import near
+
+    filler = "The parties agree to cooperate in good faith on the matters listed in the schedule. " * 30
+    low = (filler + "The initial term of this Agreement is two (2) years. " + filler
+           + "This agreement is valid for one year. Term: 5 years. Either party shall notify the other. " + filler
+           + "the term of the agreement shall be three years.").lower()
+    full = [(m.start(), m.end()) for m in _TERM.finditer(low)]
+    assert len(full) >= 4
+    assert [(m.start(), m.end()) for m in near(_TERM, _TERM_ANCHOR, low)] == full
+    assert [(m.start(), m.end()) for m in near(_TERM, _TERM_ANCHOR, low, 0, len(low) // 2)] == [
+        (m.start(), m.end()) for m in _TERM.finditer(low, 0, len(low) // 2)]

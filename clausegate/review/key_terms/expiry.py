@@ -20,6 +20,7 @@ from clausegate.review.key_terms.extract import (
     quote,
     sentence_bounds,
 )
+from clausegate.review.key_terms.scan import near
 
 _TERM = re.compile(
     r"\b(?:initial\s+term|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|franchise)|"
@@ -30,11 +31,13 @@ _TERM = re.compile(
     r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|[\"“]term[\"”]\s+means|"
     r"(?:contract|agreement|cooperation)\s+(?:period|term)[\"”]?\s+(?:shall\s+(?:be\s+)?)?(?:means?\b|is\b|from\b)|"
     r"^\s*term\s*:)", re.MULTILINE)
+_TERM_ANCHOR = re.compile(r"term|shall|will|valid|effect|period")
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
              "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
              "twentieth"]
 _ANNIVERSARY = re.compile(rf"\b({'|'.join(_ORDINALS)}|\d{{1,2}}\s?(?:st|nd|rd|th|t\s?h))"
                           r"\s*(?:\(\d{1,2}\s?(?:st|nd|rd|th|t\s?h)\)\s*)?anniversary\b", re.IGNORECASE)
+_DATE_WORD = re.compile(r"date")
 _END_LABEL = re.compile(r"\b(?:termination|expiration|expiry|end)\s+date[\"”]?\s*"
                         r"(?::|means|shall\s+(?:be|mean)|is)?\s*")
 _NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
@@ -48,6 +51,7 @@ _PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\bunlimited\s+period|"
 _RUNS_WITHOUT_END = re.compile(r"perpetu\w*\s+(?:thereafter|unless)|in\s+perpetuity|indefinite(?:ly)?\s+(?:term|period|"
                                r"until|unless)|unlimited\s+period|thereafter[^.;]{0,20}\bunless\s+terminated",
                                re.IGNORECASE)
+_WITHOUT_END_ANCHOR = re.compile(r"perpetu|indefinite|unlimited|thereafter")
 _THIS_AGREEMENT = re.compile(r"\b(?:this|the)\s+agreement\b[^.;]*$", re.IGNORECASE)
 _END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|thru|"
                         r"conclud\w*)\b[^.;]{0,40}$", re.IGNORECASE)
@@ -80,13 +84,13 @@ def _is_term_sentence(low: str, m: re.Match, a: int, b: int) -> bool:
 
 
 def expiration_date(text: str, low: str, start_term: Term) -> Term:
-    for m in _END_LABEL.finditer(low):  # "Termination Date: 1 April 2009", "Expiration Date means June 30, 2010"
+    for m in near(_END_LABEL, _DATE_WORD, low):  # "Termination Date: 1 April 2009", "Expiration Date means …"
         found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
         if found and found[0].start - m.end() <= 3:
             a, b = sentence_bounds(text, m.start(), found[0].end)
             return date_term("expiration_date", found[0], text, a, b)
     checked = 0
-    for m in _TERM.finditer(low):
+    for m in near(_TERM, _TERM_ANCHOR, low):
         a, b = sentence_bounds(text, m.start(), m.end())
         if not _is_term_sentence(low, m, a, b):
             continue
@@ -114,7 +118,7 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
                         extra={"term": periods[0].text(), **({"begins": starts[0]} if starts else {})})
         if _PERPETUAL.search(head):
             return _perpetual(text, a, b)
-    for m in _RUNS_WITHOUT_END.finditer(text):
+    for m in near(_RUNS_WITHOUT_END, _WITHOUT_END_ANCHOR, low):
         if _THIS_AGREEMENT.search(text, max(0, m.start() - 160), m.start()):
             a, b = sentence_bounds(text, m.start(), m.end())
             return _perpetual(text, a, b)

@@ -16,9 +16,11 @@ from clausegate.review.figures import normalise
 from clausegate.review.figures import read as read_figures
 from clausegate.review.key_terms.dates import DATE_RE, FoundDate, durations, find_dates
 from clausegate.review.key_terms.jurisdictions import jurisdiction_at
+from clausegate.review.key_terms.scan import near
 
 _PREAMBLE = re.compile(r"\b(?:entered\s+into|made\s+(?:and\s+entered\s+)?(?:as\s+of|on|this|effective)|dated|"
                        r"by\s+and\s+between|is\s+made|between)\b")
+_EFFECTIVE_WORD = re.compile(r"effective")
 _EFFECTIVE = re.compile(r"effective\s+date")  # scanned over the lowered text (no IGNORECASE), as the others below
 _EFFECTIVE_UPON = re.compile(r"(?:shall|will)\s+(?:be(?:come)?\s+effective|take\s+effect|commence)\s+"
                              r"(?:as\s+of\s+|on\s+|upon\s+)"
@@ -37,10 +39,12 @@ _EFFECTIVE_MEANS = re.compile(r"^[\"”’')\s]*(?:[^.;\d]{0,40}?\b(?:shall\s+(?
                               r"\s*(?:the\s+)?$", re.IGNORECASE)
 _RENEW = re.compile(r"\b(?:renew|renewal|renewed|renews|automatically\s+(?:extend|continue)|extended\s+automatically|"
                     r"year[- ]to[- ]year|successive)")
+_RENEW_ANCHOR = re.compile(r"renew|automatic|to[- ]year|successive")
 _NOTICE_AFTER = re.compile(r"^['’]?s?\)?\s*(?:\([^)]*\)\s*)?(?:prior|advance|written|notice|before|in\s+advance|"
                            r"of\s+(?:the|its|such|any|written)|preceding)", re.IGNORECASE)
 _NOTICE_BEFORE = re.compile(r"(?:at\s+least|not\s+less\s+than|no\s+less\s+than|no\s+later\s+than|not\s+later\s+than|"
                             r"within|minimum\s+of|upon|giving|gives?|with|least)\s*(?:\(|the\s+)?$", re.IGNORECASE)
+_LAW_WORD = re.compile(r"law")
 _LAWS_OF = re.compile(r"\blaws?\s+(?:of|in|prevailing\s+in)\b")
 _GOVERNED = re.compile(r"\b(?:governed|governs|govern|governing|construed|interpreted|enforced|subject\s+to)\b")
 _GOVERNED_BY_LAW = re.compile(r"\b(?:governed|construed|interpreted)\b[^.;]{0,150}?(?P<name>\b[A-Z][\w.]*(?:\s+[A-Z]"
@@ -119,7 +123,7 @@ def date_term(name: str, found: FoundDate, text: str, a: int, b: int) -> Term:
 
 
 def preamble(text: str) -> tuple[int, int]:
-    m = _PREAMBLE.search(text.lower(), 0, min(len(text), 20000))
+    m = _PREAMBLE.search(text[:20000].lower())
     at = m.start() if m else 0
     return max(0, at - 500), min(len(text), at + 1200)
 
@@ -161,7 +165,7 @@ def effective_date(text: str, low: str, agreed: Term) -> Term:
         if before and _NAMES_IT.match(" ".join(between.split())):
             s, e = sentence_bounds(text, before[-1].start, m.end())
             return date_term("effective_date", before[-1], text, s, e)
-    for m in _EFFECTIVE_AS_OF.finditer(low):
+    for m in near(_EFFECTIVE_AS_OF, _EFFECTIVE_WORD, low):
         found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
         if found and found[0].start - m.end() <= 2 and not _recital(text, found[0]) and not _DEFINES_OTHER.search(
                 text, max(0, m.start() - 200), m.start()):
@@ -175,7 +179,7 @@ def effective_date(text: str, low: str, agreed: Term) -> Term:
 
 def _renewal_sentences(text: str, low: str) -> list[tuple[int, int]]:
     seen, out = set(), []
-    for m in _RENEW.finditer(low):
+    for m in near(_RENEW, _RENEW_ANCHOR, low):
         a, b = sentence_bounds(text, m.start(), m.end())
         if (a, b) not in seen:
             seen.add((a, b))
@@ -227,7 +231,7 @@ def governing_law(text: str, low: str) -> Term:
     """The law the contract chooses: "governed by … the laws of X", "X law governs", the first jurisdiction
     under a Governing Law heading, else "the laws of the State of X" that is not where a party is organised."""
     best = None
-    for m in _LAWS_OF.finditer(low):
+    for m in near(_LAWS_OF, _LAW_WORD, low):
         back = max(0, m.start() - 200)
         lead = max(low.rfind(".", back, m.start()), low.rfind(";", back, m.start()))
         if (not _GOVERNED.search(low, max(lead + 1, m.start() - 200), m.start())
@@ -244,13 +248,13 @@ def governing_law(text: str, low: str) -> Term:
                 best = (m.start(), m.end(), name)
                 break
     if best is None:
-        for m in _LAW_HEADING.finditer(low):
+        for m in near(_LAW_HEADING, _LAW_WORD, low):
             name = jurisdiction_at(text, m.end(), m.end() + 400)
             if name:
                 best = (m.start(), m.end() + 1, name)
                 break
     if best is None:
-        for m in _LAWS_OF_STATE.finditer(low):
+        for m in near(_LAWS_OF_STATE, _LAW_WORD, low):
             name = jurisdiction_at(text, m.end(), m.end() + 60)
             if name and not _INCORPORATED.search(low, max(0, m.start() - 60), m.start()):
                 best = (m.start(), m.end(), name)
