@@ -63,7 +63,7 @@ def test_scanning_near_an_anchor_finds_what_a_full_scan_finds() -> None:
            + "This agreement is valid for one year. Term: 5 years. Either party shall notify the other. " + filler
            + "the term of the agreement shall be three years.").lower()
     full = [(m.start(), m.end()) for m in _TERM.finditer(low)]
-    assert len(full) >= 4
+    assert len(full) == 3
     assert [(m.start(), m.end()) for m in near(_TERM, _TERM_ANCHOR, low)] == full
     assert [(m.start(), m.end()) for m in near(_TERM, _TERM_ANCHOR, low, 0, len(low) // 2)] == [
         (m.start(), m.end()) for m in _TERM.finditer(low, 0, len(low) // 2)]
