@@ -28,7 +28,7 @@ from prefect.settings import PREFECT_UI_URL
 from clausegate.config import load_slack_settings, settings
 from clausegate.errors import ConfigurationError
 from clausegate.gates.channels import gateway_routers
-from clausegate.gateway import annotated, calendar, inbox, slack
+from clausegate.gateway import annotated, annotated_links, calendar, inbox, slack
 from clausegate.gateway.config import GatewayConfig
 from clausegate.gateway.security import BodyLimitMiddleware
 from clausegate.inbox.errors import ECHO_LIMIT, BadSubmission, InboxError, Unavailable, clip, redact_paths
@@ -105,6 +105,7 @@ def create_app(config: GatewayConfig | None = None, *, block_name: str | None = 
     app.include_router(inbox.router)
     app.include_router(calendar.router)  # the sender's deadlines feed and a task's .ics
     app.include_router(annotated.router)  # a task's annotated contract (comments, highlights)
+    app.include_router(annotated_links.router)  # the same copy behind a gate's signed, expiring link
     for module in gateway_routers():  # each gate channel's routes (clausegate.gates.channels.CHANNELS)
         app.include_router(import_module(module).router)
     app.add_middleware(BodyLimitMiddleware)  # every body capped while it streams, before any route sees it
