@@ -28,6 +28,7 @@ from typing import Annotated
 from prefect.input import RunInput
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
+from clausegate.gates import changes as tracked
 from clausegate.gates.model import (
     DECISION_PAST,
     DECISIONS,
@@ -90,14 +91,21 @@ class FindingProgress(BaseModel):
 class Progress(BaseModel):
     findings: list[FindingProgress]
     refused: list[tuple[int, str, str]] = []  # (round, finding id, why) of answers that filled nothing
+    changes: list[tracked.ChangeProgress] = []  # the tracked changes inside the findings (clausegate.gates.changes)
+    swept: bool = False  # the SLA sweeper answered: the gate closes with any undecided change left undecided
 
     @property
     def complete(self) -> bool:
-        return all(f.done for f in self.findings)
+        return all(f.done for f in self.findings) and (self.swept or all(c.done for c in self.changes))
 
     @property
     def status(self) -> str:
-        return STATUS_BY_DECISION[strictest([f.outcome for f in self.findings])]
+        changed = [tracked.AS_DECISION[c.answer.decision] for c in self.changes if c.answer is not None]
+        return STATUS_BY_DECISION[strictest([f.outcome for f in self.findings if f.outcome] + changed)]
+
+    def get_change(self, change_id: str) -> tracked.ChangeProgress | None:
+        wanted = change_id.strip().upper()
+        return next((c for c in self.changes if c.change.id == wanted), None)
 
     def get(self, finding_id: str) -> FindingProgress | None:
         wanted = finding_id.strip().upper()
@@ -137,6 +145,8 @@ def progress(record: GateRecord, rounds: list[DecisionInfo | None],
     """Fill the slots from the answer rounds in order (first answer per slot wins); see the module docstring."""
     found = [FindingProgress(finding=f, roles=record.roles_for(f)) for f in record.findings]
     by_id = {fp.finding.id: fp for fp in found}
+    changes = [tracked.ChangeProgress(change=c) for c in record.changes]
+    swept = False
     for (fid, role), user in (assignments or {}).items():
         if fid in by_id:
             by_id[fid].assignees[role] = user
@@ -144,6 +154,8 @@ def progress(record: GateRecord, rounds: list[DecisionInfo | None],
     for n, info in enumerate(rounds):
         if info is None:
             continue
+        swept = swept or info.via == "sla"
+        _fill_changes(record, by_id, changes, refused, info, n)
         for fid, decision in info.findings.items():
             fp = by_id.get(fid)
             if fp is None:
@@ -163,7 +175,56 @@ def progress(record: GateRecord, rounds: list[DecisionInfo | None],
                     problems.append(problem)
             if not filled and problems:
                 refused.append((n, fid, problems[0]))
-    return Progress(findings=found, refused=refused)
+    return Progress(findings=found, refused=refused, changes=changes, swept=swept)
+
+
+def _fill_changes(record: GateRecord, by_id: dict[str, FindingProgress], changes: list[tracked.ChangeProgress],
+                  refused: list[tuple[int, str, str]], info: DecisionInfo, n: int) -> None:
+    """One round's answers on tracked changes: a change counts when the answerer may decide its finding."""
+    by_change = {c.change.id: c for c in changes}
+    for cid, ans in info.changes.items():
+        cp = by_change.get(cid)
+        if cp is None:
+            refused.append((n, cid, f"{cid}: this gate has no such tracked change"))
+            continue
+        if cp.done:
+            continue
+        problem = change_problem(record, by_id.get(cp.change.finding), via=info.via,
+                                 verified=info.reviewer_verified, user=info.verified_user)
+        if problem is not None:
+            refused.append((n, cid, f"{cid}, a tracked change in {problem}"))
+            continue
+        cp.answer = tracked.ChangeSlot(decision=ans.decision, counter=ans.counter, reviewer=info.reviewer,
+                                       via=info.via, decided_at=info.decided_at, comment=info.comment,
+                                       verified_user=info.verified_user, round=n)
+
+
+def change_problem(record: GateRecord, fp: FindingProgress | None, *, via: str, verified: bool,
+                   user: str | None) -> str | None:
+    """None when this answerer may decide a tracked change in ``fp``'s finding (whoever may fill one of its slots)."""
+    if fp is None:
+        return "no finding of this gate"
+    reasons = [why_not(record, fp, role, via=via, verified=verified, user=user) for role in fp.slots]
+    return None if any(r is None for r in reasons) else next(r for r in reasons if r)
+
+
+def fillable_changes(record: GateRecord, prog: Progress, *, via: str, user: str | None,
+                     wanted: list[str]) -> tuple[list[str], list[str]]:
+    """(change ids of ``wanted`` this answerer would decide now, why each other would not count)."""
+    by_id = {fp.finding.id: fp for fp in prog.findings}
+    ids, problems = [], []
+    for cid in wanted:
+        cp = prog.get_change(cid)
+        if cp is None:
+            problems.append(f"{cid}: this gate has no such tracked change "
+                            f"(its changes: {', '.join(c.change.id for c in prog.changes) or 'none'}).")
+        elif cp.done:
+            problems.append(f"{cp.change.id} is already decided: {tracked.describe(cp)}.")
+        elif (why := change_problem(record, by_id.get(cp.change.finding), via=via, verified=True, user=user)):
+            problems.append(f"{cp.change.id}, a tracked change in {why}")
+        else:
+            ids.append(cp.change.id)
+    return ids, problems
 
 
 def fillable(record: GateRecord, prog: Progress, *, via: str, user: str | None,
@@ -238,6 +299,7 @@ def findings_form(record: GateRecord):
             note = "approve, changes or escalate; leave empty to decide it later."
         fields[f.id] = (FindingDecision, Field(None, title=f"{f.id} · {f.category} (p. {pages})", description=note,
                                                    json_schema_extra=_no_default))
+    fields.update(tracked.form_fields(record.changes, {f.id for f in record.findings if record.roles_for(f)}))
     return create_model("GateFindingsInput", __base__=FindingsInput, **fields)
 
 

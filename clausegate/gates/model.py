@@ -43,6 +43,7 @@ from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.report_formats import pending_changes_note, where
 from clausegate.review.schemas import Review, Suggestion, Via
 from clausegate.review.term_models import ContractTerms
+from clausegate.review.tracked_changes import ChangeAnswer, TrackedChange
 from clausegate.security import at_rest
 
 Decision = Literal["approve", "changes", "escalate"]
@@ -160,6 +161,8 @@ class GateRecord(BaseModel):
                                   "the gate's views link to (clausegate.gates.annotated_links)")
     contract_terms: ContractTerms | None = Field(None, description="the key terms the gate's views show first "
                                                  "(clausegate.gates.gate_terms: no quotes; strict: parties sealed)")
+    changes: list[TrackedChange] = Field(default_factory=list, description="the counterparty's pending tracked "
+                                         "changes inside the findings: each one accepted, rejected or countered")
 
     def deadlines(self) -> list[Rung]:
         """The ladder as it runs (:func:`clausegate.review.ladder.rungs`); the last rung decides, at ``sla_hours``."""
@@ -171,8 +174,9 @@ class GateRecord(BaseModel):
 
     @property
     def per_finding(self) -> bool:
-        """A decision per finding (and per role): the playbook names roles for a gated category."""
-        return any(self.roles.values())
+        """A decision per finding (and per role): the playbook names roles for a gated category, or tracked changes
+        inside the findings ask a decision each (:mod:`clausegate.gates.changes`)."""
+        return any(self.roles.values()) or bool(self.changes)
 
     def roles_for(self, finding: Finding) -> list[str]:
         return list(self.roles.get(finding.category, []))
@@ -218,6 +222,8 @@ class DecisionInfo(BaseModel):
     receipt_problem: str | None = None
     findings: dict[str, Decision] = Field(default_factory=dict, description="a per-finding gate's answer: "
                                           "finding id -> decision (``decision`` is then the strictest of them)")
+    changes: dict[str, ChangeAnswer] = Field(default_factory=dict, description="answers on tracked changes: "
+                                             "change id (C1, …) -> accept / reject / counter with its text")
 
     def describe(self) -> str:
         when = self.decided_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")

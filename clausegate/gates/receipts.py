@@ -39,7 +39,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from clausegate.gates import findings
+from clausegate.gates import changes, findings
 from clausegate.gates.model import (
     CLI_STATED_MARK,
     RECEIPT_FIELD,
@@ -128,7 +128,12 @@ def answer_decision(answer: dict[str, Any]) -> str | None:
     """The decision text a receipt signs: the one decision, or a per-finding answer's canonical summary."""
     if "decision" in answer:
         return answer.get("decision")
-    return findings.summary(findings.answer_findings(answer))
+    return signed_summary(findings.answer_findings(answer), changes.answer_changes(answer))
+
+
+def signed_summary(decided: dict[str, str], changed: dict) -> str:
+    """A per-finding answer's canonical text: its findings' decisions, then its answers on tracked changes."""
+    return ";".join(part for part in (findings.summary(decided), changes.summary(changed)) if part)
 
 
 def signature_valid(value: Any, *, key: bytes | None = None) -> DecisionReceipt | None:
@@ -187,14 +192,17 @@ def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
     if not isinstance(answer, dict):
         return None
     decided: dict[str, str] = {}
+    changed: dict = {}
     try:
         if "decision" in answer:
             form = GateInput.model_validate(answer)
         else:  # a per-finding gate's answer (clausegate.gates.findings)
             decided = findings.answer_findings(answer)
-            if not decided:
+            changed = changes.answer_changes(answer)
+            if not decided and not changed:
                 return None
-            form = GateInput(decision=findings.strictest(decided.values()), reviewer=answer.get("reviewer"),
+            as_decisions = [*decided.values(), *(changes.AS_DECISION[a.decision] for a in changed.values())]
+            form = GateInput(decision=findings.strictest(as_decisions), reviewer=answer.get("reviewer"),
                              comment=answer.get("comment") or "")
     except (ValidationError, ValueError, TypeError):
         return None
@@ -218,7 +226,7 @@ def attribute(answer: Any, *, flow_run_id: str, gate: str, stored_at: datetime,
                     receipt, problem = verify(value, flow_run_id=flow_run_id, gate=gate, nonce=nonce,
                                               answer=answer, stored_at=stored_at, key=key)
     common = dict(decision=form.decision, comment=form.comment, decided_at=stored_at, stated_reviewer=form.reviewer,
-                  claimed_via=claimed_via, receipt_problem=problem, findings=decided)
+                  claimed_via=claimed_via, receipt_problem=problem, findings=decided, changes=changed)
     if receipt is not None and proves_reviewer(receipt):
         return DecisionInfo(via=receipt.via, reviewer=form.reviewer, reviewer_verified=True,
                             verified_user=receipt.verified_user, **common)

@@ -17,6 +17,7 @@ from uuid import UUID
 import httpx
 from prefect.client.schemas.responses import SetStateStatus
 
+from clausegate.gates import changes as tracked
 from clausegate.gates import findings, receipts, store
 from clausegate.gates.model import DECISION_PAST, RECEIPT_FIELD, GateInput, GateRecord
 from clausegate.gates.rounds import current_progress
@@ -56,8 +57,12 @@ def resolve_with_retry(client, flow_run, record: GateRecord, answer: GateInput, 
 
 
 def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, via: str, slack_user_id: str | None,
-                  verified_user: str | None, finding: str | None, outcome):
-    """Decide the findings this answerer may decide (``finding``: one of them) in one resume; see the module."""
+                  verified_user: str | None, finding: str | None, outcome, changes: dict | None = None,
+                  findings_too: bool = True):
+    """Decide the findings this answerer may decide (``finding``: one of them) in one resume; see the module.
+
+    ``changes``: answers on tracked changes (C1 → ChangeAnswer) decided in the same round; ``findings_too`` False:
+    only those (``clausegate resolve RUN --change C1=accept`` without a decision)."""
     rid = str(flow_run.id)
     state_name = flow_run.state.name if flow_run.state else "unknown"
     pause_key = store.pause_key_of(flow_run) or record.key
@@ -67,8 +72,16 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
         return outcome("rejected", rid, f"{record.filename}: there is no finding '{finding[:20]}' at this gate "
                                         f"(its findings: {ids}).", state=state_name, record=record,
                        reason="unknown_finding")
-    ids, problems = findings.fillable(record, prog, via=via, user=verified_user, finding=finding)
-    if not ids:
+    ids, problems = findings.fillable(record, prog, via=via, user=verified_user, finding=finding) if findings_too \
+        else ([], [])
+    change_ids, change_problems = findings.fillable_changes(record, prog, via=via, user=verified_user,
+                                                            wanted=list(changes or {}))
+    if changes and not change_ids:
+        return outcome("forbidden", rid, f"{record.filename}: {' '.join(change_problems[:3])} Nothing was changed.",
+                       state=state_name, record=record, reason="invalid_answer" if all(
+                           "no such" in p or "already" in p for p in change_problems) else "role_unverified")
+    problems += change_problems
+    if not ids and not change_ids:
         if problems and all("already decided" in p for p in problems):
             return outcome("already_decided", rid, f"{record.filename}: {' '.join(problems)} Your answer was not "
                                                    "applied.", state=state_name, record=record)
@@ -77,11 +90,14 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
         return outcome("forbidden", rid, f"{record.filename}: {why} Nothing was changed.", state=state_name,
                        record=record, reason=reason)
     decided = {fid: answer.decision for fid in ids}
-    receipt = receipts.issue(flow_run_id=rid, gate=pause_key, decision=findings.summary(decided),
+    changed = {cid: changes[cid] for cid in change_ids}
+    in_findings = ids + [c.finding for c in record.changes if c.id in changed]
+    receipt = receipts.issue(flow_run_id=rid, gate=pause_key, decision=receipts.signed_summary(decided, changed),
                              reviewer=answer.reviewer, comment=answer.comment, via=via, verified_user=verified_user,
-                             evidence=receipts.evidence_of(record, ids))
+                             evidence=receipts.evidence_of(record, in_findings))
     store.write_receipt(client, receipt)
-    run_input = {"reviewer": answer.reviewer, "comment": answer.comment, **decided, RECEIPT_FIELD: receipt.nonce}
+    run_input = {"reviewer": answer.reviewer, "comment": answer.comment, **decided,
+                 **tracked.run_input(changed), RECEIPT_FIELD: receipt.nonce}
     try:
         result = client.resume_flow_run(UUID(rid), run_input=run_input)
     except httpx.HTTPStatusError as exc:

@@ -11,13 +11,14 @@ import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from clausegate.review.categories import CATEGORIES, canonical
 from clausegate.review.document.registry import FormatName
 from clausegate.review.term_models import ContractTerm, ContractTerms, LanguageReading, RenewalDates
 from clausegate.review.text_identity import content_id as _content_id
 from clausegate.review.text_identity import text_id as _text_id
+from clausegate.review.tracked_changes import DecidedChange
 from clausegate.review.versions.model import CarriedFrom, VersionChange, VersionFinding, Versions
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -280,44 +281,6 @@ Via = Literal["slack", "email", "ui", "cli", "sla"]  # how an answer reached a g
 PERSON_VIAS: tuple[str, ...] = ("slack", "email")  # the channels whose answers prove which person gave them
 
 
-ChangeDecision = Literal["accept", "reject", "counter"]  # a person's answer on one of the counterparty's changes
-
-
-class TrackedChange(_Model):
-    """A pending tracked change of a .docx inside a gated finding's clause: a decision item of its own at the gate."""
-
-    id: str = Field(pattern=r"^C\d+$", description="stable id within the gate (C1, C2, …): the answers name it")
-    finding: str = Field(description="the gate's finding (F1, …) whose clause holds the change")
-    category: str
-    kind: Literal["insertion", "deletion"]
-    author: str = ""
-    date: str | None = None
-    text: str
-    paragraph: int = Field(ge=1)
-    start: int = Field(ge=0, description="its offset in the document's text (a deletion: where it was)")
-
-
-class ChangeAnswer(_Model):
-    """The answer on one tracked change: accept or reject it, or counter it with a text of our own."""
-
-    decision: ChangeDecision
-    counter: str = Field("", max_length=3000, description="counter: the counter-proposal's text (required)")
-
-    @field_validator("counter")
-    @classmethod
-    def _strip(cls, value: str) -> str:
-        return value.strip()
-
-    @model_validator(mode="after")
-    def _counter_needs_text(self) -> ChangeAnswer:
-        if self.decision == "counter" and not self.counter:
-            raise ValueError("CG-GATE-CHANGE-ANSWER: a counter needs the counter-proposal's text "
-                             "(counter:\"your wording\")")
-        if self.decision != "counter" and self.counter:
-            raise ValueError(f"CG-GATE-CHANGE-ANSWER: only a counter carries a text ({self.decision} does not)")
-        return self
-
-
 class GateDecision(_Model):
     """A person's (or the SLA sweeper's) answer at a human gate. A timeout is an escalation, never a rejection."""
 
@@ -332,10 +295,7 @@ class GateDecision(_Model):
     role: str | None = Field(None, description="per-finding gate: the role this answer counted for")
     carried: CarriedFrom | None = Field(None, description="a decision on an earlier version, carried because the "
                                         "decided clause's text and the playbook are unchanged (its receipt)")
-    change: TrackedChange | None = Field(None, description="a decision on one of the counterparty's tracked changes "
-                                         "(``decision``: accept → approve, reject or counter → changes)")
-    change_decision: ChangeDecision | None = None
-    counter: str = Field("", description="counter: the counter-proposal's text")
+    change: DecidedChange | None = None  # on a tracked change (decision: accept → approve, else changes)
 
 
 class PositionCheck(_Model):
@@ -433,9 +393,8 @@ class Review(_Model):
 
 
 __all__ = [
-    "CATEGORIES", "ChangeAnswer", "ChangeDecision", "Clause", "Clearance", "Comment", "ContractSource", "ContractTerm",
-    "ContractTerms", "Cost", "Dispute", "Extraction", "FilteredDocument", "GateDecision", "GateReason", "KeyTerm",
-    "KeyTerms", "LanguageReading", "Notice", "Page", "ParsedDocument", "PERSON_VIAS", "Passage", "PositionCheck",
-    "RenewalDates", "Review", "ReviewOrigin", "Revision", "StepFailure", "TrackedChange", "Via", "CarriedFrom",
-    "VersionChange", "VersionFinding", "Versions"
+    "CATEGORIES", "Clause", "Clearance", "Comment", "ContractSource", "ContractTerm", "ContractTerms", "Cost",
+    "Dispute", "Extraction", "FilteredDocument", "GateDecision", "GateReason", "KeyTerm", "KeyTerms", "LanguageReading",
+    "Notice", "Page", "ParsedDocument", "PERSON_VIAS", "Passage", "PositionCheck", "RenewalDates", "Review",
+    "ReviewOrigin", "Revision", "StepFailure", "Via", "CarriedFrom", "VersionChange", "VersionFinding", "Versions"
 ]

@@ -1,0 +1,191 @@
+"""The counterparty's tracked changes at a gate: each pending change inside a gated finding is a decision item.
+
+    record.changes = of_review(review, record.findings)      # C1, C2, … each tied to the finding (F1, …) it is in
+    answers = answer_changes(stored_answer)                  # {"C1": ChangeAnswer(decision="counter", counter=…)}
+    change_id, answer = parse_change('C1=counter:"12 months"')  # the CLI's --change
+
+A .docx is reviewed with its pending changes accepted (``Review.revisions``; ``clausegate.review.locate`` flags the
+ones inside a gated or high-risk finding). At a gate, each pending change inside one of the gate's findings asks
+*accept*, *reject* or *counter* (with the counter-proposal's text) of its own. The answer travels like a finding's:
+run-input fields ``C1`` (the choice) and ``C1_counter`` (the text) on a resume round of the per-finding gate
+(:mod:`clausegate.gates.rounds`), signed in the decision receipt (:func:`summary`), attributed by
+:func:`clausegate.gates.receipts.attribute`. Who may decide a change: whoever may decide its finding
+(:func:`clausegate.gates.findings.why_not`); the first answer per change wins; a gate with an undecided change does
+not complete (the SLA sweeper's escalation closes it with the change left undecided, never accepted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
+
+from clausegate.errors import ClauseGateError
+from clausegate.gates.model import Finding, text_sha256
+from clausegate.review.redact import SEALED_TEXT
+from clausegate.review.schemas import Review
+from clausegate.review.tracked_changes import ChangeAnswer, ChangeDecision, TrackedChange
+
+CODE = "CG-GATE-CHANGE-ANSWER"
+CHANGE_ID = re.compile(r"^C\d+$")
+COUNTER_SUFFIX = "_counter"
+CHANGE_DECISIONS: tuple[str, ...] = ("accept", "reject", "counter")
+CHANGE_PAST = {"accept": "accepted", "reject": "rejected", "counter": "countered"}
+# what a change's answer means for the review's status: rejecting or countering it sends the draft back
+AS_DECISION = {"accept": "approve", "reject": "changes", "counter": "changes"}
+QUOTE = 160
+
+
+def of_review(review: Review, findings: list[Finding], *, strict: bool = False) -> list[TrackedChange]:
+    """The pending tracked changes that fall in the clause of one of ``findings`` (matched by category and clause
+    hash), numbered C1, C2, … in the findings' order; ``strict`` (strict text mode): the changed text sealed."""
+    by_clause = {(f.category, f.text_sha256): f.id for f in findings if f.id and f.text_sha256}
+    out: list[TrackedChange] = []
+    seen: set[tuple[int, str, str]] = set()
+    for clause in review.clauses:
+        fid = by_clause.get((clause.category, text_sha256(clause.text)))
+        if fid is None or clause.span is None:
+            continue
+        start, end = clause.span
+        for rev in sorted(review.revisions, key=lambda r: r.start):
+            place = (rev.start, rev.kind, rev.text)
+            if clause.category not in rev.flagged or not start <= rev.start <= end or place in seen:
+                continue
+            seen.add(place)
+            out.append(TrackedChange(id=f"C{len(out) + 1}", finding=fid, category=clause.category, kind=rev.kind,
+                                     author=rev.author, date=rev.date, text=SEALED_TEXT if strict else rev.text,
+                                     paragraph=rev.paragraph, start=rev.start))
+    return out
+
+
+def answer_changes(answer: dict) -> dict[str, ChangeAnswer]:
+    """The valid answers on changes in a stored run input (``C1``: the choice, ``C1_counter``: its text).
+
+    An invalid one (a counter without text) is left out: it decides nothing, the change stays open."""
+    out: dict[str, ChangeAnswer] = {}
+    for key, value in answer.items():
+        if not CHANGE_ID.match(str(key)) or value not in CHANGE_DECISIONS:
+            continue
+        text = (answer.get(f"{key}{COUNTER_SUFFIX}") or "") if value == "counter" else ""
+        try:
+            out[key] = ChangeAnswer(decision=value, counter=str(text))
+        except ValidationError:
+            continue
+    return out
+
+
+def invalid_answers(answer: dict) -> list[str]:
+    """The change fields of a stored answer that decide nothing, each with why (shown above the form)."""
+    valid = answer_changes(answer)
+    return [f"{key}: a counter needs the counter-proposal's text in {key}{COUNTER_SUFFIX} ({CODE})"
+            for key, value in answer.items() if CHANGE_ID.match(str(key)) and value == "counter" and key not in valid]
+
+
+def run_input(changes: dict[str, ChangeAnswer]) -> dict[str, str]:
+    """The run-input fields of these answers (what the form would send)."""
+    fields: dict[str, str] = {}
+    for cid, ans in changes.items():
+        fields[cid] = ans.decision
+        if ans.decision == "counter":
+            fields[f"{cid}{COUNTER_SUFFIX}"] = ans.counter
+    return fields
+
+
+def summary(changes: dict[str, ChangeAnswer]) -> str:
+    """Canonical text of the answers on changes (what a receipt signs, with a counter's text as its sha256):
+    ``C1=accept;C2=counter#<sha256 of the text>``."""
+    def one(ans: ChangeAnswer) -> str:
+        if ans.decision != "counter":
+            return ans.decision
+        return f"counter#{hashlib.sha256(' '.join(ans.counter.split()).encode('utf-8')).hexdigest()}"
+    return ";".join(f"{k}={one(changes[k])}" for k in sorted(changes, key=lambda k: int(k[1:])))
+
+
+def parse_change(spec: str) -> tuple[str, ChangeAnswer]:
+    """``C1=accept`` / ``C1=reject`` / ``C1=counter:"text"`` → (``C1``, the answer); else CG-GATE-CHANGE-ANSWER."""
+    usage = 'use C1=accept, C1=reject or C1=counter:"your wording"'
+    cid, sep, rest = spec.partition("=")
+    cid = cid.strip().upper()
+    if not sep or not CHANGE_ID.match(cid):
+        raise ClauseGateError(f"'{spec[:60]}' does not name a tracked change.", hint=usage, code=CODE)
+    word, _, text = rest.partition(":")
+    word = word.strip().lower()
+    if word not in CHANGE_DECISIONS:
+        raise ClauseGateError(f"{cid}: '{word[:20]}' is not accept, reject or counter.", hint=usage, code=CODE)
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    if word == "counter" and not text:
+        raise ClauseGateError(f"{cid}: a counter needs the counter-proposal's text.", hint=usage, code=CODE)
+    if word != "counter" and text:
+        raise ClauseGateError(f"{cid}: only a counter carries a text ({word} does not).", hint=usage, code=CODE)
+    try:
+        return cid, ChangeAnswer(decision=word, counter=text)
+    except ValidationError as exc:  # e.g. a counter text over 3000 characters
+        raise ClauseGateError(f"{cid}: {exc.errors()[0]['msg']}", hint=usage, code=CODE) from None
+
+
+class ChangeSlot(BaseModel):
+    """Who answered one change, how and when."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decision: ChangeDecision
+    counter: str = ""
+    reviewer: str
+    via: str
+    decided_at: datetime
+    comment: str = ""
+    verified_user: str | None = None
+    round: int = 0
+
+
+class ChangeProgress(BaseModel):
+    change: TrackedChange
+    answer: ChangeSlot | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.answer is not None
+
+
+def label(change: TrackedChange) -> str:
+    """``C1 (F2): inserted “…” by Counsel``: which change, where, by whom."""
+    kind = "inserted" if change.kind == "insertion" else "deleted"
+    text = " ".join(change.text.split())
+    text = text if len(text) <= QUOTE else text[: QUOTE - 1].rstrip() + "…"
+    return f"{change.id} ({change.finding}, ¶ {change.paragraph}): {kind} “{text}” by {change.author or 'unknown'}"
+
+
+def describe(cp: ChangeProgress) -> str:
+    a = cp.answer
+    if a is None:
+        return "waiting"
+    counter = f": “{a.counter}”" if a.decision == "counter" else ""
+    return f"{CHANGE_PAST[a.decision]} by {a.reviewer} via {a.via} at {a.decided_at:%Y-%m-%d %H:%M} UTC{counter}"
+
+
+# The form's choice: optional, one drop-down (see clausegate.gates.findings.FindingDecision for why no default).
+ChangeChoice = Annotated[ChangeDecision | None, WithJsonSchema({"type": "string", "enum": list(CHANGE_DECISIONS)})]
+
+
+def _no_default(schema: dict) -> None:
+    schema.pop("default", None)
+
+
+def form_fields(changes: list[TrackedChange], role_findings: set[str]) -> dict:
+    """Per change, a choice field (``C1``) and the counter-proposal's text (``C1_counter``), for ``create_model``;
+    ``role_findings``: findings a role must decide (their changes too: this form cannot prove who answers)."""
+    fields: dict = {}
+    for c in changes:
+        note = ("Its finding's role must decide this in Slack: an answer here is not counted."
+                if c.finding in role_findings else
+                "accept, reject or counter (then write the counter-proposal below); leave empty to decide later.")
+        fields[c.id] = (ChangeChoice, Field(None, title=label(c), description=note, json_schema_extra=_no_default))
+        fields[f"{c.id}{COUNTER_SUFFIX}"] = (str, Field("", max_length=3000, title=f"{c.id} counter-proposal",
+                                                         description=f"counter: your wording instead of {c.id} "
+                                                                     "(required with counter)"))
+    return fields
