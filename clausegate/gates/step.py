@@ -42,6 +42,7 @@ from pydantic import ValidationError
 from clausegate import audit
 from clausegate.config import load_deciders, strict_text
 from clausegate.errors import GateError
+from clausegate.gates import changes as tracked_changes
 from clausegate.gates import channels as gate_channels
 from clausegate.gates import store
 from clausegate.gates.authority import SENDER_TAG
@@ -189,6 +190,8 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     playbook_sha256=playbook_sha256(book), model_version=review.extractor,
                     annotated=review.annotated, contract_terms=gate_terms(review, strict=strict_text()),
                 )
+                record = record.model_copy(update={"changes": tracked_changes.of_review(
+                    review, record.findings, strict=strict_text())})  # each asks accept / reject / counter
                 if not store.write_once(client, flow_run.id, record.record_key, record):
                     record = store.read_record(client, flow_run.id, key) or record
             refs = gate_channels.post_all(client, record, channels, logger)
