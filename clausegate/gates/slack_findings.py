@@ -6,8 +6,10 @@ Each finding: a section (id, category, page, clause, who must decide and what ea
 while it is open, an actions block with *Approve* / *Request changes* / *Escalate* (action_id
 ``clausegate_<decision>``, value JSON ``{"run", "gate", "decision", "finding"}``). Above them an
 *I'm on it* button (``clausegate_ack``) and who acknowledged; after the last answer the buttons are
-gone and the header says *Decided*. With 12 findings the message is 29 blocks (Slack allows 50);
-slack-sdk's models check each text's length when the message is built.
+gone and the header says *Decided*. Under the summary, the contract's *Key terms* (one field each), and in each
+finding an *Open the clause* link to the annotated copy (a signed, expiring link: clausegate.gates.annotated_links)
+with its page or § and ¶. With 12 findings the message is 30 blocks (Slack allows 50; findings that would pass it
+are left out with "… and N more"); slack-sdk's models check each text's length when the message is built.
 """
 
 from __future__ import annotations
@@ -26,13 +28,24 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from clausegate.gates.annotated_links import record_link
 from clausegate.gates.findings import ANY_ROLE, Progress, describe_slots
 from clausegate.gates.model import DECISION_LABELS, DECISION_PAST, DECISIONS, GateRecord
-from clausegate.gates.slack_view import ACTION_PREFIX, ICONS, STYLES, _cut, _escape, _fit
+from clausegate.gates.slack_view import (
+    ACTION_PREFIX,
+    ICONS,
+    MAX_BLOCKS,
+    STYLES,
+    _cut,
+    _escape,
+    _fit,
+    key_terms_block,
+    open_clause,
+)
 from clausegate.gates.store import GateExtras
 
 ACK_ACTION = f"{ACTION_PREFIX}ack"
-MAX_FINDINGS = 20  # 2 blocks each + 7 others stays under Slack's 50
+MAX_FINDINGS = 20  # 2 blocks each + 8 others stays under Slack's 50 (the loop checks it too)
 CLAUSE_WIDTH = 600
 
 
@@ -45,7 +58,7 @@ def finding_value(record: GateRecord, decision: str, finding: str) -> str:
                       separators=(",", ":"))
 
 
-def _finding_text(record: GateRecord, fp) -> str:
+def _finding_text(record: GateRecord, fp, link: str | None = None) -> str:
     f = fp.finding
     pages = ",".join(map(str, f.pages)) or "-"
     who = " and ".join(fp.roles) if fp.roles else "anyone allowed"
@@ -62,7 +75,8 @@ def _finding_text(record: GateRecord, fp) -> str:
                          f"{_escape(answer.reviewer)} via {answer.via} at {_when(answer.decided_at)}{comment}")
     head = f"*{f.id} · {_escape(f.category)}* · p. {pages} · conf {f.confidence:.2f} · decides: {_escape(who)}"
     why = f"\n_Why:_ {_escape(_cut(f.why, 300))}" if f.why else ""
-    return _fit(f"{head}\n> {_escape(_cut(f.text, CLAUSE_WIDTH))}{why}\n" + "\n".join(state), 3000)
+    clause = f"\n{opened}" if (opened := open_clause(link, f)) else ""
+    return _fit(f"{head}{clause}\n> {_escape(_cut(f.text, CLAUSE_WIDTH))}{why}\n" + "\n".join(state), 3000)
 
 
 def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
@@ -83,6 +97,8 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
             f"decision on each.{reasons}\n*SLA:* decide by {_when(deadline)}{extended}; reminders at 50% and 80%, "
             "then it escalates to legal.", 3000))),
     ]
+    if (terms := key_terms_block(record)) is not None:
+        blocks.append(terms)
     acks = ", ".join(f"{_escape(str(a.get('reviewer')))} at {str(a.get('at', ''))[:16].replace('T', ' ')} UTC"
                      for a in extras.acks[:8])
     if not done:
@@ -91,10 +107,13 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
             value=json.dumps({"run": record.flow_run_id, "gate": record.key}, separators=(",", ":")))]))
     blocks.append(ContextBlock(elements=[MarkdownTextObject(
         text=_cut(f":eyes: Acknowledged by {acks}" if acks else "Not acknowledged yet.", 2000))]))
-    shown = prog.findings[:MAX_FINDINGS]
-    for fp in shown:
+    shown, link = [], record_link(record)
+    for fp in prog.findings[:MAX_FINDINGS]:
+        if len(blocks) + (1 if fp.done else 2) + 1 > MAX_BLOCKS:  # Slack's limit, with the last line below
+            break
+        shown.append(fp)
         blocks.append(SectionBlock(block_id=f"clausegate_finding_{fp.finding.id}",
-                                   text=MarkdownTextObject(text=_finding_text(record, fp))))
+                                   text=MarkdownTextObject(text=_finding_text(record, fp, link))))
         if not fp.done:
             buttons = [ButtonElement(text=PlainTextObject(text=DECISION_LABELS[d]), action_id=f"{ACTION_PREFIX}{d}",
                                      value=finding_value(record, d, fp.finding.id), style=STYLES.get(d))

@@ -5,7 +5,10 @@ Plain functions returning ``(fallback text, blocks)``; nothing here talks to Sla
 Buttons are *value* buttons (``action_id`` ``clausegate_<decision>``, value JSON ``{"run", "gate",
 "decision"}``); the link to the Prefect UI is a link in the text, not a URL button (URL buttons
 also send an interaction and confuse users). After a decision the message is replaced by the
-decided view, which has no buttons.
+decided view, which has no buttons. Above the findings: the contract's *Key terms* (one field each, "not found"
+where not found); under the findings table, an *Open the clause* link per finding to the annotated copy (a
+signed, expiring link, clausegate.gates.annotated_links) with its page or § and ¶. A message stays within Slack's
+50 blocks and 3000 characters per text: what would pass them is cut with "…and N more".
 """
 
 from __future__ import annotations
@@ -14,13 +17,21 @@ import json
 from datetime import UTC
 from typing import Any
 
+from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
+
+from clausegate.gates.annotated_links import link_hours, record_link
+from clausegate.gates.gate_terms import place
 from clausegate.gates.model import DECISION_LABELS, DECISIONS, DecisionInfo, Finding, GateRecord
+from clausegate.review.key_terms.render import cite, value_text
+from clausegate.review.key_terms.terms import LABELS
 from clausegate.review.money import eur_text
 
 ACTION_PREFIX = "clausegate_"
 ACTIONS_BLOCK_ID = "clausegate_gate"
 MAX_ROWS = 12
 SECTION_LIMIT = 3000
+MAX_BLOCKS = 50  # Slack's limit per message
+FIELD_CHARS = 300  # a key term's field (Slack allows 2000)
 ICONS = {"approve": ":white_check_mark:", "changes": ":pencil2:", "escalate": ":rotating_light:"}
 STYLES = {"approve": "primary", "escalate": "danger"}
 
@@ -103,6 +114,57 @@ def _suggestion_blocks(record: GateRecord) -> list[dict[str, Any]]:
                                          "text": _fit("*Suggested redlines*\n" + "\n".join(lines), SECTION_LIMIT)}}]
 
 
+def key_terms_block(record: GateRecord) -> SectionBlock | None:
+    """*Key terms*: one field per term (value and where; "not found" where not found), then the renewal notice
+    deadline (Slack shows fields in two columns, at most 10); None when the record has none."""
+    terms = record.contract_terms
+    if terms is None:
+        return None
+    fields = []
+    for term in terms.terms:
+        where = cite(term)
+        fields.append(f"*{LABELS[term.name]}*\n{_escape(value_text(term))}" + (f" ({where})" if where else ""))
+    if terms.renewal is not None and terms.renewal.notice_deadline:
+        fields.append(f"*Notice deadline*\n{terms.renewal.notice_deadline} (term ends {terms.renewal.term_end})")
+    return SectionBlock(text=MarkdownTextObject(text="*Key terms*"),
+                        fields=[MarkdownTextObject(text=_cut(f, FIELD_CHARS)) for f in fields[:10]])
+
+
+def open_clause(link: str | None, finding: Finding) -> str:
+    """"<link|Open the clause> § 8.5, ¶ 41": the annotated copy, and where in it; "" without a link or a place."""
+    where = place(finding)
+    if not link or not where:
+        return ""
+    return f":page_facing_up: <{link}|Open the clause> {_escape(where)}"
+
+
+def _links_block(record: GateRecord, link: str | None) -> list[dict[str, Any]]:
+    """The one-decision view's links: a line per finding (the table above is a code block, where links do not
+    work), cut with "…and N more" to fit one section."""
+    lines = [f"{open_clause(link, f)} · {f.id} {_escape(f.category)}" for f in record.findings if open_clause(link, f)]
+    if not lines:
+        return []
+    head = (f"*The annotated contract* (a comment or highlight on each finding; the link is valid "
+            f"{link_hours(record.sla_hours):g} h)")
+    shown = len(lines)
+    while shown and len("\n".join([head, *lines[:shown], f"…and {len(lines)} more"])) > SECTION_LIMIT:
+        shown -= 1
+    tail = [f"…and {len(lines) - shown} more"] if shown < len(lines) else []
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join([head, *lines[:shown], *tail])}}]
+
+
+def fit_blocks(blocks: list[dict[str, Any]], keep_last: int = 2) -> list[dict[str, Any]]:
+    """At most :data:`MAX_BLOCKS`: blocks past the limit are left out before the last ``keep_last`` (the buttons
+    and how to answer), and a line says how many."""
+    if len(blocks) <= MAX_BLOCKS:
+        return blocks
+    head, tail = blocks[:len(blocks) - keep_last], blocks[len(blocks) - keep_last:]
+    room = MAX_BLOCKS - keep_last - 1
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"…and {len(head) - room} more block(s): "
+                                                                         "see the run in Prefect"}]}
+    return head[:room] + [note] + tail
+
+
 def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
     cats = ", ".join(record.categories)
     reasons = "".join(f"\n• *{_escape(c)}*: {_escape(_cut(r, 500))}" for c, r in record.reasons.items() if r)
@@ -112,7 +174,9 @@ def _summary_blocks(record: GateRecord, run_url: str) -> list[dict[str, Any]]:
             f"*{_escape(record.filename)}* (playbook `{record.playbook}`): {len(record.findings)} finding(s) "
             f"that need a person: {_escape(cats)}.{reasons}\n*SLA:* decide by {_when(record.sla_deadline)} "
             f"({record.sla_hours:g} h); then it escalates to legal.", SECTION_LIMIT)}},
+        *([terms.to_dict()] if (terms := key_terms_block(record)) else []),
         _table_block(record.findings),
+        *_links_block(record, record_link(record)),
         *_cleared_blocks(record),
         *_suggestion_blocks(record),
         {"type": "context", "elements": [
@@ -144,7 +208,7 @@ def gate_message(record: GateRecord, run_url: str) -> tuple[str, list[dict[str, 
             f"`clausegate resolve {record.flow_run_id} approve` or the form in the Prefect UI."}]},
     ]
     text = f"ClauseGate: {record.filename} needs a decision ({', '.join(record.categories)})"
-    return text, blocks
+    return text, fit_blocks(blocks)
 
 
 def decided_message(record: GateRecord, decision: DecisionInfo, run_url: str) -> tuple[str, list[dict[str, Any]]]:
@@ -155,7 +219,7 @@ def decided_message(record: GateRecord, decision: DecisionInfo, run_url: str) ->
     blocks = _summary_blocks(record, run_url) + [{"type": "section", "text": {"type": "mrkdwn", "text": stamp}}]
     blocks[0] = {"type": "header", "text": {"type": "plain_text", "text": _cut(f"Decided: {record.filename}", 150)}}
     text = f"ClauseGate: {record.filename}: {decision.describe()}"
-    return text, blocks
+    return text, fit_blocks(blocks, keep_last=1)
 
 
 def escalation_message(record: GateRecord, run_url: str, outcome_text: str) -> tuple[str, list[dict[str, Any]]]:
