@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from clausegate.config import SmtpSettings, load_smtp_settings
 from clausegate.errors import ClauseGateError
 from clausegate.gates import email_links, findings
+from clausegate.gates.annotated_links import record_link
 from clausegate.gates.channel import ChannelUndelivered, reaches
 from clausegate.gates.listing import WaitingGate
 from clausegate.gates.model import DECISION_LABELS, DECISIONS, DecisionInfo, Finding, GateRecord
@@ -169,6 +170,8 @@ class EmailChannel:
                 continue
             lines = [heading, "", f"Contract: {record.filename} (playbook {record.playbook}). Decide by "
                      f"{record.sla_deadline:%Y-%m-%d %H:%M} UTC. Each link opens a page that asks you to confirm.", ""]
+            if link := record_link(record):  # the annotated copy: a comment or highlight on each finding
+                lines += [f"The contract with each finding marked: {link}", ""]
             for f in fs:
                 lines += [f"{f.id + ' · ' if f.id else ''}{f.category} · p. {', '.join(map(str, f.pages)) or '-'}",
                           f"  {' '.join(f.text.split())[:300]}"]
