@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 from clausegate.errors import ClauseGateError
 from clausegate.gates.model import Finding, text_sha256
 from clausegate.review.redact import SEALED_TEXT
-from clausegate.review.schemas import Review
-from clausegate.review.tracked_changes import ChangeAnswer, ChangeDecision, TrackedChange
+from clausegate.review.schemas import GateDecision, Review
+from clausegate.review.tracked_changes import ChangeAnswer, ChangeDecision, DecidedChange, TrackedChange
 
 CODE = "CG-GATE-CHANGE-ANSWER"
 CHANGE_ID = re.compile(r"^C\d+$")
@@ -189,3 +189,28 @@ def form_fields(changes: list[TrackedChange], role_findings: set[str]) -> dict:
                                                          description=f"counter: your wording instead of {c.id} "
                                                                      "(required with counter)"))
     return fields
+
+
+def describe_lines(changes: list[ChangeProgress]) -> list[str]:
+    """Markdown lines for the Prefect UI form's description: each change, its finding, what is decided."""
+    if not changes:
+        return []
+    lines = ["", f"**Tracked changes by the other side** ({len(changes)}): accept, reject or counter each one "
+                 f"(a counter needs your wording in its `{COUNTER_SUFFIX[1:]}` field)."]
+    for cp in changes:
+        lines += ["", f"- **{label(cp.change)}** · {describe(cp)}"]
+    return lines
+
+
+def gate_decisions(gate_key: str, changes: list[ChangeProgress]) -> list[GateDecision]:
+    """One ``GateDecision`` per decided change (gate ``<key>/C1``), for the report and the audit."""
+    out = []
+    for cp in changes:
+        a = cp.answer
+        if a is None:
+            continue
+        out.append(GateDecision(gate=f"{gate_key}/{cp.change.id}", categories=[cp.change.category],
+                                decision=AS_DECISION[a.decision], reviewer=a.reviewer, comment=a.comment, via=a.via,
+                                decided_at=a.decided_at, finding=cp.change.finding,
+                                change=DecidedChange(change=cp.change, decision=a.decision, counter=a.counter)))
+    return out

@@ -20,6 +20,7 @@ from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 
 from clausegate import audit
+from clausegate.gates import changes as tracked_changes
 from clausegate.gates import findings, store
 from clausegate.gates.channel import ChannelUndelivered, escalate_all, update_all
 from clausegate.gates.gate_terms import form_lines
@@ -42,6 +43,7 @@ def describe_rounds(record: GateRecord, prog: findings.Progress) -> str:
         who = " and ".join(fp.roles) or "anyone"
         lines += ["", f"**{f.id} · {f.category}** · p. {pages} · decides: {who} · {findings.describe_slots(fp)}", "",
                   f"> {' '.join(f.text.split())}"]
+    lines += tracked_changes.describe_lines(prog.changes)
     lines += ["", f"Cost so far: {eur_text(record.cost_eur)}."]
     return "\n".join(lines)
 
@@ -108,6 +110,13 @@ def _finish(record: GateRecord, prog: findings.Progress, channels: list, logger)
                                             reviewer=a.reviewer, reviewer_verified=a.verified_user is not None,
                                             verified_user=a.verified_user, comment=a.comment,
                                             decided_at=a.decided_at))
+    verified = {c.change.id: c.answer.verified_user for c in prog.changes if c.answer is not None}
+    for d in tracked_changes.gate_decisions(record.key, prog.changes):  # the counterparty's changes, each decided
+        decisions.append(d)
+        user = verified.get(d.change.change.id)
+        audit.record(audit.gate_decided(flow_run_id=record.flow_run_id, gate=d.gate, decision=d.decision, via=d.via,
+                                        reviewer=d.reviewer, reviewer_verified=user is not None, verified_user=user,
+                                        comment=d.comment, decided_at=d.decided_at))
     status = prog.status
     logger.info("gate %s: every required role answered; status %s", record.key, status)
     notices += [Notice(code=code, message=f"The gate's {name} view still asks for a decision: {error}")
