@@ -84,6 +84,11 @@ def invalid_answers(answer: dict) -> list[str]:
             for key, value in answer.items() if CHANGE_ID.match(str(key)) and value == "counter" and key not in valid]
 
 
+def as_decision(changes: dict[str, ChangeAnswer]) -> str:
+    """The gate decision that answers on changes amount to (any reject or counter: changes)."""
+    return "changes" if any(AS_DECISION[a.decision] == "changes" for a in changes.values()) else "approve"
+
+
 def run_input(changes: dict[str, ChangeAnswer]) -> dict[str, str]:
     """The run-input fields of these answers (what the form would send)."""
     fields: dict[str, str] = {}

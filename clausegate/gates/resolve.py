@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from clausegate import audit
 from clausegate.errors import ClauseGateError
 from clausegate.gates import authority, receipts, resolve_findings, store
+from clausegate.gates import changes as tracked_changes
 from clausegate.gates.model import (
     DECISION_PAST,
     RECEIPT_FIELD,
@@ -104,7 +105,7 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
                  slack_user_id: str | None = None, settings=None, gate: str | None = None,
                  slack_channel: str | None = None, slack_channel_name: str | None = None,
                  finding: str | None = None, email: str | None = None,
-                 verified: str | None = None) -> ResolveOutcome:
+                 verified: str | None = None, changes: dict | None = None) -> ResolveOutcome:
     """Answer the gate of flow run ``run_id``; see the module docstring. Never raises for expected cases.
 
     ``via``: the path that received the answer (``slack``, ``email``, ``cli`` or ``sla``), recorded in the
@@ -120,12 +121,14 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
     ``finding``: a per-finding gate's finding id (F1, …); None decides every open finding the answerer
     may decide (``clausegate.gates.resolve_findings``; a one-decision gate ignores it).
     ``verified``: the identity another channel's ``verify`` proved (its answers' ``via`` is the channel's name).
+    ``changes``: answers on the gate's tracked changes (``{"C1": ChangeAnswer}``, :mod:`clausegate.gates.changes`),
+    given in the same round; with them ``decision`` may be empty (only the changes are decided).
     """
     rid = str(run_id).strip()
     verified_user = verified_user_of(via, slack_user_id, email, verified)
     where = (slack_channel, slack_channel_name, settings)
     outcome = _attempt(rid, decision, reviewer=reviewer, via=via, comment=comment, slack_user_id=slack_user_id,
-                       verified_user=verified_user, gate=gate, where=where, finding=finding)
+                       verified_user=verified_user, gate=gate, where=where, finding=finding, changes=changes)
     if outcome.kind != "resumed":  # the audit log: every refused attempt, who made it, through which path, why
         audit.record(audit.gate_refused(
             run_id=rid, reason=outcome.reason or REFUSAL_REASONS.get(outcome.kind, outcome.kind), via=str(via),
@@ -139,11 +142,12 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
 
 
 def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, slack_user_id: str | None,
-             verified_user: str | None, gate: str | None, where: tuple, finding: str | None = None) -> ResolveOutcome:
+             verified_user: str | None, gate: str | None, where: tuple, finding: str | None = None,
+             changes: dict | None = None) -> ResolveOutcome:
     if via not in RECEIVING_PATHS:
         return _outcome("rejected", rid, f"'{via}' is not a path resolve_gate answers for (slack, email, cli, sla); "
                                          "answers in the Prefect UI go through its form.")
-    word = normalise_decision(decision)
+    word = normalise_decision(decision) if decision or not changes else tracked_changes.as_decision(changes)
     if word is None:
         return _outcome("rejected", rid, f"'{decision[:40]}' is not a decision: use approve, changes or escalate.")
     try:
@@ -155,7 +159,8 @@ def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, 
     except ValueError as exc:
         return _outcome("rejected", rid, f"invalid answer: {exc}")
     try:
-        return _resolve(uuid, answer, via, slack_user_id, verified_user, gate, where, finding)
+        return _resolve(uuid, answer, via, slack_user_id, verified_user, gate, where, finding, changes,
+                        findings_too=bool(decision))
     except (httpx.HTTPError, OSError) as exc:
         return _outcome("error", rid, f"could not reach the Prefect API to resume run {rid}: {exc}. "
                                       "Nothing was decided; try again.")
@@ -202,7 +207,8 @@ def _slack_refusal(client, flow_run, record, answer: GateInput, slack_user_id: s
 
 
 def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None, verified_user: str | None,
-             gate: str | None, where: tuple, finding: str | None = None) -> ResolveOutcome:
+             gate: str | None, where: tuple, finding: str | None = None, changes: dict | None = None,
+             findings_too: bool = True) -> ResolveOutcome:
     rid = str(uuid)
     with get_client(sync_client=True) as client:
         try:
@@ -278,7 +284,12 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
         if record.per_finding:  # a decision per finding and role (clausegate.gates.resolve_findings)
             return resolve_findings.resolve_with_retry(client, flow_run, record, answer, via=via,
                                                        slack_user_id=slack_user_id, verified_user=verified_user,
-                                                       finding=finding, outcome=_outcome)
+                                                       finding=finding, outcome=_outcome, changes=changes,
+                                                       findings_too=findings_too)
+        if changes:  # a one-decision gate has no tracked changes to decide
+            return _outcome("rejected", rid, f"{record.filename}: this gate asks no decision on tracked changes "
+                                             f"({tracked_changes.CODE}); answer it with approve, changes or escalate.",
+                            state=state_name, record=record, reason="invalid_answer")
         # The receipt first (this path received this answer), then the resume that names it.
         receipt = receipts.issue(flow_run_id=rid, gate=record.key, decision=answer.decision, reviewer=answer.reviewer,
                                  comment=answer.comment, via=via, verified_user=verified_user,

@@ -116,7 +116,8 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
                        reason="race" if race else None)
     info = store.read_decision(client, UUID(rid), pause_key)
     skipped = f" Not counted: {' '.join(problems)}" if problems else ""
-    message = (f"{record.filename}: {', '.join(ids)} {DECISION_PAST[answer.decision]} by "
-               f"{info.reviewer if info else answer.reviewer}; the gate message shows who still has to answer."
-               f"{skipped}")
+    what = [f"{', '.join(ids)} {DECISION_PAST[answer.decision]}"] if ids else []
+    what += [f"{cid} {tracked.CHANGE_PAST[changed[cid].decision]}" for cid in change_ids]
+    message = (f"{record.filename}: {'; '.join(what)} by {info.reviewer if info else answer.reviewer}; the gate "
+               f"message shows who still has to answer.{skipped}")
     return outcome("resumed", rid, message, state="Resuming", decision=info, record=record)
