@@ -51,6 +51,15 @@ def test_dates_as_contracts_write_them(written: str, iso: str) -> None:
     assert [d.value.isoformat() for d in found] == [iso]
 
 
+@pytest.mark.parametrize(("written", "iso"), [
+    ("made and effective as of1 August 2019, by and between", "2019-08-01"),  # a space lost in the PDF
+    ("as of the 1s t day of June, 2004.", "2004-06-01"),  # an ordinal split in two
+    ("shall be effective as of _Dec. 8, 2005 (hereinafter", "2005-12-08"),  # a blank's underscore before it
+])
+def test_dates_as_a_pdf_garbles_them_keep_their_day(written: str, iso: str) -> None:
+    assert [(d.value.isoformat(), d.has_day) for d in find_dates(written)] == [(iso, True)]
+
+
 def test_a_year_alone_is_no_date_and_durations_read_number_words() -> None:
     assert find_dates("in fiscal 2014 the parties") == [] and parse_date("31 February 2014") is None
     read = [(d.count, d.unit) for d, _, _ in durations("ninety (90) days' notice, one (1) year, twelve months")]

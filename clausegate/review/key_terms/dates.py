@@ -19,17 +19,18 @@ from clausegate.review.figures import normalise
 
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|"
           r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
-_DAY = r"(?:[0-3]?\d)\s?(?:st|nd|rd|th|t\s?h)?"
+_DAY = r"(?:[0-3]?\d)\s?(?:st|nd|rd|th|t\s?h|s\s?t|n\s?d|r\s?d)?"  # "1s t": a PDF's split ordinal
 _YEAR = r"(?:19|20)\d\d"
 DATE_RE = re.compile(
-    rf"\b(?P<md>{_MONTH}\s*{_DAY}\s*,?\s*{_YEAR})\b"
-    rf"|\b(?P<dm>{_DAY}\s*(?:day\s+of\s+|of\s+)?{_MONTH}\s*,?\s*(?:A\.?D\.?\s*)?{_YEAR})\b"
+    rf"(?<![A-Za-z])(?P<md>{_MONTH}\s*{_DAY}\s*,?\s*{_YEAR})\b"
+    rf"|(?<!\d)(?P<dm>{_DAY}\s*(?:day\s+of\s+|of\s+)?{_MONTH}\s*,?\s*(?:A\.?D\.?\s*)?{_YEAR})\b"
     rf"|\b(?P<my>{_MONTH}\s*,?\s*{_YEAR})\b"
     r"|\b(?P<num>[0-3]?\d[/.-][0-3]?\d[/.-](?:(?:19|20)\d\d|\d\d))\b"
     rf"|\b(?P<iso>{_YEAR}-[01]\d-[0-3]\d)\b",
     re.IGNORECASE)
 _DEFAULT = datetime(2000, 1, 1)
-_ORDINAL = re.compile(r"(?<=\d)\s?(?:st|nd|rd|th|t\s?h)\b|\bday\s+of\b|\bof\b|A\.?D\.?", re.IGNORECASE)
+_ORDINAL = re.compile(r"(?<=\d)\s?(?:st|nd|rd|th|t\s?h|s\s?t|n\s?d|r\s?d)\b|\bday\s+of\b|\bof\b|A\.?D\.?",
+                      re.IGNORECASE)
 
 
 @dataclass(frozen=True)
