@@ -97,7 +97,8 @@ def gates(
             for line in gate_progress_lines(record):
                 console.print(f"  {escape(line)}", highlight=False)
     console.print("Answer with [bold]clausegate resolve RUN approve|changes|escalate --comment ...[/bold] "
-                  "(a per-finding gate: [bold]--finding F1[/bold]; findings with a role: in Slack)")
+                  "(a per-finding gate: [bold]--finding F1[/bold]; findings with a role: in Slack; a tracked change: "
+                  "[bold]--change C1=accept|reject|counter:\"…\"[/bold])")
 
 
 QUOTE_START = 60  # characters of a finding's quote in `clausegate gates`: enough to tell two of a category apart
@@ -132,14 +133,18 @@ def gate_progress_lines(record) -> list[str]:
     with get_client(sync_client=True) as client:
         prog, _ = current_progress(client, record)
     labels = dict(zip((f.id for f in record.findings), finding_lines(record), strict=True))
+    from clausegate.gates.changes import describe, label  # local import: Prefect; keeps CLI start-up lean
+
     return [f"{labels.get(fp.finding.id, fp.finding.id)} ({' and '.join(fp.roles) or 'anyone'}): "
-            f"{describe_slots(fp)}" for fp in prog.findings]
+            f"{describe_slots(fp)}" for fp in prog.findings] + [
+        f"tracked change {label(cp.change)}: {describe(cp)}" for cp in prog.changes]
 
 
 @app.command()
 def resolve(
     run_id: Annotated[str, typer.Argument(help="the waiting flow run's id")],
-    decision: Annotated[str, typer.Argument(help="approve | changes | escalate | ack | extend")],
+    decision: Annotated[str, typer.Argument(help="approve | changes | escalate | ack | extend (may be left out with "
+                                                 "--change: only the tracked changes are decided)")] = "",
     comment: Annotated[str, typer.Option(help="why, or which changes")] = "",
     finding: Annotated[str | None, typer.Option(help="a per-finding gate's finding (F1, …); without it: every "
                                                      "open finding the CLI may decide (those without a role)")] = None,
@@ -147,6 +152,9 @@ def resolve(
                                                       "recorded with the decision either way)")] = None,
     hours: Annotated[float | None, typer.Option(help="extend: by how many hours (at most the gate's own SLA; "
                                                      "default: the SLA again)")] = None,
+    change: Annotated[list[str] | None, typer.Option("--change", help="a tracked change of the other side: "
+                                                     "C1=accept, C1=reject or C1=counter:\"your wording\" "
+                                                     "(repeat per change; `clausegate gates` lists them)")] = None,
 ) -> None:
     """Answer a waiting gate (resumes the run); tells you if someone decided first.
 
@@ -154,10 +162,15 @@ def resolve(
     that is not applied is written to the audit log (``clausegate inbox audit``: ``gate.refused``).
     The login is the operator account, not proof of a person: a finding whose playbook names a role
     cannot be decided here (exit 5; answer it in Slack). ``ack`` records that you are on it; ``extend`` moves
-    the SLA once (a gate without roles; a role's gate is extended in Slack)."""
+    the SLA once (a gate without roles; a role's gate is extended in Slack). ``--change C1=counter:"…"`` answers
+    one of the counterparty's tracked changes inside a finding (a bad one: CG-GATE-CHANGE-ANSWER, exit 2)."""
     from clausegate.config import load_slack_settings  # local import: Prefect; keeps CLI start-up lean
     from clausegate.gates import resolve_gate  # local import: Prefect; keeps CLI start-up lean
 
+    answers = change_answers(change or [])
+    if not decision.strip() and not answers:
+        console.print("[red]Say a decision (approve, changes, escalate, ack, extend) or --change C1=….[/red]")
+        raise typer.Exit(2)
     server = require_server("resolve", "the gate is one of its flow runs")
     action = decision.strip().lower()
     if action in ("ack", "extend"):
@@ -170,13 +183,31 @@ def resolve(
                       highlight=False)
         raise typer.Exit(0 if done.ok else 5 if done.reason == "not_in_role" else 4)
     outcome = resolve_gate(run_id, decision, reviewer=reviewer or getpass.getuser(), via="cli", comment=comment,
-                           settings=load_slack_settings(), finding=finding)
+                           settings=load_slack_settings(), finding=finding, changes=answers or None)
     colour = {"resumed": "green", "already_decided": "yellow"}.get(outcome.kind, "red")
     console.print(f"[{colour}]{outcome.kind}[/{colour}]: {outcome.message} [dim](on {server.where})[/dim]",
                   highlight=False)
     if outcome.slack_error:
         console.print(f"[yellow]The Slack message was not updated:[/yellow] {outcome.slack_error}")
     raise typer.Exit(EXIT_CODES.get(outcome.kind, 1))
+
+
+def change_answers(specs: list[str]) -> dict:
+    """``--change`` values → ``{"C1": ChangeAnswer}``; a bad one prints its CG-GATE-CHANGE-ANSWER and exits 2."""
+    from clausegate.gates.changes import parse_change  # local import: Prefect; keeps CLI start-up lean
+
+    answers: dict = {}
+    try:
+        for spec in specs:
+            cid, answer = parse_change(spec)
+            if cid in answers:
+                raise ClauseGateError(f"{cid} is answered twice.", hint="give each change one --change",
+                                      code="CG-GATE-CHANGE-ANSWER")
+            answers[cid] = answer
+    except ClauseGateError as error:
+        console.print(f"[red]{escape(str(error))}[/red]", highlight=False)
+        raise typer.Exit(2) from None
+    return answers
 
 
 @app.command()
