@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from clausegate.errors import ReportWriteError
+from clausegate.review.change_report import change_lines
 from clausegate.review.document.codes import INTEGRITY_CODES
 from clausegate.review.gate_reasons import describe_reasons
 from clausegate.review.key_terms.ics import calendar
@@ -168,10 +169,11 @@ def render_markdown(review: Review) -> str:
         lines += ["", "## Decisions", "", "| Gate | Finding | Role | Decision | Reviewer | Via | Comment | When |",
                   "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {d.gate} | {(d.finding + ' ') if d.finding else ''}{', '.join(d.categories)} | {d.role or '-'} "
-                  f"| {d.decision} "
+                  f"| {d.decision}{f' (tracked change {d.change.change.id}: {d.change.decision})' if d.change else ''} "
                   f"| {_md_cell(d.reviewer)} | {d.via}{' (carried)' if d.carried else ''} "
                   f"| {_md_cell(d.comment)} | {d.decided_at:%Y-%m-%d %H:%M} |"
                   for d in review.decisions]
+        lines += change_lines(review)  # the counterparty's tracked changes: accepted, rejected or countered
     by_category: dict[str, list] = defaultdict(list)
     found = [c for c in review.clauses if not c.possible]
     for clause in found:
