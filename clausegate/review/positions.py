@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.metrics.pairwise import cosine_similarity
 
 from clausegate.review.categories import canonical
 from clausegate.review.figures import FIGURE_KINDS, UNIT_WORDS
@@ -137,6 +135,10 @@ def similarity(text: str, others: list[str]) -> list[float]:
     """TF-IDF cosine of ``text`` to each of ``others`` (unigrams + bigrams, fitted on these texts only)."""
     if not others:
         return []
+    # scikit-learn would add ~1 s to every process that loads a playbook (each flow run, resume, CLI command)
+    from sklearn.feature_extraction.text import TfidfVectorizer  # local import: scikit-learn only when comparing
+    from sklearn.metrics.pairwise import cosine_similarity  # local import: scikit-learn only when comparing
+
     docs = [text, *others]
     try:
         matrix = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, stop_words="english").fit_transform(docs)
