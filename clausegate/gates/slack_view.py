@@ -123,11 +123,12 @@ def key_terms_block(record: GateRecord) -> SectionBlock | None:
     fields = []
     for term in terms.terms:
         where = cite(term)
-        fields.append(f"*{LABELS[term.name]}*\n{_escape(value_text(term))}" + (f" ({where})" if where else ""))
+        value = _cut(value_text(term), FIELD_CHARS - 60)  # one line: the label, then the value and where
+        fields.append(f"*{LABELS[term.name]}*\n{_escape(value)}" + (f" ({where})" if where else ""))
     if terms.renewal is not None and terms.renewal.notice_deadline:
         fields.append(f"*Notice deadline*\n{terms.renewal.notice_deadline} (term ends {terms.renewal.term_end})")
     return SectionBlock(text=MarkdownTextObject(text="*Key terms*"),
-                        fields=[MarkdownTextObject(text=_cut(f, FIELD_CHARS)) for f in fields[:10]])
+                        fields=[MarkdownTextObject(text=_fit(f, FIELD_CHARS)) for f in fields[:10]])
 
 
 def open_clause(link: str | None, finding: Finding) -> str:
