@@ -31,6 +31,7 @@ from slack_sdk.models.blocks import (
 from clausegate.gates.annotated_links import record_link
 from clausegate.gates.findings import ANY_ROLE, Progress, describe_slots
 from clausegate.gates.model import DECISION_LABELS, DECISION_PAST, DECISIONS, GateRecord
+from clausegate.gates.slack_changes import change_blocks
 from clausegate.gates.slack_view import (
     ACTION_PREFIX,
     ICONS,
@@ -119,6 +120,7 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
                                      value=finding_value(record, d, fp.finding.id), style=STYLES.get(d))
                        for d in DECISIONS]
             blocks.append(ActionsBlock(block_id=f"clausegate_gate_{fp.finding.id}", elements=buttons))
+    blocks += change_blocks(record, prog, MAX_BLOCKS - len(blocks) - 1)  # the other side's tracked changes
     more = len(prog.findings) - len(shown)
     outcome = f"Outcome: *{prog.status}*." if done else (
         f"Waiting for: {', '.join(sorted(prog.open_roles())) or '-'}.")
