@@ -10,7 +10,8 @@
 
 or as a process: ``python -m clausegate.demo.slack_server --port 8902 --token xoxb-test``.
 
-Methods: ``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral`` under ``/api/``;
+Methods: ``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``, ``views.open`` (a modal,
+recorded in ``views``) under ``/api/``;
 anything else answers ``unknown_method``. Bodies may be JSON or form-encoded, as slack-sdk sends
 them. Auth like Slack: ``Authorization: Bearer <token>`` (or a ``token`` field); none gives
 ``not_authed``, a wrong one ``invalid_auth`` (HTTP 200, ``ok: false``). Block Kit limits that
@@ -36,10 +37,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
+from clausegate.demo.slack_views import open_view
+
 __all__ = ["DEFAULT_TOKEN", "FakeSlack", "RecordedCall"]
 
 DEFAULT_TOKEN = "xoxb-fake-clausegate"
-METHODS = ("auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral")
+METHODS = ("auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral", "views.open")
 HTTP_FAULTS = {"500": 500, "503": 503}
 
 
@@ -77,6 +80,7 @@ class FakeSlack:
         self._calls: list[RecordedCall] = []
         self.responses: list[dict[str, Any]] = []
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
+        self.views: list[dict[str, Any]] = []  # views.open: {"trigger_id", "view"}
         self._faults: dict[str, list[_Fault]] = {}
         self._down = False
         self._ts = itertools.count(1)
@@ -227,6 +231,13 @@ class FakeSlack:
         if method == "auth.test":
             return answer(200, {"ok": True, "url": "https://fake-clausegate.slack.com/", "team": "Fake",
                                 "user": "clausegate", "team_id": "T0FAKE", "user_id": "U0BOT", "bot_id": "B0FAKE"})
+
+        if method == "views.open":  # a modal (clausegate/demo/slack_views.py)
+            body, opened = open_view(args, next(self._ts))
+            if opened is not None:
+                with self._lock:
+                    self.views.append(opened)
+            return answer(200, body, error=None if body["ok"] else body["error"])
 
         channel = str(args.get("channel") or "")
         if not channel:

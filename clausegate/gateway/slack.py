@@ -26,7 +26,7 @@ from clausegate import audit
 from clausegate.gates.model import DECISIONS, normalise_decision
 from clausegate.gates.slack_findings import ACK_ACTION
 from clausegate.gates.slack_view import ACTION_PREFIX
-from clausegate.gateway import slack_state
+from clausegate.gateway import slack_changes, slack_state
 from clausegate.gateway.config import GatewayConfig, get_config
 from clausegate.gateway.security import SlackBody
 from clausegate.security import fetch, url_policies
@@ -220,6 +220,9 @@ def _too_late(config: GatewayConfig, answer: Answer, age: float) -> None:
 
 @router.post("/interactions", summary="Slack interactivity (block_actions)")
 async def interactions(body: SlackBody, config: Config, background: BackgroundTasks) -> Response:
+    change = slack_changes.parse(body)  # a tracked change's Accept / Reject / Counter…, or the counter modal
+    if change is not None:
+        return await slack_changes.handle(change, config, background)
     answer = parse_click(body)
     if answer is not None:  # written to the Prefect server before Slack is told it arrived
         held = await slack_state.hold(asdict(answer))

@@ -1,0 +1,189 @@
+"""Slack answers on the counterparty's tracked changes: Accept / Reject, and Counter… (a modal) with its submission.
+
+Every request has passed Slack's signature check (``SlackBody``) before it gets here. An *Accept* or *Reject* click
+is acknowledged at once and applied in the background through ``resolve_gate(changes=…)``, which checks it like every
+Slack answer (the gate's channel, its reviewers, the finding's role: :mod:`clausegate.gates.authority`,
+:func:`clausegate.gates.findings.fillable_changes`) and signs its receipt ``via slack`` with the user id of the
+signed request; the outcome goes back through the click's response_url. A *Counter…* click opens a modal
+(``views.open`` with the click's trigger_id, within Slack's 3 s; :func:`clausegate.gates.slack_changes.counter_view`)
+whose private_metadata holds the run, gate, change and the click's channel; its submission (a ``view_submission``,
+signed too, by the person who typed the text) is applied the same way with the text as the counter-proposal, and the
+outcome is posted to that person (``chat.postEphemeral``). An empty text keeps the modal open with the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+from uuid import UUID
+
+from fastapi import BackgroundTasks, HTTPException, Response, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+
+from clausegate.gates.changes import CHANGE_ID, CODE
+from clausegate.gates.slack_changes import CHANGE_PREFIX, COUNTER_ACTION, COUNTER_BLOCK, COUNTER_CALLBACK, counter_view
+from clausegate.gateway.config import GatewayConfig
+from clausegate.review.tracked_changes import ChangeAnswer
+from clausegate.security import fetch, url_policies
+from clausegate.slack import SlackError, call_slack, post_ephemeral
+
+log = logging.getLogger("clausegate.gateway")
+OPEN_SECONDS = 2.5  # Slack's trigger_id lives 3 s
+
+
+@dataclass(frozen=True)
+class ChangeClick:
+    """An answer on one tracked change, as a signed Slack request gave it."""
+
+    run_id: str
+    gate: str | None
+    change: str
+    decision: str  # accept | reject | counter
+    user_id: str
+    reviewer: str
+    counter: str = ""
+    response_url: str | None = None
+    channel_id: str | None = None
+    channel_name: str | None = None
+    trigger_id: str | None = None
+    submitted: bool = False  # the modal's submission (a counter with its text), not a click
+
+
+def _payload(body: bytes) -> dict | None:
+    try:
+        raw = parse_qs(body.decode("utf-8"), keep_blank_values=True).get("payload", [""])[-1]
+        payload = json.loads(raw) if raw else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _user(payload: dict) -> tuple[str, str]:
+    user = payload.get("user")
+    if not isinstance(user, dict) or not isinstance(user.get("id"), str):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "interaction payload without a user")
+    name = user.get("username") or user.get("name") or user["id"]
+    return user["id"], f"{name} ({user['id']})" if name != user["id"] else user["id"]
+
+
+def parse(body: bytes) -> ChangeClick | None:
+    """A click on a change's button, or the counter modal's submission; None for every other interaction."""
+    payload = _payload(body)
+    if payload is None:
+        return None
+    if payload.get("type") == "view_submission":
+        view = payload.get("view") or {}
+        if not isinstance(view, dict) or view.get("callback_id") != COUNTER_CALLBACK:
+            return None
+        user_id, reviewer = _user(payload)
+        try:
+            meta = json.loads(view.get("private_metadata") or "")
+            text = (((view.get("state") or {}).get("values") or {}).get(COUNTER_BLOCK) or {}).get(COUNTER_ACTION) or {}
+            change = str(meta["change"])
+            return ChangeClick(run_id=str(meta["run"]), gate=meta.get("gate"), change=_checked(change),
+                               decision="counter", user_id=user_id, reviewer=reviewer,
+                               counter=str(text.get("value") or ""), channel_id=meta.get("channel"),
+                               channel_name=meta.get("channel_name"), submitted=True)
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            raise HTTPException(status.HTTP_400_BAD_REQUEST, "counter modal without its change") from None
+    if payload.get("type") != "block_actions":
+        return None
+    actions = payload.get("actions") if isinstance(payload.get("actions"), list) else []
+    action = next((a for a in actions if isinstance(a, dict) and str(a.get("action_id", "")).startswith(
+        CHANGE_PREFIX)), None)
+    if action is None:
+        return None
+    user_id, reviewer = _user(payload)
+    try:
+        value = json.loads(action.get("value") or "")
+        decision = str(value["decision"])
+        click = dict(run_id=str(value["run"]), gate=value.get("gate"), change=_checked(str(value["change"])))
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value is not a tracked change's") from None
+    if action["action_id"] != f"{CHANGE_PREFIX}{decision}" or decision not in ("accept", "reject", "counter"):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "button value and action do not match")
+    channel = payload.get("channel") or payload.get("container") or {}
+    channel = channel if isinstance(channel, dict) else {}
+    return ChangeClick(decision=decision, user_id=user_id, reviewer=reviewer,
+                       response_url=payload.get("response_url"), channel_id=channel.get("id") or channel.get(
+                           "channel_id"), channel_name=channel.get("name"), trigger_id=payload.get("trigger_id"),
+                       **click)
+
+
+def _checked(change: str) -> str:
+    if not CHANGE_ID.match(change):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "names no tracked change")
+    return change
+
+
+async def handle(click: ChangeClick, config: GatewayConfig, background: BackgroundTasks) -> Response:
+    """Acknowledge the request; apply the answer (or open the counter modal); see the module docstring."""
+    if click.submitted and not click.counter.strip():
+        return JSONResponse({"response_action": "errors", "errors": {
+            COUNTER_BLOCK: f"A counter needs your wording ({CODE}); or close this and accept or reject."}})
+    if click.decision == "counter" and not click.submitted:
+        try:
+            problem = await asyncio.wait_for(run_in_threadpool(open_counter, config, click), timeout=OPEN_SECONDS)
+        except Exception as exc:  # too slow for Slack's trigger, or Prefect unreachable
+            problem = f"could not open the counter form ({type(exc).__name__})"
+        if problem:
+            background.add_task(tell, config, click, f":warning: {problem}. Counter with `clausegate resolve "
+                                f"{click.run_id} --change {click.change}=counter:\"…\"` instead.")
+        return Response(status_code=status.HTTP_200_OK)
+    background.add_task(apply, config, click)
+    return Response(status_code=status.HTTP_200_OK)
+
+
+def open_counter(config: GatewayConfig, click: ChangeClick) -> str | None:
+    """``views.open`` the counter modal for the click's change; the problem when it cannot, else None."""
+    from prefect.client.orchestration import get_client  # local import: Prefect client; keeps the app's import lean
+
+    from clausegate.gates import store  # local import: Prefect client; keeps the app's import lean
+
+    with get_client(sync_client=True) as client:
+        record = store.current_record(client, client.read_flow_run(UUID(click.run_id)))
+    change = next((c for c in (record.changes if record else []) if c.id == click.change), None)
+    if record is None or change is None or (click.gate and record.key != click.gate):
+        return f"run {click.run_id} has no open tracked change {click.change} at this gate"
+    view = counter_view(record, change, click.channel_id, click.channel_name)
+    try:
+        call_slack(config.slack.get_client().views_open, sleep_on_ratelimit=False, trigger_id=click.trigger_id,
+                   view=view)
+    except SlackError as exc:
+        return f"Slack did not open the counter form ({exc})"
+    return None
+
+
+def apply(config: GatewayConfig, click: ChangeClick) -> None:
+    """Resolve the gate with this answer on the change, then tell the person the outcome."""
+    try:
+        answer = ChangeAnswer(decision=click.decision, counter=click.counter)
+        outcome = config.resolve(click.run_id, "", reviewer=click.reviewer, via="slack", slack_user_id=click.user_id,
+                                 settings=config.slack, gate=click.gate, slack_channel=click.channel_id,
+                                 slack_channel_name=click.channel_name, changes={click.change: answer})
+        icon = ":white_check_mark:" if outcome.kind == "resumed" else ":warning:"
+        text = f"{icon} {outcome.message}"
+        log.info("run %s: %s %s by %s -> %s", click.run_id, click.change, click.decision, click.reviewer,
+                 outcome.kind)
+    except Exception as exc:  # report every failure to the person who answered
+        log.exception("resolving run %s (%s) failed", click.run_id, click.change)
+        text = f":warning: Could not apply your answer on {click.change}: {exc}. Nothing was decided; try again."
+    tell(config, click, text)
+
+
+def tell(config: GatewayConfig, click: ChangeClick, text: str) -> None:
+    """The outcome to the person: through the click's response_url, else an ephemeral message in the channel."""
+    try:
+        if click.response_url:
+            message: dict[str, Any] = {"response_type": "ephemeral", "replace_original": False, "text": text}
+            policy = url_policies.slack_policy(config.slack, config.limits.http_timeout_seconds)
+            fetch.post_json_sync(click.response_url, message, policy)
+        elif click.channel_id:
+            post_ephemeral(config.slack, click.channel_id, click.user_id, text)
+    except Exception as exc:  # the decision stands; only the feedback got lost
+        log.warning("could not tell %s the outcome (%s): %s", click.user_id, text, exc)
