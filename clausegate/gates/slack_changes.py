@@ -2,7 +2,6 @@
 and the modal a *Counter…* click opens (``views.open``) for the counter-proposal's text.
 
     blocks += change_blocks(record, progress, budget)   # in the per-finding gate message
-    view = counter_view(record, change, channel_id, channel_name)
 
 Buttons: action_id ``cgchange_<accept|reject|counter>``, value JSON ``{"run", "gate", "change", "decision"}`` (a
 prefix of their own, so a gateway that does not know them ignores them rather than misreading them as a finding's).
@@ -31,7 +30,6 @@ from clausegate.gates.changes import CHANGE_PAST, ChangeProgress, describe, labe
 from clausegate.gates.findings import Progress
 from clausegate.gates.model import GateRecord
 from clausegate.gates.slack_view import _cut, _escape, _fit
-from clausegate.review.tracked_changes import TrackedChange
 
 CHANGE_PREFIX = "cgchange_"
 COUNTER_CALLBACK = f"{CHANGE_PREFIX}counter"
@@ -72,16 +70,16 @@ def change_blocks(record: GateRecord, prog: Progress, budget: int) -> list:
     return blocks
 
 
-def counter_view(record: GateRecord, change: TrackedChange, channel_id: str | None,
+def counter_view(run_id: str, gate: str | None, change: str, shown: str, channel_id: str | None,
                  channel_name: str | None) -> dict[str, Any]:
-    """The modal asking for the counter-proposal (``views.open`` with the click's trigger_id)."""
-    meta = json.dumps({"run": record.flow_run_id, "gate": record.key, "change": change.id, "channel": channel_id,
+    """The modal asking for the counter-proposal (``views.open`` with the click's trigger_id); ``shown``: the
+    change as the message showed it (its section's text)."""
+    meta = json.dumps({"run": run_id, "gate": gate, "change": change, "channel": channel_id,
                        "channel_name": channel_name}, separators=(",", ":"))
     view = View(type="modal", callback_id=COUNTER_CALLBACK, private_metadata=meta,
-                title=PlainTextObject(text=f"Counter {change.id}"), submit=PlainTextObject(text="Send counter"),
+                title=PlainTextObject(text=f"Counter {change}"[:24]), submit=PlainTextObject(text="Send counter"),
                 close=PlainTextObject(text="Cancel"), blocks=[
-                    SectionBlock(text=MarkdownTextObject(text=_cut(f"*{_escape(record.filename)}*: "
-                                                                   f"{_escape(label(change))}", 3000))),
+                    SectionBlock(text=MarkdownTextObject(text=_cut(shown or f"Tracked change {change}", 3000))),
                     InputBlock(block_id=COUNTER_BLOCK, label=PlainTextObject(text="Your wording instead"),
                                element=PlainTextInputElement(action_id=COUNTER_ACTION, multiline=True,
                                                              min_length=1, max_length=3000))])
