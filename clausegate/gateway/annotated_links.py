@@ -32,8 +32,8 @@ router = APIRouter(tags=["gates"])
 Config = Annotated[GatewayConfig, Depends(get_config)]
 FILE = {"content": {"application/octet-stream": {}},
         "description": "the annotated contract: .docx (comments, tracked changes), PDF (highlights) or HTML (text)"}
-REFUSED = {status: {"content": {"text/html": {}}, "description": f"CG-ANNOTATED-LINK-{name}: an HTML page with the "
-                    "code; no file"} for name, status in (("FORGED", 403), ("EXPIRED", 410), ("GONE", 404))}
+REFUSED = {status: {"content": {"text/html": {}}, "description": f"{code}: an HTML page with the code; no file"}
+           for code, status in annotated_links.STATUS.items()}
 SAFE_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                 "Content-Security-Policy": "sandbox; default-src 'none'"}
 
