@@ -249,3 +249,56 @@ def test_the_report_lists_each_change_and_its_decision(tmp_path):
             for x in data["decisions"]] == [("C1", "reject", "", "cli"),
                                             ("C2", "counter", "twelve months' fees, at least $1m", "cli")]
     assert Review.model_validate(data).decisions[1].change.change.text == CAP_NEW
+
+
+# ------------------------------------------------------------------------------------------------ Slack
+def test_the_gate_message_has_accept_reject_counter_per_open_change_within_slack_s_limits():
+    from clausegate.demo.slack_server import _block_kit_problems
+    from clausegate.gates.slack_findings import findings_message
+    from clausegate.gates.store import GateExtras
+
+    record = gate_record()
+    prog = findings.progress(record, [info("cli", changed={"C1": {"decision": "reject"}})])
+    _, blocks = findings_message(record, prog, GateExtras(), "http://prefect/runs/1")
+    assert _block_kit_problems(blocks) == []
+    ids = [b.get("block_id") for b in blocks]
+    assert "cgchange_C1" in ids and "cgchange_gate_C1" not in ids  # decided: no buttons left
+    (c2,) = [b for b in blocks if b.get("block_id") == "cgchange_gate_C2"]
+    assert [(e["action_id"], json.loads(e["value"])["change"]) for e in c2["elements"]] == [
+        ("cgchange_accept", "C2"), ("cgchange_reject", "C2"), ("cgchange_counter", "C2")]
+    assert "Rejected" in json.dumps(blocks)
+
+
+def test_the_gateway_reads_a_change_click_and_the_counter_modal_submission():
+    from urllib.parse import urlencode
+
+    from fastapi import HTTPException
+
+    from clausegate.demo.slack_views import open_view
+    from clausegate.gates.slack_changes import change_value, counter_view
+    from clausegate.gateway.slack_changes import parse
+
+    record = gate_record()
+    click = {"type": "block_actions", "user": {"id": "U0DANA", "username": "dana"}, "trigger_id": "1.2.x",
+             "channel": {"id": "C0GATES", "name": "contract-review"}, "response_url": "https://hooks.slack.com/a/1",
+             "message": {"blocks": [{"block_id": "cgchange_C2", "type": "section",
+                                     "text": {"type": "mrkdwn", "text": "*Tracked change* C2 …"}}]},
+             "actions": [{"action_id": "cgchange_counter", "value": change_value(record, "C2", "counter")}]}
+    got = parse(urlencode({"payload": json.dumps(click)}).encode())
+    assert (got.run_id, got.change, got.decision, got.reviewer, got.channel_id, got.shown, got.submitted) == (
+        record.flow_run_id, "C2", "counter", "dana (U0DANA)", "C0GATES", "*Tracked change* C2 …", False)
+    forged = {**click, "actions": [{"action_id": "cgchange_accept", "value": change_value(record, "C2", "reject")}]}
+    with pytest.raises(HTTPException):
+        parse(urlencode({"payload": json.dumps(forged)}).encode())
+    finding_click = {**click, "actions": [{"action_id": "clausegate_approve", "value": "{}"}]}
+    assert parse(urlencode({"payload": json.dumps(finding_click)}).encode()) is None  # the findings' path
+
+    view = counter_view(record.flow_run_id, record.key, "C2", got.shown, "C0GATES", "contract-review")
+    answer, opened = open_view({"trigger_id": "1.2.x", "view": json.dumps(view)}, 7)
+    assert answer["ok"] and opened["view"]["id"] == "V00000007"
+    submitted = {"type": "view_submission", "user": {"id": "U0DANA", "username": "dana"},
+                 "view": {"callback_id": view["callback_id"], "private_metadata": view["private_metadata"],
+                          "state": {"values": {"counter": {"text": {"value": "twelve months' fees"}}}}}}
+    got = parse(urlencode({"payload": json.dumps(submitted)}).encode())
+    assert (got.change, got.decision, got.counter, got.channel_id, got.gate, got.submitted) == (
+        "C2", "counter", "twelve months' fees", "C0GATES", record.key, True)
