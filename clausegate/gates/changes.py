@@ -77,13 +77,6 @@ def answer_changes(answer: dict) -> dict[str, ChangeAnswer]:
     return out
 
 
-def invalid_answers(answer: dict) -> list[str]:
-    """The change fields of a stored answer that decide nothing, each with why (shown above the form)."""
-    valid = answer_changes(answer)
-    return [f"{key}: a counter needs the counter-proposal's text in {key}{COUNTER_SUFFIX} ({CODE})"
-            for key, value in answer.items() if CHANGE_ID.match(str(key)) and value == "counter" and key not in valid]
-
-
 def as_decision(changes: dict[str, ChangeAnswer]) -> str:
     """The gate decision that answers on changes amount to (any reject or counter: changes)."""
     return "changes" if any(AS_DECISION[a.decision] == "changes" for a in changes.values()) else "approve"
