@@ -48,7 +48,7 @@ def annotate_contract(review: Review, contract: ContractSource, document: Parsed
     try:
         data = b"" if review.format == "text" else _contract_bytes(contract)
         copy = annotating.annotate(review, data, document, positions, memory_mb=memory_mb,
-                                   timeout_seconds=timeout_seconds)
+                                   timeout_seconds=timeout_seconds, pool_size=settings().parse_pool_size)
     except ClauseGateError as error:
         logger.warning("%s: no annotated copy of %s: %s (%s)", error.code, contract.filename, error,
                        getattr(error, "hint", ""))

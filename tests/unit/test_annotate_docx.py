@@ -195,3 +195,90 @@ def test_through_the_capped_child():
     assert copy is not None and copy.suffix == ".docx" and copy.inserted == [0]
     found = notes_for(review, fallback_wording(POSITIONS))
     assert readback.docx(copy.data, found).exactly_one(found) == [0]
+
+
+SCATTERED = "1. Definitions. Fees means the fees set out in Payment is due within thirty (30) days of the invoice."
+
+
+def test_a_quote_joining_two_places_gets_its_note_on_the_first_piece_and_the_second_marked_continued():
+    data = package()
+    review = review_of(data, quotes=((SCATTERED, "Revenue/Profit Sharing"),))
+    found, out, placed = annotated(data, review)
+    assert placed.commented == [0] and placed.skipped == []
+    ours = [c for c in reader.extract(out, {"max_chars": 10 ** 6})["comments"] if c["author"] == "ClauseGate"]
+    assert [c["anchor"] for c in ours] == ["1. Definitions. Fees means the fees set out in",
+                                           "Payment is due within thirty (30) days of the invoice."]
+    assert ours[0]["text"].startswith("ClauseGate #1 · Revenue/Profit Sharing") and \
+        ours[1]["text"] == "ClauseGate #1 (continued)"
+    count = readback.docx(out, found)
+    assert count.exactly_one(found) == [0] and count.wrong == []
+
+
+def test_the_read_back_of_pieces_fails_on_other_text_and_on_a_second_note():
+    data = package()
+    review = review_of(data, quotes=((SCATTERED, "Revenue/Profit Sharing"),))
+    found, out, _ = annotated(data, review)
+    longer = [n.__class__(index=0, clause=n.clause.model_copy(update={"text": SCATTERED + " Extra words."}),
+                          lines=n.lines) for n in found]
+    count = readback.docx(out, longer)
+    assert count.exactly_one(longer) == [] and [i for i, _ in count.wrong] == [0]
+    with zipfile.ZipFile(io.BytesIO(out)) as z:
+        comments = z.read("word/comments.xml").decode()
+    two_notes = comments.replace("ClauseGate #1 (continued)", "ClauseGate #1 · Revenue/Profit Sharing")
+    rewritten = annotate_docx._rewrite(out, {"word/comments.xml": two_notes.encode()})
+    count = readback.docx(rewritten, found)
+    assert count.anchored == {0: 2} and count.exactly_one(found) == []
+
+
+def test_a_quote_joined_from_fragments_of_the_text_is_not_placed():
+    data = package()
+    # every word is in the text, in order (pieces of 14, 8, 26 and 45 characters), but a fifth of it in short pieces
+    confetti = ("1. Definitions. Supplier shall be unlimited. Each party Payment is due within thirty (30) days of the "
+                "invoice.")
+    review = review_of(data, quotes=((confetti, "Revenue/Profit Sharing"),))
+    _, _, placed = annotated(data, review)
+    assert placed.commented == [] and [i for i, _ in placed.skipped] == [0]
+
+
+TABLE = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {NS}><w:body>'
+         '<w:p><w:r><w:t>2.3 Milestones.</w:t></w:r></w:p><w:tbl>'
+         '<w:tr><w:tc><w:p><w:r><w:t>Milestone</w:t></w:r></w:p></w:tc>'
+         '<w:tc><w:p><w:r><w:t>Payment</w:t></w:r></w:p></w:tc></w:tr>'
+         '<w:tr><w:tc><w:p><w:r><w:t>Proof of Concept</w:t></w:r></w:p></w:tc>'
+         '<w:tc><w:p><w:r><w:t>US $250,000.00</w:t></w:r></w:p></w:tc></w:tr></w:tbl>'
+         '<w:p><w:r><w:t>2.4 Missed Milestones.</w:t></w:r></w:p><w:sectPr/></w:body></w:document>')
+
+
+def test_a_quote_over_table_cells_gets_one_comment_from_its_first_to_its_last_cell():
+    data = package(TABLE)
+    review = review_of(data, quotes=(("Milestone Payment Proof of Concept US $250,000.00", "Minimum Commitment"),))
+    found, out, placed = annotated(data, review)
+    assert placed.commented == [0]
+    ours = [c for c in reader.extract(out, {"max_chars": 10 ** 6})["comments"] if c["author"] == "ClauseGate"]
+    assert len(ours) == 1
+    assert " ".join(ours[0]["anchor"].split()) == "Milestone Payment Proof of Concept US $250,000.00"
+    root = etree.fromstring(zipfile.ZipFile(io.BytesIO(out)).read("word/document.xml"))
+    cells = list(root.iter(f"{{{W}}}tc"))
+    assert len(list(root.iter(f"{{{W}}}commentRangeStart"))) == 1
+    assert cells[0].find(f".//{{{W}}}commentRangeStart") is not None
+    assert cells[-1].find(f".//{{{W}}}commentRangeEnd") is not None
+    assert readback.docx(out, found).exactly_one(found) == [0]
+
+
+def test_through_the_parse_pools_warm_worker():
+    from clausegate.review.document import pool
+    from clausegate.review.document.codes import POOL_MAX_PARSES
+
+    pool.shutdown()
+    try:
+        data = package()
+        review = review_of(data)
+        first = annotating.annotate(review, data, None, POSITIONS, memory_mb=1024, timeout_seconds=60, pool_size=1)
+        workers = pool.get(1, POOL_MAX_PARSES).pids()
+        again = annotating.annotate(review, data, None, POSITIONS, memory_mb=1024, timeout_seconds=60, pool_size=1)
+        assert len(workers) == 1 and pool.get(1, POOL_MAX_PARSES).pids() == workers  # the same warm worker
+        assert first.data == again.data and first.inserted == [0]
+        found = notes_for(review, fallback_wording(POSITIONS))
+        assert readback.docx(first.data, found).exactly_one(found) == [0]
+    finally:
+        pool.shutdown()

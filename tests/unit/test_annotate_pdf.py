@@ -82,6 +82,50 @@ def test_a_quote_not_in_the_file_gets_no_highlight():
     assert copy.commented == [1] and [i for i, _ in copy.skipped] == [0]
 
 
+def test_a_quote_over_a_page_break_gets_one_note_and_its_later_part_marked_continued():
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pdf.add_page()
+    pdf.multi_cell(0, 6, "12.1 Either party may terminate this Agreement on ninety (90) days written notice, "
+                   "provided", new_x="LMARGIN", new_y="NEXT")
+    pdf.add_page()
+    for text in ("- 7 -", "that all fees accrued up to the date of termination are paid in full."):
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+    data = bytes(pdf.output())
+    quote = ("12.1 Either party may terminate this Agreement on ninety (90) days written notice, provided that all "
+             "fees accrued up to the date of termination are paid in full.")
+    r = review("pdf", [Clause(category="Termination for Convenience", text=quote, pages=[1, 2], confidence=0.8,
+                              source="offline")])
+    copy = annotating.annotate(r, data, None, memory_mb=1024, timeout_seconds=60)
+    assert copy is not None and copy.commented == [0] and copy.skipped == []
+    notes = [[str(a.get_object()["/Contents"]) for a in page.get("/Annots") or []]
+             for page in PdfReader(io.BytesIO(copy.data)).pages]
+    assert len(notes[0]) == 1 and notes[0][0].startswith("ClauseGate #1 · Termination for Convenience")
+    assert notes[1] == ["ClauseGate #1 (continued)"]  # the page number "- 7 -" between them is not highlighted
+    found = notes_for(r)
+    count = readback.pdf(copy.data, found)
+    assert count.exactly_one(found) == [0] and count.wrong == []
+
+
+def test_a_quote_that_leaves_a_redaction_line_out_is_highlighted_without_it():
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pdf.add_page()
+    for text in ("7.6 Effects of Termination.", "(a) If this Agreement is terminated for any reason, then:", "[***].",
+                 "(b) [***].", "7.7 Survival."):
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+    data = bytes(pdf.output())
+    quote = "7.6 Effects of Termination. (a) If this Agreement is terminated for any reason, then: (b) [***]."
+    r = review("pdf", [Clause(category="Liquidated Damages", text=quote, pages=[1], confidence=0.5, source="offline")])
+    copy = annotating.annotate(r, data, None, memory_mb=1024, timeout_seconds=60)
+    assert copy is not None and copy.commented == [0]
+    found = notes_for(r)
+    count = readback.pdf(copy.data, found)
+    assert count.exactly_one(found) == [0] and count.wrong == []  # the text under it is the quote: no first [***].
+    annotation = PdfReader(io.BytesIO(copy.data)).pages[0]["/Annots"][0].get_object()
+    assert len(annotation["/QuadPoints"]) == 8 * 3  # three lines: the heading, (a), (b); not the line between
+
+
 class _Marks(HTMLParser):
     def __init__(self) -> None:
         super().__init__()

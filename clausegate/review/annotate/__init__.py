@@ -4,7 +4,7 @@ a text contract an HTML page with the findings marked.  docs/annotate.md says wh
 
 :func:`annotate` is the one entry: the file's bytes (already accepted by the sandboxed reader: a refused file has no
 review to annotate), the review and the playbook's fallback wordings in; the annotated copy out, written in a capped
-child (:mod:`clausegate.review.annotate.child`) for a .docx or PDF.
+child (:mod:`clausegate.review.annotate.child`: the parse pool's warm worker, or a new one) for a .docx or PDF.
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ def supported(review: Review) -> bool:
 
 
 def annotate(review: Review, data: bytes, document: ParsedDocument | None, positions=(), *, memory_mb: int,
-             timeout_seconds: float) -> Annotated | None:
+             timeout_seconds: float, pool_size: int = 0) -> Annotated | None:
     """The annotated copy of the reviewed file ``data`` (None: nothing to annotate, see :func:`supported`);
-    ``positions``: the playbook's positions (their fallback wording goes into a .docx)."""
+    ``positions``: the playbook's positions (their fallback wording goes into a .docx); ``pool_size`` above 0: written
+    in the parse pool's warm worker (the parse step's ``CLAUSEGATE_PARSE_POOL_SIZE``), 0: in a new capped child."""
     from clausegate.review.annotate import child, html  # local import: the child's start-up stays lean (above)
     from clausegate.review.annotate.notes import fallback_wording, notes_for  # local import: as above
 
@@ -58,7 +59,8 @@ def annotate(review: Review, data: bytes, document: ParsedDocument | None, posit
                                    set(review.gated_categories))
         return Annotated(page.encode("utf-8"), ".html", commented=marked,
                          skipped=[(n.index, "no place in the text") for n in found if n.index not in marked])
-    body, placed = child.run(data, review.format, found, memory_mb=memory_mb, timeout_seconds=timeout_seconds)
+    body, placed = child.run(data, review.format, found, memory_mb=memory_mb, timeout_seconds=timeout_seconds,
+                             pool_size=pool_size)
     if not placed["commented"]:
         return None
     return Annotated(body, SUFFIXES[review.format], commented=placed["commented"], inserted=placed["inserted"],

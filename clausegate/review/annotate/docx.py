@@ -213,39 +213,43 @@ def annotate(data: bytes, notes: list[Note], *, now: datetime | None = None) -> 
     ids += [int(v) for v in comments.xpath("//@w:id", namespaces={"w": W_NS}) if str(v).lstrip("-").isdigit()]
     next_id = max(ids, default=0) + 1
     placed = Placed()
-    spans = []
+    found = []
     for note in notes:
-        span = _span(note, text)
-        if span is None:
-            placed.skipped.append((note.index, "its text is not one passage of the document's body"))
+        spans = _spans(note, text)
+        if spans is None:
+            placed.skipped.append((note.index, "its text is not in the document's body, whole or in pieces"))
         else:
-            spans.append((span, note))
+            found.append((spans, note))
     cuts, ends = _Cuts(), []
-    for (start, end), note in spans:
-        first = _char_at(mapper, starts, start, last=False)
-        last = _char_at(mapper, starts, end - 1, last=True)
-        if first is None or last is None:
+    for spans, note in found:
+        chars = [(_char_at(mapper, starts, start, last=False), _char_at(mapper, starts, end - 1, last=True))
+                 for start, end in spans]
+        if any(first is None or last is None for first, last in chars):
             placed.skipped.append((note.index, "no run holds its text"))
             continue
-        begin = cuts.cut(first[1], first[2])
-        cuts.cut(last[1], last[2] + 1)
-        ends.append((note, begin, last))
-    for note, begin, last in ends:  # every cut made: the runs that start and end each finding are final
-        end_run = cuts.piece(last[1], last[2])[0].getparent()
-        cid = str(next_id)
-        next_id += 1
-        begin.getparent().addprevious(_w("commentRangeStart", id=cid))
-        range_end = _w("commentRangeEnd", id=cid)
-        end_run.addnext(range_end)
-        reference = _w("r")
-        rpr = reference.makeelement(W + "rPr")
-        rpr.append(_w("rStyle", val="CommentReference"))
-        reference.append(rpr)
-        reference.append(_w("commentReference", id=cid))
-        _top(range_end).addnext(reference)
-        comments.append(_comment(cid, note, when))
+        parts = []
+        for first, last in chars:
+            begin = cuts.cut(first[1], first[2])
+            cuts.cut(last[1], last[2] + 1)
+            parts.append((begin, last))
+        ends.append((note, parts))
+    for note, parts in ends:  # every cut made: the runs that start and end each piece are final
+        for k, (begin, last) in enumerate(parts):  # the note on the first piece, the later ones marked continued
+            end_run = cuts.piece(last[1], last[2])[0].getparent()
+            cid = str(next_id)
+            next_id += 1
+            begin.getparent().addprevious(_w("commentRangeStart", id=cid))
+            range_end = _w("commentRangeEnd", id=cid)
+            end_run.addnext(range_end)
+            reference = _w("r")
+            rpr = reference.makeelement(W + "rPr")
+            rpr.append(_w("rStyle", val="CommentReference"))
+            reference.append(rpr)
+            reference.append(_w("commentReference", id=cid))
+            _top(range_end).addnext(reference)
+            comments.append(_comment(cid, note.lines if k == 0 else (note.continued,), when))
         placed.commented.append(note.index)
-        if note.fallback:
+        if note.fallback:  # after the last piece's comment mark: right after the finding's text
             ins = _w("ins", id=str(next_id), author=AUTHOR, date=when)
             next_id += 1
             run = _w("r")
@@ -268,21 +272,26 @@ def annotate(data: bytes, notes: list[Note], *, now: datetime | None = None) -> 
     return _rewrite(data, updates), placed
 
 
-def _span(note: Note, text: str) -> tuple[int, int] | None:
-    """The finding's [start, end) in the body's text: the review's own span when it holds the quote (page furniture
-    aside: :func:`~clausegate.review.annotate.match.same_text`), else the quote found in the text from there on
-    (:func:`clausegate.review.annotate.match.span`), else anywhere; None when no place holds the quote."""
+def _spans(note: Note, text: str) -> list[tuple[int, int]] | None:
+    """The finding's [start, end) pieces in the body's text: one, the review's own span when it holds the quote (page
+    furniture aside: :func:`~clausegate.review.annotate.match.same_text`), else the quote found in the text from
+    there on (:func:`clausegate.review.annotate.match.span`), else anywhere; else the quote's pieces
+    (:func:`clausegate.review.annotate.match.spans`: a sentence cut at a page break continued by text further on, a
+    table and the paragraph after it) from the review's span on; None when no place holds the quote, whole or in
+    pieces: never a comment on other text.  One piece may run over paragraphs and table cells (a comment's range
+    marks may sit in different paragraphs)."""
     quote = note.quote
     if not quote:
         return None
     span = note.clause.span
     if span and span[1] <= len(text) and match.same_text(text[span[0]:span[1]], quote):
-        return span[0], span[1]
+        return [(span[0], span[1])]
     for lo in dict.fromkeys((max(span[0] - 200, 0) if span else 0, 0)):
         found = match.span(text[lo:], quote)
         if found is not None and match.same_text(text[lo + found[0]:lo + found[1]], quote):
-            return lo + found[0], lo + found[1]
-    return None  # not one passage of this file (a quote joining two places): never a comment on other text
+            return [(lo + found[0], lo + found[1])]
+    lo = max(span[0] - 200, 0) if span else 0
+    return match.spans(text, quote, lo, lo + 2 * (len(quote) + match.MAX_GAP) if span else None)
 
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -292,9 +301,9 @@ def _xml_safe(text: str) -> str:
     return _NOT_XML.sub(" ", text)
 
 
-def _comment(cid: str, note: Note, when: str):
+def _comment(cid: str, lines, when: str):
     comment = _w("comment", id=cid, author=AUTHOR, date=when, initials=INITIALS)
-    for i, line in enumerate(note.lines):
+    for i, line in enumerate(lines):
         p = _w("p")
         if i == 0:
             mark = _w("r")

@@ -1,14 +1,24 @@
 """Where a finding's quote is in a text: compared character by character after folding (NFKC like the review's text,
 blanks and control characters dropped, PDFium's control-character hyphen a hyphen), anchored by its first and last
-words, shortened when the review left a line of the document out of the quote (page furniture, a redaction mark)."""
+words, shortened when the review left a line of the document out of the quote (page furniture, a redaction mark).
+
+A quote that is not one passage (the review joined a sentence cut at a page break to text further on, read a table
+and the paragraph after it as one, or left a redaction line out) is found as **pieces** (:func:`pieces`): passages of
+the text, in order, that together are exactly the quote; the writers mark each piece and tie them to one note."""
 
 from __future__ import annotations
 
 import unicodedata
+from bisect import bisect_left
 from difflib import SequenceMatcher
 
 HEAD, TAIL = 60, 40
 FURNITURE_MAX = 120  # a page number, a running header, a rule of dashes between two pages of a CUAD text
+MIN_PIECE = 2  # a shorter piece of agreement between a quote and the text is chance
+SHORT_PIECE = 16  # pieces shorter than this (a "to", a "(b) [***].") hold one such piece or a tenth of the quote, and
+PIECE_EVERY = 40  # a quote at most one piece per this many characters (and two): a quote put together from
+# fragments of the text is not the text
+MAX_GAP = 6000  # folded characters of text a quote's pieces may skip in all (a page and more of furniture)
 
 
 def fold(char: str, hyphens: bool = True) -> str:
@@ -78,3 +88,48 @@ def same_text(anchored: str, quote: str) -> bool:
             continue
         return False
     return extra <= len(a) // 4
+
+
+def pieces(page: str, quote: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]] | None:
+    """[start, end) pieces of the folded ``page`` (searched in ``page[lo:hi]``), in order, whose characters joined
+    are exactly the folded ``quote``; None when no such pieces are near each other (at most MAX_GAP characters
+    skipped in all) or one would be shorter than MIN_PIECE.  Found by aligning the quote with the text after its
+    first words (:class:`difflib.SequenceMatcher`: longest agreements first, so a short piece sits between the long
+    ones it joins); every character of the quote must be matched, so a quote with text the page lacks has none."""
+    if not quote:
+        return None
+    hi = len(page) if hi is None else min(hi, len(page))
+    for size in (HEAD // 4, MIN_PIECE * 4):
+        at = page.find(quote[:size], lo, hi)
+        if at >= 0:
+            lo, hi = at, min(hi, at + len(quote) + MAX_GAP)
+            break
+    if hi - lo > len(quote) + 4 * MAX_GAP:
+        return None  # no first words and a long text: the alignment would be slow and could be chance
+    window = page[lo:hi]
+    blocks = [b for b in SequenceMatcher(None, quote, window, autojunk=False).get_matching_blocks() if b.size]
+    if sum(b.size for b in blocks) != len(quote) or any(b.size < MIN_PIECE for b in blocks):
+        return None
+    if blocks[-1].b + blocks[-1].size - blocks[0].b - len(quote) > MAX_GAP:
+        return None
+    out: list[list[int]] = []
+    for block in blocks:  # blocks next to each other in the text are one piece
+        start = lo + block.b
+        if out and out[-1][1] == start:
+            out[-1][1] = start + block.size
+        else:
+            out.append([start, start + block.size])
+    short = sum(b - a for a, b in out if b - a < SHORT_PIECE)
+    if len(out) > 2 + len(quote) // PIECE_EVERY or short > max(len(quote) // 10, SHORT_PIECE):
+        return None
+    return [(a, b) for a, b in out]
+
+
+def spans(text: str, quote: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]] | None:
+    """:func:`pieces` in ``text``'s own offsets: [start, end) of each piece's first to last character."""
+    page, where = folded(text)
+    found = pieces(page, "".join(fold(c) for c in quote), bisect_left(where, lo),
+                   None if hi is None else bisect_left(where, hi))
+    if found is None:
+        return None
+    return [(where[a], where[b - 1] + 1) for a, b in found]

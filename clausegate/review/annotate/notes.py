@@ -19,6 +19,7 @@ AUTHOR = "ClauseGate"
 INITIALS = "CG"
 CUT_MARK = " […]"
 TAG = re.compile(r"ClauseGate #(\d+)\b")
+CONTINUED = re.compile(r"ClauseGate #\d+ \(continued\)")  # a later piece's mark: the note is on the first piece
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,12 @@ class Note:
         return f"ClauseGate #{self.index + 1}"
 
     @property
+    def continued(self) -> str:
+        """What a later piece of the finding's text carries (a page's part in a PDF, a piece of a quote that is not
+        one passage): its tag, marked continued; the read-back counts the note once (:func:`is_continued`)."""
+        return f"{self.tag} (continued)"
+
+    @property
     def text(self) -> str:
         return "\n".join(self.lines)
 
@@ -43,6 +50,11 @@ class Note:
     def quote(self) -> str:
         """The clause's quote as the document has it: the cut mark dropped, white space collapsed."""
         return quote_of(self.clause)
+
+
+def is_continued(text: str) -> bool:
+    """An annotation's text is a later piece's mark (:attr:`Note.continued`), not a note."""
+    return CONTINUED.fullmatch(text.strip()) is not None
 
 
 def quote_of(clause: Clause) -> str:

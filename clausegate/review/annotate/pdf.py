@@ -10,7 +10,8 @@ pages that list them are appended.  A file with cross-reference streams (``/XRef
 incremental xref stream for it lacks its ``/Type`` and strict readers (pypdf) refuse it.  One library for reading and
 writing keeps the capped child's start-up small (no pypdf: ``python bench/annotate.py --cpu``).  A finding whose
 quote runs over a page break gets one highlight per page, the later ones tagged ``(continued)``; the read-back counts
-them as one.
+them as one.  A quote that is not one passage (:func:`clausegate.review.annotate.match.pieces`) gets its pieces
+highlighted the same way: one highlight per page, one quadrilateral per line of each piece, nothing in between.
 """
 
 from __future__ import annotations
@@ -77,19 +78,39 @@ def find_quote(pages: _Pages, quote: str, numbers: list[int], count: int) -> lis
     page = "".join(c for c, _ in folded)
     theirs = "".join(fold(ch) for ch in quote)
     found = match.region(page, theirs)
-    if found is None:
-        return None
-    chars = folded[found[0]:found[1]]
-    mine = "".join(c for c, _ in chars)
-    if mine == theirs:
-        chosen = [i for _, i in chars]
-    else:  # page furniture the review took out of its text (a running header, a page number) is not highlighted
-        blocks = [b for b in SequenceMatcher(None, mine, theirs, autojunk=False).get_matching_blocks()
-                  if b.size >= MIN_BLOCK]
-        if sum(b.size for b in blocks) < COVERED * len(theirs):
-            return None  # not one passage of this file (a quote joining two places): never a highlight on other text
-        chosen = [chars[b.a + k][1] for b in blocks for k in range(b.size)]
+    bare = "".join(fold(ch, False) for ch in quote)
+    chosen = None
+    if found is not None:
+        chars = folded[found[0]:found[1]]
+        mine = "".join(c for c, _ in chars)
+        if mine == theirs:
+            chosen = [i for _, i in chars]
+        else:  # page furniture the review took out of its text (a running header, a page number) is not highlighted
+            blocks = [b for b in SequenceMatcher(None, mine, theirs, autojunk=False).get_matching_blocks()
+                      if b.size >= MIN_BLOCK]
+            if sum(b.size for b in blocks) >= COVERED * len(theirs):
+                chosen = [chars[b.a + k][1] for b in blocks for k in range(b.size)]
+            if chosen and "".join(fold(text[i], False) for i in dict.fromkeys(chosen)) != bare:
+                chosen = None  # the aligned characters are not the quote (e.g. a redaction line for the one it keeps)
+    if chosen is None:  # not one passage: its pieces, in order, exactly the quote (hyphens aside), or nothing
+        folded_bare = [(c, i) for i, ch in enumerate(text) for c in fold(ch, False)]
+        got = match.pieces("".join(c for c, _ in folded_bare), bare)
+        if got is None:
+            return None  # never a highlight on other text
+        chosen = [folded_bare[k][1] for a, b in got for k in range(a, b)]
     return [where[i] for i in dict.fromkeys(chosen) if where[i][1] >= 0]
+
+
+def _runs(text: str, chars: list[int]) -> list[list[int]]:
+    """``chars`` (indexes in a page's ``text``, in order) cut where the text between two of them has a character of
+    its own (not blank): each run is one stretch of the page, so a line's box never spans text between two pieces."""
+    runs: list[list[int]] = []
+    for i in chars:
+        if runs and not any(fold(c, False) for c in text[runs[-1][-1] + 1:i]):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
 
 
 def _lines(textpage, chars: list[int]) -> list[tuple[float, float, float, float]]:
@@ -125,8 +146,9 @@ def annotate(data: bytes, notes: list[Note]) -> tuple[bytes, Placed]:
                 continue
             boxes: dict[int, list] = {}
             for index in dict.fromkeys(p for p, _ in chars):
-                textpage, _ = pages.page(index)
-                lines = _lines(textpage, [i for p, i in chars if p == index])
+                textpage, text = pages.page(index)
+                runs = _runs(text, [i for p, i in chars if p == index])
+                lines = [box for run in runs for box in _lines(textpage, run)]
                 if lines:
                     boxes[index] = lines
             if not boxes:
@@ -162,7 +184,7 @@ def _highlight(page: pdfium.PdfPage, note: Note, lines: list[tuple], part: int) 
         rect = pdfium_c.FS_RECTF(min(b[0] for b in lines), max(b[3] for b in lines), max(b[2] for b in lines),
                                  min(b[1] for b in lines))
         pdfium_c.FPDFAnnot_SetRect(annotation, rect)
-        text = note.text if part == 0 else f"{note.tag} (continued)"
+        text = note.text if part == 0 else note.continued
         for key, value in (("Contents", text), ("T", AUTHOR), ("Subj", note.clause.category),
                            ("NM", f"clausegate-{note.index + 1}-{part + 1}")):
             wide = ctypes.create_string_buffer((value + "\x00").encode("utf-16-le"))  # kept alive over the call

@@ -4,8 +4,10 @@ Independent of the writers: a .docx is read back by the review's own .docx reade
 (:func:`clausegate.review.document.docx.extract`) with ClauseGate's proposed insertions rejected first (the text a
 counterparty sees if they reject them), each comment's anchor being the text between its range marks; a PDF's
 highlights are read with pypdf and the text under each quadrilateral with PDFium (``FPDFText_GetBoundedText``).
-A finding counts as **anchored** when exactly one ClauseGate annotation (a PDF's continued parts together) carries its
-tag and its anchored text is the finding's quote; an annotation whose text is not its finding's quote is **wrong**.
+A finding counts as **anchored** when exactly one ClauseGate note carries its tag and the text under it and its
+continued pieces (:func:`clausegate.review.annotate.notes.is_continued`: a PDF's later page, a later piece of a quote
+that is not one passage), joined in the document's order, is the finding's quote; a finding whose annotations hold
+other text is **wrong**, and so is a piece whose tag names no finding.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import zipfile
 from dataclasses import dataclass, field
 
 from clausegate.review.annotate.match import fold, same_text
-from clausegate.review.annotate.notes import AUTHOR, TAG, Note
+from clausegate.review.annotate.notes import AUTHOR, TAG, Note, is_continued
 
 
 @dataclass
@@ -24,6 +26,7 @@ class Count:
 
     anchored: dict[int, int] = field(default_factory=dict)
     wrong: list[tuple[int, str]] = field(default_factory=list)  # (finding index, the text it is anchored on)
+    parts: dict[int, int] = field(default_factory=dict)  # annotations per finding, its continued pieces included
     insertions: dict[int, int] = field(default_factory=dict)  # .docx: ClauseGate tracked insertions per finding
     other_comments: int = 0  # comments not by ClauseGate (the counterparty's), still there
 
@@ -60,6 +63,7 @@ def docx(data: bytes, notes: list[Note]) -> Count:
     for note in notes:
         if note.fallback and " ".join(note.fallback.split()) in inserted_text:
             count.insertions[note.index] = count.insertions.get(note.index, 0) + 1
+    parts: dict[int, list[tuple[int, int, bool]]] = {}
     for comment in result.get("comments", []):
         if comment["author"] != AUTHOR:
             count.other_comments += 1
@@ -68,10 +72,16 @@ def docx(data: bytes, notes: list[Note]) -> Count:
         note = by_index.get(int(tag.group(1)) - 1) if tag else None
         if note is None:
             count.wrong.append((-1, comment["anchor"]))
-        elif same_text(text[comment["start"]:comment["end"]], note.quote):
-            count.anchored[note.index] = count.anchored.get(note.index, 0) + 1
+            continue
+        parts.setdefault(note.index, []).append((comment["start"], comment["end"], not is_continued(comment["text"])))
+    for index, pieces in parts.items():
+        pieces.sort()
+        count.parts[index] = len(pieces)
+        anchored = " ".join(text[start:end] for start, end, _ in pieces)
+        if same_text(anchored, by_index[index].quote):
+            count.anchored[index] = sum(note for _, _, note in pieces)
         else:
-            count.wrong.append((note.index, comment["anchor"]))
+            count.wrong.append((index, anchored))
     return count
 
 
@@ -122,7 +132,7 @@ def pdf(data: bytes, notes: list[Note]) -> Count:
                 textpage = textpage or _Page(document[number].get_textpage())
                 quads = [float(v) for v in annotation.get("/QuadPoints", [])]
                 text = [textpage.under(quads[q:q + 8]) for q in range(0, len(quads), 8)]
-                first = "(continued)" not in str(annotation.get("/Contents", ""))
+                first = not is_continued(str(annotation.get("/Contents", "")))
                 parts.setdefault(int(tag.group(1)) - 1, []).append((first, " ".join(text)))
     finally:
         document.close()
@@ -130,6 +140,7 @@ def pdf(data: bytes, notes: list[Note]) -> Count:
     for index, texts in parts.items():
         note = by_index.get(index)
         joined = " ".join(text for _, text in texts)
+        count.parts[index] = len(texts)
         if note is not None and same_chars(joined, note.quote):
             count.anchored[index] = sum(first for first, _ in texts)
         else:

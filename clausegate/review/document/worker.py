@@ -83,13 +83,19 @@ def _worker_main(argv: list[str]) -> int:
     return 0
 
 
+# Work besides parsing a pooled parser process does on the same untrusted file, under the same caps: ``options["job"]``
+# names it (the parent chooses; never the file).  Writing the annotated copy reuses the warm process the parse used.
+JOBS = {"annotate": ("clausegate.review.annotate.child", "pooled")}
+
+
 def answer(data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     """The result dict for one document of ``options["format"]`` (default "pdf"), read by the parser the format
     table names (:mod:`clausegate.review.document.registry`: a .docx by :mod:`clausegate.review.document.docx`, an
-    .odt by :mod:`clausegate.review.document.odt`), or a definitive failure."""
+    .odt by :mod:`clausegate.review.document.odt`), or a definitive failure; with ``options["job"]``, that job of
+    :data:`JOBS` instead of the parse."""
     fmt = str(options.get("format") or "pdf")
     try:
-        module, function = registry.parser(fmt)
+        module, function = JOBS[options["job"]] if options.get("job") else registry.parser(fmt)
         extract = globals()[function] if module == __name__ else getattr(importlib.import_module(module), function)
         return extract(data, options)  # a local import: defusedxml only for the formats that need it
     except _Stop as stop:
