@@ -101,7 +101,8 @@ class Progress(BaseModel):
     @property
     def status(self) -> str:
         changed = [tracked.AS_DECISION[c.answer.decision] for c in self.changes if c.answer is not None]
-        return STATUS_BY_DECISION[strictest([f.outcome for f in self.findings if f.outcome] + changed)]
+        undecided = ["escalate"] if self.swept and any(c.answer is None for c in self.changes) else []  # SLA passed
+        return STATUS_BY_DECISION[strictest([f.outcome for f in self.findings if f.outcome] + changed + undecided)]
 
     def get_change(self, change_id: str) -> tracked.ChangeProgress | None:
         wanted = change_id.strip().upper()

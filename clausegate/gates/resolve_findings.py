@@ -81,6 +81,14 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
                        state=state_name, record=record, reason="invalid_answer" if all(
                            "no such" in p or "already" in p for p in change_problems) else "role_unverified")
     problems += change_problems
+    if via == "sla" and not ids and any(not c.done for c in prog.changes):  # only changes open: the SLA closes it
+        ids = [fp.finding.id for fp in prog.findings]  # already decided (first answer wins): nothing is overwritten
+    elif not ids and not change_ids and any(not c.done for c in prog.changes):
+        open_changes = ", ".join(c.change.id for c in prog.changes if not c.done)
+        return outcome("rejected", rid, f"{record.filename}: every finding is decided; the tracked changes "
+                                        f"{open_changes} are open: answer each with accept, reject or counter "
+                                        f"(`clausegate resolve {rid} --change C1=accept`, the Slack buttons, or the "
+                                        "Prefect form).", state=state_name, record=record, reason="invalid_answer")
     if not ids and not change_ids:
         if problems and all("already decided" in p for p in problems):
             return outcome("already_decided", rid, f"{record.filename}: {' '.join(problems)} Your answer was not "

@@ -171,6 +171,10 @@ def test_the_sla_sweeper_closes_the_gate_without_deciding_a_change():
     prog = findings.progress(record, [info("sla", found={"F1": "escalate", "F2": "escalate"}, user="sweeper")])
     assert prog.complete and prog.status == "needs_legal"
     assert all(c.answer is None for c in prog.changes)  # a timeout accepts nothing
+    decided = [info("cli", found={"F1": "approve", "F2": "approve"})]
+    prog = findings.progress(record, [*decided, info("sla", found={"F1": "escalate", "F2": "escalate"}, user="sw")])
+    assert prog.complete and prog.status == "needs_legal"  # only changes were open: still never complete
+    assert [fp.outcome for fp in prog.findings] == ["approve", "approve"]  # the decisions given stand
 
 
 # ------------------------------------------------------------------------------------------------ the receipt
