@@ -67,3 +67,44 @@ def test_scanning_near_an_anchor_finds_what_a_full_scan_finds() -> None:
     assert [(m.start(), m.end()) for m in near(_TERM, _TERM_ANCHOR, low)] == full
     assert [(m.start(), m.end()) for m in near(_TERM, _TERM_ANCHOR, low, 0, len(low) // 2)] == [
         (m.start(), m.end()) for m in _TERM.finditer(low, 0, len(low) // 2)]
+
+
+@pytest.mark.parametrize("sentence", [
+    "Company commits to purchase a minimum of 100 Units within the first six months of term of this Agreement.",
+    "HSNS will pay a minimum commitment of $750,000.00 during the initial three year term of this Agreement.",
+    "Such phase-out period shall be the longer of (i) the remaining term of the agreement with its customers "
+    "and (ii) 18 months.",
+])
+def test_a_period_inside_the_term_is_not_the_terms_length(sentence: str) -> None:
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value is None
+
+
+@pytest.mark.parametrize("sentence", [
+    "The initial term of this Agreement is one (1) year from the date of delivery of the Product to Licensee.",
+    "The term of this Agreement will end three (3) years from the date the Application becomes accessible to "
+    "Members.",
+    "The term of this Agreement shall be ten (10) years which shall commence on the date upon which the Company "
+    "delivers the last Sample.",
+    "The Agreement shall remain in full force for ten (10) years after the First Commercial Sale of the Product.",
+])
+def test_a_term_counted_from_an_undated_event_has_no_end_date(sentence: str) -> None:
+    term = read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"]
+    assert term.value is None and term.extra.get("from_event") is True
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("This Agreement shall be in full force commencing on the date of execution by both Parties and shall extend "
+     "for an initial term of two (2) years.", "2016-05-08"),
+    ("This Agreement shall become effective on the date on which it is signed by both Parties and have a term of "
+     "five (5) years.", "2019-05-08"),
+])
+def test_a_term_from_signing_or_for_an_initial_term_is_still_computed(sentence: str, value: str) -> None:
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value == value
+
+
+def test_a_sentence_ends_after_a_defined_terms_closing_quote() -> None:
+    from clausegate.review.key_terms.extract import sentence_bounds
+
+    text = 'The initial two (2) year term is referred to herein as the "Term." B. Notwithstanding the foregoing, X.'
+    a, b = sentence_bounds(text, text.index("Notwithstanding"))
+    assert text[a:b].strip() == "B. Notwithstanding the foregoing, X."

@@ -31,17 +31,35 @@ _TERM = re.compile(
     r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|[\"“]term[\"”]\s+means|"
     r"(?:contract|agreement|cooperation)\s+(?:period|term)[\"”]?\s+(?:shall\s+(?:be\s+)?)?(?:means?\b|is\b|from\b)|"
     r"^\s*term\s*:)", re.MULTILINE)
-_TERM_ANCHOR = re.compile(r"term|shall|will|valid|effect|period")
+# every match of _TERM holds one of these (its "shall/will" alternatives through the verb after it)
+_TERM_ANCHOR = ("term", "valid", "be for", "begin", "commenc", "continu", "remain", "effect", "come into",
+                "apply", "expire", "terminate", "force", "period")
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
              "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
              "twentieth"]
 _ANNIVERSARY = re.compile(rf"\b({'|'.join(_ORDINALS)}|\d{{1,2}}\s?(?:st|nd|rd|th|t\s?h))"
                           r"\s*(?:\(\d{1,2}\s?(?:st|nd|rd|th|t\s?h)\)\s*)?anniversary\b", re.IGNORECASE)
-_DATE_WORD = re.compile(r"date")
+_DATE_WORD = ("date",)
 _END_LABEL = re.compile(r"\b(?:termination|expiration|expiry|end)\s+date[\"”]?\s*"
                         r"(?::|means|shall\s+(?:be|mean)|is)?\s*")
 _NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
                            r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
+# the same before "term" itself, also with a few words between or no article ("during the initial three year term
+# of this Agreement", "within the first six months of term of this Agreement", "the remaining term of"); not "for"
+# ("shall extend for an initial term of two (2) years")
+_NOT_THE_TERM_WORDS = re.compile(r"\b(?:(?:during|throughout|within|after|following|in|of|beyond|upon|over|"
+                                 r"before|prior\s+to)\s+(?:(?:the|this|such|any)\s+)?(?:[a-z-]+\s+){0,3}|"
+                                 r"(?:remaining|unexpired)\s+)$")
+# a term counted from an event the contract does not date ("one (1) year from the date of delivery of the Product",
+# "commence on the date upon which the Company delivers", "ten (10) years after the First Commercial Sale"): no date
+# can be computed
+_FROM_EVENT = re.compile(
+    r"\b(?:years?|months?|commenc\w*|begin\w*|effective|start\w*)\)?\s+(?:from|after|following|as\s+of|on|upon)\s+"
+    r"(?:that\s+date\b|the\s+date\s+(?:of\s+(?!this\b|these\b|execution|signing|signature|the\s+effective|effective|"
+    r"its\s+execution|the\s+last\s+signature)|(?:up)?on\s+which\b(?!\s+(?:it|this\s+agreement)\s+(?:is|was|has\s+been)"
+    r"\s+(?:signed|executed))|that\b|when\b|the\s+[\w@&-]+(?:\s+[\w@&-]+){0,3}\s+(?:becomes|is|are|has|have)\b)|"
+    r"(?:the\s+)?first\s+commercial\s+sale|(?:the\s+)?(?:delivery|acceptance|completion)\s+of\b)"
+, re.IGNORECASE)
 _PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\bunlimited\s+period|"
                         r"\b(?:continue|remain|end)[^.;]{0,80}?\b(?:until|when)\s+(?:(?:such\s+time\s+as\s+)?(?:it\s+is\s+|this\s+agreement\s+is\s+)?terminated|termination|"
                         r"(?:either|a|one|any)\s+party\s+(?:terminates|informs|gives|notifies|elects)|the\s+(?:expiration"
@@ -51,7 +69,7 @@ _PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\bunlimited\s+period|"
 _RUNS_WITHOUT_END = re.compile(r"perpetu\w*\s+(?:thereafter|unless)|in\s+perpetuity|indefinite(?:ly)?\s+(?:term|period|"
                                r"until|unless)|unlimited\s+period|thereafter[^.;]{0,20}\bunless\s+terminated",
                                re.IGNORECASE)
-_WITHOUT_END_ANCHOR = re.compile(r"perpetu|indefinite|unlimited|thereafter")
+_WITHOUT_END_ANCHOR = ("perpetu", "indefinite", "unlimited", "thereafter")
 _THIS_AGREEMENT = re.compile(r"\b(?:this|the)\s+agreement\b[^.;]*$", re.IGNORECASE)
 _END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|thru|"
                         r"conclud\w*)\b[^.;]{0,40}$", re.IGNORECASE)
@@ -76,6 +94,9 @@ def _term_periods(sentence: str) -> list[Duration]:
 
 def _is_term_sentence(low: str, m: re.Match, a: int, b: int) -> bool:
     if _NOT_THE_TERM.search(low, max(0, m.start() - 20), m.start()):
+        return False
+    if not m.group(0).startswith(("shall", "will")) and _NOT_THE_TERM_WORDS.search(low, max(0, m.start() - 50),
+                                                                                 m.start()):
         return False
     if m.group(0).startswith(("shall", "will")) and not re.search(r"agreement|\bterm\b|contract|\)\s*$",
                                                                   low[max(0, m.start() - 60):m.start()]):
@@ -108,6 +129,9 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
         if periods and periods[0].unit in ("years", "months"):
             starts = [d for d in find_dates(text, a, a + len(head))
                       if d.has_day and _START_WORDS.search(text[max(a, d.start - 40):d.start])]
+            if not starts and _FROM_EVENT.search(head):
+                return Term("expiration_date", quote=quote(text, a, b), start=a,
+                            extra={"term": periods[0].text(), "from_event": True})
             begin = starts[0].value if starts else (date.fromisoformat(start_term.value) if start_term.value else None)
             if begin is None:
                 return Term("expiration_date", quote=quote(text, a, b), start=a,

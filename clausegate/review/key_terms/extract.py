@@ -20,7 +20,7 @@ from clausegate.review.key_terms.scan import near
 
 _PREAMBLE = re.compile(r"\b(?:entered\s+into|made\s+(?:and\s+entered\s+)?(?:as\s+of|on|this|effective)|dated|"
                        r"by\s+and\s+between|is\s+made|between)\b")
-_EFFECTIVE_WORD = re.compile(r"effective")
+_EFFECTIVE_WORD = ("effective",)
 _EFFECTIVE = re.compile(r"effective\s+date")  # scanned over the lowered text (no IGNORECASE), as the others below
 _EFFECTIVE_UPON = re.compile(r"(?:shall|will)\s+(?:be(?:come)?\s+effective|take\s+effect|commence)\s+"
                              r"(?:as\s+of\s+|on\s+|upon\s+)"
@@ -39,12 +39,12 @@ _EFFECTIVE_MEANS = re.compile(r"^[\"”’')\s]*(?:[^.;\d]{0,40}?\b(?:shall\s+(?
                               r"\s*(?:the\s+)?$", re.IGNORECASE)
 _RENEW = re.compile(r"\b(?:renew|renewal|renewed|renews|automatically\s+(?:extend|continue)|extended\s+automatically|"
                     r"year[- ]to[- ]year|successive)")
-_RENEW_ANCHOR = re.compile(r"renew|automatic|to[- ]year|successive")
+_RENEW_ANCHOR = ("renew", "automatic", "to-year", "to year", "successive")
 _NOTICE_AFTER = re.compile(r"^['’]?s?\)?\s*(?:\([^)]*\)\s*)?(?:prior|advance|written|notice|before|in\s+advance|"
                            r"of\s+(?:the|its|such|any|written)|preceding)", re.IGNORECASE)
 _NOTICE_BEFORE = re.compile(r"(?:at\s+least|not\s+less\s+than|no\s+less\s+than|no\s+later\s+than|not\s+later\s+than|"
                             r"within|minimum\s+of|upon|giving|gives?|with|least)\s*(?:\(|the\s+)?$", re.IGNORECASE)
-_LAW_WORD = re.compile(r"law")
+_LAW_WORD = ("law",)
 _LAWS_OF = re.compile(r"\blaws?\s+(?:of|in|prevailing\s+in)\b")
 _GOVERNED = re.compile(r"\b(?:governed|governs|govern|governing|construed|interpreted|enforced|subject\s+to)\b")
 _GOVERNED_BY_LAW = re.compile(r"\b(?:governed|construed|interpreted)\b[^.;]{0,150}?(?P<name>\b[A-Z][\w.]*(?:\s+[A-Z]"
@@ -81,6 +81,8 @@ def _ends_sentence(text: str, k: int) -> bool:
     """Whether the ``.`` or ``;`` at ``k`` ends a sentence (not "Inc." or "No."; a capital, digit or quote next)."""
     if text[k] == "." and (text[max(0, k - 4):k].endswith(_ABBREVIATIONS) or (k and text[k - 1].isupper())):
         return False
+    if text[k + 1:k + 2] in ("\"", "”"):  # a defined term's closing quote: 'the "Term." B. Notwithstanding'
+        k += 1
     nxt = text[k + 1:k + 3]
     return len(nxt) < 2 or (nxt[0].isspace() and (nxt[1].isupper() or nxt[1].isdigit() or nxt[1] in "(\"“"
                                                   or nxt[1].isspace()))
@@ -97,7 +99,7 @@ def sentence_bounds(text: str, i: int, j: int | None = None) -> tuple[int, int]:
         if k < 0:
             break
         if _ends_sentence(text, k):
-            a = k + 1
+            a = k + 2 if text[k + 1:k + 2] in ("\"", "”") else k + 1
             break
     b = hi
     k = j
