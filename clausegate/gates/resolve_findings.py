@@ -77,9 +77,13 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
     change_ids, change_problems = findings.fillable_changes(record, prog, via=via, user=verified_user,
                                                             wanted=list(changes or {}))
     if changes and not change_ids:
-        return outcome("forbidden", rid, f"{record.filename}: {' '.join(change_problems[:3])} Nothing was changed.",
-                       state=state_name, record=record, reason="invalid_answer" if all(
-                           "no such" in p or "already" in p for p in change_problems) else "role_unverified")
+        why = f"{record.filename}: {' '.join(change_problems[:3])} Nothing was changed."
+        if all("already decided" in p for p in change_problems):
+            return outcome("already_decided", rid, why, state=state_name, record=record)
+        if all("no such tracked change" in p for p in change_problems):
+            return outcome("rejected", rid, why, state=state_name, record=record, reason="invalid_answer")
+        return outcome("forbidden", rid, why, state=state_name, record=record,
+                       reason="not_in_role" if via in PERSON_VIAS else "role_unverified")
     problems += change_problems
     if via == "sla" and not ids and any(not c.done for c in prog.changes):  # only changes open: the SLA closes it
         ids = [fp.finding.id for fp in prog.findings]  # already decided (first answer wins): nothing is overwritten
