@@ -2,7 +2,8 @@
 
 A work unit is a module (its module fixtures start once), or one test of its own when it is listed in
 ``TEST_SECONDS`` (long, and sharing no module fixture with the rest of its module: it may run on another
-worker at the same time).  The figures are seconds on one core of a 2-core machine, from a whole-suite run;
+worker at the same time).  The figures are seconds on one core of a loaded 2-core machine (whole-suite runs with
+``--durations``, and single files with ``-n 0 --durations=0`` for modules those runs did not list), rounded up;
 a module not listed is estimated from its folder and its number of tests (``PER_TEST_SECONDS``).  They only
 order the work, so they need to be roughly right, not exact.  To see them again from a run::
 
@@ -22,18 +23,36 @@ TEST_SECONDS: dict[str, float] = {}
 # Modules (seconds: all their tests, minus those in TEST_SECONDS).
 MODULE_SECONDS: dict[str, float] = {
     "tests/e2e/test_gate_roles.py": 260,
-    "tests/e2e/test_hung_runs.py": 215,
+    "tests/e2e/test_hung_runs.py": 250,
     "tests/e2e/test_stack.py": 165,
+    "tests/e2e/test_dead_letters.py": 140,
     "tests/e2e/test_gates_e2e.py": 120,
+    "tests/e2e/test_deployments.py": 120,
     "tests/e2e/test_gates_attribution.py": 100,
-    "tests/e2e/test_dead_letters.py": 100,
-    "tests/e2e/test_deployments.py": 90,
+    "tests/e2e/test_scaleout_postgres.py": 90,
+    "tests/e2e/test_versions_e2e.py": 80,
     "tests/e2e/test_inbox_e2e.py": 80,
     "tests/e2e/test_retention.py": 80,
+    "tests/e2e/test_gate_email_e2e.py": 70,
+    "tests/e2e/test_resume_form.py": 70,
     "tests/e2e/test_gateway_restart.py": 70,
     "tests/e2e/test_cli_servers.py": 70,
+    "tests/e2e/test_priority_queues.py": 60,
+    "tests/e2e/test_positions_e2e.py": 60,
+    "tests/integration/test_model_flow.py": 150,
+    "tests/integration/test_spend.py": 120,
+    "tests/integration/test_gateway_limits.py": 120,
+    "tests/integration/test_text_reuse.py": 100,
+    "tests/integration/test_gate_email_one_decision.py": 90,
+    "tests/integration/test_summary_path.py": 70,
     "tests/integration/test_circuit_breaker.py": 61,
+    "tests/integration/test_second_reader_flow.py": 60,
+    "tests/integration/test_versions_tokens.py": 60,
     "tests/integration/test_gate_fencing.py": 55,
+    "tests/integration/test_budget_cap.py": 50,
+    "tests/integration/test_gate_email.py": 50,
+    "tests/integration/test_gate_authority.py": 50,
+    "tests/unit/test_import_rules.py": 60,
 }
 
 PER_TEST_SECONDS = {"unit": 0.12, "integration": 2.0, "e2e": 40.0, "other": 1.0}
