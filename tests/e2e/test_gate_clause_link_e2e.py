@@ -1,7 +1,8 @@
 """One click from a gate to the clause, end to end: a gated PDF submitted to the inbox (the gateway as its own process,
 a process worker, a contract-review deployment run) waits at its gate; the Slack message the fake Slack received
 opens with the key terms and links each finding to the annotated copy; the link, opened with no API key, gets the
-PDF with its highlights from the gateway; a changed link gets a coded refusal and no file."""
+PDF with its highlights from the gateway; a changed link gets a coded refusal and no file; the Prefect UI form's
+description shows the same key terms and link."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import os
 import re
 import subprocess
 import sys
+from uuid import UUID
 
 import httpx
 import pytest
+from prefect.client.orchestration import get_client
+from prefect.input.run_input import keyset_from_base_key
 from pypdf import PdfReader
 
 from clausegate.gates import resolve_gate
@@ -100,6 +104,13 @@ def test_the_gate_message_shows_the_key_terms_and_its_link_opens_the_annotated_p
     changed = httpx.get(f"{stack['url']}/annotated/{token[:-1]}{'0' if token[-1] != '0' else '1'}", timeout=30)
     assert changed.status_code == 403 and "CG-ANNOTATED-LINK-FORGED" in changed.text
     assert b"%PDF-" not in changed.content
+
+    with get_client(sync_client=True) as client:  # the Prefect UI form's description: the same terms and link
+        flow_run = client.read_flow_run(UUID(task_id))
+        keyset = keyset_from_base_key(f"suspended-{flow_run.state.state_details.pause_key}")
+        form = json.loads(client.read_flow_run_input(flow_run.id, keyset["description"]))
+    assert "**Key terms:** Parties:" in form and "Governing law:" in form, form
+    assert re.search(rf"\[Open the annotated contract\]\({re.escape(stack['url'])}/annotated/[^)]+\)", form), form
 
     assert resolve_gate(task_id, "approve", reviewer="pat (legal)", via="cli").kind == "resumed"
     done = poll(lambda: task(stack, task_id), lambda t: t["status"] in FINAL, timeout=300, interval=1,
