@@ -25,6 +25,8 @@ def fold(char: str, hyphens: bool = True) -> str:
     """A character as compared: NFKC (the review's text is NFKC-folded: a Greek question mark is a semicolon), the
     hyphen PDFium reports as a control character a hyphen (``hyphens`` False: every hyphen nothing), blanks and
     other control characters nothing."""
+    if "!" <= char <= "~" and char != "-":  # printable ASCII: itself (most characters of a contract)
+        return char
     if char in "\x02\xad-":
         return "-" if hyphens else ""
     if char.isspace() or ord(char) < 32 or ord(char) == 127:
@@ -101,11 +103,18 @@ def pieces(page: str, quote: str, lo: int = 0, hi: int | None = None) -> list[tu
     hi = len(page) if hi is None else min(hi, len(page))
     for size in (HEAD // 4, MIN_PIECE * 4):
         at = page.find(quote[:size], lo, hi)
-        if at >= 0:
-            lo, hi = at, min(hi, at + len(quote) + MAX_GAP)
-            break
+        if at >= 0:  # from its first words: first a window with little to skip (cheaper), then MAX_GAP
+            for end in (at + len(quote) + len(quote) // 4 + FURNITURE_MAX, at + len(quote) + MAX_GAP):
+                found = _aligned(page, quote, at, min(hi, end))
+                if found is not None or end >= hi:
+                    return found
+            return None
     if hi - lo > len(quote) + 4 * MAX_GAP:
         return None  # no first words and a long text: the alignment would be slow and could be chance
+    return _aligned(page, quote, lo, hi)
+
+
+def _aligned(page: str, quote: str, lo: int, hi: int) -> list[tuple[int, int]] | None:
     window = page[lo:hi]
     blocks = [b for b in SequenceMatcher(None, quote, window, autojunk=False).get_matching_blocks() if b.size]
     if sum(b.size for b in blocks) != len(quote) or any(b.size < MIN_PIECE for b in blocks):

@@ -45,6 +45,7 @@ class _Pages:
     def __init__(self, pdf: pdfium.PdfDocument) -> None:
         self.pdf = pdf
         self.cache: dict[int, tuple[object, str]] = {}
+        self.folds: dict[tuple, tuple[str, list[tuple[str, int]]]] = {}
 
     def page(self, index: int):
         if index not in self.cache:
@@ -55,6 +56,15 @@ class _Pages:
                 text = "".join(chr(pdfium.raw.FPDFText_GetUnicode(textpage, i) or 32) for i in range(count))
             self.cache[index] = (textpage, text)
         return self.cache[index]
+
+    def folded(self, indexes: list[int], hyphens: bool = True) -> tuple[str, list[tuple[str, int]]]:
+        """The joined pages' text, and each of its folded characters with its offset in it (kept: the findings on
+        the same pages share them)."""
+        key = (tuple(indexes), hyphens)
+        if key not in self.folds:
+            text, _ = self.joined(indexes)
+            self.folds[key] = text, [(c, i) for i, ch in enumerate(text) for c in fold(ch, hyphens)]
+        return self.folds[key]
 
     def joined(self, indexes: list[int]) -> tuple[str, list[tuple[int, int]]]:
         pieces, where = [], []
@@ -73,8 +83,8 @@ def find_quote(pages: _Pages, quote: str, numbers: list[int], count: int) -> lis
     if not indexes:
         return None
     indexes = list(range(indexes[0], min(indexes[-1] + 2, count)))
-    text, where = pages.joined(indexes)
-    folded = [(c, i) for i, ch in enumerate(text) for c in fold(ch)]
+    _, where = pages.joined(indexes)
+    text, folded = pages.folded(indexes)
     page = "".join(c for c, _ in folded)
     theirs = "".join(fold(ch) for ch in quote)
     found = match.region(page, theirs)
@@ -93,7 +103,7 @@ def find_quote(pages: _Pages, quote: str, numbers: list[int], count: int) -> lis
             if chosen and "".join(fold(text[i], False) for i in dict.fromkeys(chosen)) != bare:
                 chosen = None  # the aligned characters are not the quote (e.g. a redaction line for the one it keeps)
     if chosen is None:  # not one passage: its pieces, in order, exactly the quote (hyphens aside), or nothing
-        folded_bare = [(c, i) for i, ch in enumerate(text) for c in fold(ch, False)]
+        _, folded_bare = pages.folded(indexes, hyphens=False)
         got = match.pieces("".join(c for c, _ in folded_bare), bare)
         if got is None:
             return None  # never a highlight on other text
