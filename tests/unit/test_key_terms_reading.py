@@ -108,3 +108,24 @@ def test_a_sentence_ends_after_a_defined_terms_closing_quote() -> None:
     text = 'The initial two (2) year term is referred to herein as the "Term." B. Notwithstanding the foregoing, X.'
     a, b = sentence_bounds(text, text.index("Notwithstanding"))
     assert text[a:b].strip() == "B. Notwithstanding the foregoing, X."
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("6. TERM: November 01, 2014 to October 31, 2017", "2017-10-31"),  # a numbered label
+    ("3. Term and Renewal The term of this Agreement shall begin on the Effective Date and continue in effect for "
+     "a period of five (5) years, unless sooner terminated. Upon expiration of the Initial Term, this Agreement "
+     "shall automatically renew.", "2019-05-08"),  # "Renewal" in the heading before the term's words
+    ("This agreement will be in effect until the end of 2006 and will be evaluated at that time.", "2006-12-31"),
+    ("This agreement shall remain in effect until the end of the current calendar year.", "2014-12-31"),
+    ("Converge shall pay the Initial Term Minimum Fee in 18 equal installments (each, a \"Monthly Installment\"). "
+     "The initial period of this "
+     "Agreement shall commence upon the Effective Date and continue until March 31, 2016.", "2016-03-31"),
+])
+def test_more_ways_a_term_ends(sentence: str, value: str) -> None:
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value == value
+
+
+def test_a_period_after_termination_is_not_the_terms_length() -> None:
+    sentence = ("The confidentiality obligations contained in this Agreement shall continue for a period of five (5) "
+                "years after termination of this Agreement.")
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value != "2019-05-08"

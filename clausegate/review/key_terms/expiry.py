@@ -23,17 +23,20 @@ from clausegate.review.key_terms.extract import (
 from clausegate.review.key_terms.scan import near
 
 _TERM = re.compile(
-    r"\b(?:initial\s+term|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|franchise)|"
+    r"\b(?:initial\s+term(?!\s+(?:minimum|fee|payment|purchase|commitment|royalt))|(?:effective\s+)?term\s+(?:of\s+(?:this|the)\s+(?:agreement|contract|franchise)|"
     r"hereof)|(?:the|effective)\s+term\s+is\b|(?:shall|will)\s+(?:be\s+valid|be\s+for|begin|commence|continue|remain|"
     r"be\s+effective|become\s+effective|take\s+effect|come\s+into\s+(?:force|effect)|apply\s+and\s+remain|expire|"
     r"terminate\s+on|be\s+in\s+(?:full\s+)?(?:force|effect))|(?:agreement|contract)\s+is\s+(?:valid|effective|in\s+"
     r"effect)\s+(?:for|from|until)|(?:this|the)\s+agreement\s+is\s+for\s+a\s+term|"
     r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|[\"“]term[\"”]\s+means|"
     r"(?:contract|agreement|cooperation)\s+(?:period|term)[\"”]?\s+(?:shall\s+(?:be\s+)?)?(?:means?\b|is\b|from\b)|"
-    r"^\s*term\s*:)", re.MULTILINE)
+    r"^\s*(?:\d{1,2}\.?\s*)?term\s*:)", re.MULTILINE)
 # every match of _TERM holds one of these (its "shall/will" alternatives through the verb after it)
 _TERM_ANCHOR = ("term", "valid", "be for", "begin", "commenc", "continu", "remain", "effect", "come into",
                 "apply", "expire", "terminate", "force", "period")
+_YEAR_END = re.compile(r"\b(?:until|through|to)\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:calendar\s+year\s+)?"
+                       r"(?:((?:19|20)\d\d)\b|(?:then[- ])?current\s+calendar\s+year\b)", re.IGNORECASE)
+_RENEWAL_PART = re.compile(r"\b(?:renew|automatic)", re.IGNORECASE)
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
              "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
              "twentieth"]
@@ -55,7 +58,7 @@ _NOT_THE_TERM_WORDS = re.compile(r"\b(?:(?:during|throughout|within|after|follow
 # can be computed
 _FROM_EVENT = re.compile(
     r"\b(?:years?|months?|commenc\w*|begin\w*|effective|start\w*)\)?\s+(?:from|after|following|as\s+of|on|upon)\s+"
-    r"(?:that\s+date\b|the\s+date\s+(?:of\s+(?!this\b|these\b|execution|signing|signature|the\s+effective|effective|"
+    r"(?:that\s+date\b|the\s+(?:first\s+)?date\s+(?:of\s+(?!this\b|these\b|execution|signing|signature|the\s+effective|effective|"
     r"its\s+execution|the\s+last\s+signature)|(?:up)?on\s+which\b(?!\s+(?:it|this\s+agreement)\s+(?:is|was|has\s+been)"
     r"\s+(?:signed|executed))|that\b|when\b|the\s+[\w@&-]+(?:\s+[\w@&-]+){0,3}\s+(?:becomes|is|are|has|have)\b)|"
     r"(?:the\s+)?first\s+commercial\s+sale|(?:the\s+)?(?:delivery|acceptance|completion)\s+of\b)"
@@ -74,6 +77,9 @@ _THIS_AGREEMENT = re.compile(r"\b(?:this|the)\s+agreement\b[^.;]*$", re.IGNORECA
 _END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|thru|"
                         r"conclud\w*)\b[^.;]{0,40}$", re.IGNORECASE)
 _START_WORDS = re.compile(r"\b(?:commenc\w*|begin\w*|start\w*|from|effective)\b[^.;]{0,25}$", re.IGNORECASE)
+_AFTER_THE_END = re.compile(r"\s*(?:after|following|from)\s+(?:the\s+)?(?:termination|expir)", re.IGNORECASE)
+
+
 def _term_periods(sentence: str) -> list[Duration]:
     """The durations of a term sentence that are the term's length, not a notice or payment period."""
     out = []
@@ -83,6 +89,8 @@ def _term_periods(sentence: str) -> list[Duration]:
             continue
         if re.search(r"\b(?:within|after|following|from\s+the\s+date\s+of\s+(?:notice|receipt))\s*$",
                      flat[max(0, s - 25):s], re.IGNORECASE):
+            continue
+        if _AFTER_THE_END.match(flat, e):  # "for a period of 5 years after termination": a survival tail
             continue
         out.append(period)
     for m in _ANNIVERSARY.finditer(sentence):  # "ending on the third (3rd) anniversary of the Effective Date"
@@ -123,8 +131,14 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
                 if d.has_day and _END_WORDS.search(text[max(a, d.start - 60):d.start])]
         if ends:
             return date_term("expiration_date", ends[-1], text, a, b)
-        cut = re.search(r"\b(?:renew|automatic)", sentence, re.IGNORECASE)  # the renewal is not the initial term
+        # the renewal is not the initial term (after the term's words: a heading "Term and Renewal" before them)
+        cut = _RENEWAL_PART.search(sentence, m.end() - a)
         head = sentence[:cut.start()] if cut else sentence
+        year_end = _YEAR_END.search(head)  # "until the end of 2006", "until the end of the current calendar year"
+        if year_end and (year_end.group(1) or start_term.value):
+            end = date(int(year_end.group(1) or start_term.value[:4]), 12, 31)
+            return Term("expiration_date", value=end.isoformat(), display=end.strftime("%-d %B %Y"),
+                        quote=quote(text, a, b), start=a)
         periods = _term_periods(head)
         if periods and periods[0].unit in ("years", "months"):
             starts = [d for d in find_dates(text, a, a + len(head))
