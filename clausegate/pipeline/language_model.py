@@ -3,7 +3,8 @@ the contract's language (``clausegate.review.language_reading``), through the re
 (``ask_extraction_model``: budget guard, metering, retries, cache), its findings listed for a person.  A model
 that fails or is over budget leaves the review as the offline reader left it (the Language gate), with a notice.
 The model also confirms or fills the key terms (``clausegate.review.key_terms.model``: grounded quotes), which
-the English offline reader mostly cannot read in such a text."""
+the English offline reader mostly cannot read in such a text.  An English contract's key terms go to the model too
+when the offline reader missed one (``steps.extract.key_terms``), over the passages that can state them."""
 
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ from clausegate.pipeline.model_calls import (
 )
 from clausegate.pipeline.tasks import MODEL_CALL_KEYED
 from clausegate.providers.retry import MODEL_RETRY_POLICY
-from clausegate.review.key_terms.model import TermsAnswer, ground_terms, terms_prompt
+from clausegate.review.key_terms.model import TermsAnswer, excerpt, ground_terms, terms_prompt
 from clausegate.review.language_reading import language_prompt, with_language_reading
 from clausegate.review.playbook import Playbook
 from clausegate.review.schemas import Cost, Notice, ParsedDocument, Review
+from clausegate.review.text_identity import normalise
 from clausegate.security import at_rest
 
 
@@ -61,7 +63,8 @@ def ask_key_terms_model(system: str, user: str, ref: ProviderRef, max_tokens: in
 
 
 def _with_model_terms(review: Review, document: ParsedDocument, ref: ProviderRef, max_tokens: int,
-                      budget: BudgetContext) -> Review:
+                      budget: BudgetContext, *, whole: bool = True) -> Review:
+    """``whole``: the text from its start (another language); else the passages that can state a term."""
     if review.contract_terms is None:
         return review
     starts, pos = [], 0
@@ -69,7 +72,8 @@ def _with_model_terms(review: Review, document: ParsedDocument, ref: ProviderRef
         starts.append(pos)
         pos += len(page.text) + 1
     text = "\n".join(p.text for p in document.pages)
-    system, user = terms_prompt(text, review.contract_terms)
+    shown = text if whole else excerpt(normalise(text), review.contract_terms)  # one prompt for the same words
+    system, user = terms_prompt(shown, review.contract_terms)
     got = model_result("extract", ask_key_terms_model(system, user, ref, max_tokens, budget))
     terms, notices = ground_terms(got.answer, text, review.contract_terms, model=got.model, today=date.today(),
                                   page_of=lambda at: document.pages[bisect.bisect_right(starts, at) - 1].number
@@ -101,6 +105,29 @@ def read_in_its_language(review: Review, document: ParsedDocument, book: Playboo
         return _with_model_terms(review, document, provider_ref(extractor), book.steps.extract.max_output_tokens,
                                  budget)
     except ClauseGateError as error:
-        get_run_logger().warning("%s: the model did not read the key terms: %s", error.code, error)
-        notice = Notice(code=error.code, message=f"the model did not read the key terms ({error})")
-        return review.model_copy(update={"warnings": [*review.warnings, notice]})
+        return _terms_notice(review, error)
+
+
+def _terms_notice(review: Review, error: ClauseGateError) -> Review:
+    get_run_logger().warning("%s: the model did not read the key terms: %s", error.code, error)
+    notice = Notice(code=error.code, message=f"the model did not read the key terms ({error}); the offline reading "
+                                             "stands")
+    return review.model_copy(update={"warnings": [*review.warnings, notice]})
+
+
+def confirm_key_terms(review: Review, document: ParsedDocument, book: Playbook, extractor: str) -> Review:
+    """An English contract's key terms confirmed or filled by the configured model: asked when the offline reader
+    missed one (``steps.extract.key_terms: missing``), always, or never; offline or another language: unchanged
+    (``read_in_its_language`` reads those)."""
+    terms, language, when = review.contract_terms, review.language, book.steps.extract.key_terms
+    if (extractor == "offline" or terms is None or when == "never" or review.failure
+            or (language is not None and not language.english)):
+        return review
+    if when == "missing" and all(t.value is not None for t in terms.terms):
+        return review
+    budget = BudgetContext(budgets=book.budgets, run_cost=Cost())
+    try:
+        return _with_model_terms(review, document, provider_ref(extractor), book.steps.extract.max_output_tokens,
+                                 budget, whole=False)
+    except ClauseGateError as error:
+        return _terms_notice(review, error)

@@ -37,7 +37,7 @@ from clausegate.ops.budget import start_meter, stop_meter
 from clausegate.pipeline.annotate import annotate_review
 from clausegate.pipeline.cascade import cascade, check_timeouts, final_status, generate
 from clausegate.pipeline.deadlines import schedule_reminder
-from clausegate.pipeline.language_model import read_in_its_language
+from clausegate.pipeline.language_model import confirm_key_terms, read_in_its_language
 from clausegate.pipeline.outcome import record_outcome
 from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
@@ -169,6 +169,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         review = with_key_terms(review, document, today=date.today(), model=None if use == "offline" else use)
         # a contract not in English, with a model: the model reads the whole text in its language
         review = read_in_its_language(review, document, book, use, tasks.ask_extraction_model)
+        review = confirm_key_terms(review, document, book, use)  # English: the model fills a term read nowhere
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
         review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename,

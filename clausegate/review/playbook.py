@@ -76,28 +76,27 @@ class ParseSettings(StepPolicy):
 
 
 class ExtractSettings(StepPolicy):
-    extractor: str = Field(
-        "offline", description="'offline', or a model block 'anthropic-model/NAME' / 'openai-compatible-model/NAME'"
-    )
+    extractor: str = Field("offline", description="'offline', or a model block 'anthropic-model/NAME' / "
+                                                  "'openai-compatible-model/NAME'")
     min_confidence: float = Field(
-        0.0, ge=0, le=1,
-        description="drop clauses below this confidence, except in gated and high-risk categories "
+        0.0, ge=0, le=1, description="drop clauses below this confidence, except in gated and high-risk categories "
                     "(only a person's decision clears those)")
     cascade_margin: float = Field(
         2.0, ge=0, le=20,
         description="log-odds one model answer moves the offline evidence (clausegate.review.llm.merge): a category "
                     "whose best offline score is above this many log-odds under its threshold is sent to the model; "
-                    "an offline finding under this many over it is low-confidence (a model may clear it)",
-    )
+                    "an offline finding under this many over it is low-confidence (a model may clear it)")
     max_output_tokens: int = Field(8192, gt=0, description="the answer's output budget: a second reader answers for "
                                    "every candidate category (bench/cascade.py: 2048 cut half the answers); a "
                                    "provider that refuses it is asked again with what it allows")
+    key_terms: Literal["missing", "always", "never"] = Field("missing", description=(
+        "the model reads an English contract's key terms when the offline reader missed one ('missing'; it confirms "
+        "the others), 'always' or 'never'; a contract in another language: always"))
 
 
 class GenerateSettings(StepPolicy):
-    provider: str | None = Field(
-        None, description="model block for redlines/questions, e.g. 'openai-compatible-model/codex'; empty: skip"
-    )
+    provider: str | None = Field(None, description="model block for redlines/questions, e.g. "
+                                                   "'openai-compatible-model/codex'; empty: skip")
     max_output_tokens: int = Field(1024, gt=0)
 
 

@@ -37,7 +37,8 @@ gates: [{{category: Liquidated Damages, sla_hours: 24}}]
 possible_findings: gate
 model_review: {model_review}
 steps:
-  extract: {{extractor: "{extractor}", retries: 1, retry_delay_seconds: [0.1], max_output_tokens: 800}}
+  extract: {{extractor: "{extractor}", retries: 1, retry_delay_seconds: [0.1], max_output_tokens: 800,
+             key_terms: never}}
 """)
     return str(path)
 

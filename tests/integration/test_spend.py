@@ -81,7 +81,8 @@ categories: [Governing Law, Cap on Liability, Uncapped Liability, Liquidated Dam
 high_risk: [Uncapped Liability, Liquidated Damages, Cap on Liability]
 gates: []
 steps:
-  extract: {{extractor: "{extractor}", retries: 3, retry_delay_seconds: [0.1, 0.1, 0.1], max_output_tokens: 800}}
+  extract: {{extractor: "{extractor}", retries: 3, retry_delay_seconds: [0.1, 0.1, 0.1], max_output_tokens: 800,
+             key_terms: never}}
   generate: {{provider: {json.dumps(generate)}, retries: 3, retry_delay_seconds: [0.1, 0.1, 0.1]}}
 {budgets}
 """)

@@ -38,8 +38,11 @@ def save_block(kind: str, server: FakeModelServer, **fields) -> str:
 
 
 def playbook(tmp_path: Path, extractor: str, *, generate: str | None = None, budgets: str = "", extract: str = "",
-             high_risk: str = "[Uncapped Liability, Liquidated Damages]", gates: str = "[]") -> str:
-    """A playbook file extracting with ``extractor`` (a block name or "offline") and generating with ``generate``."""
+             high_risk: str = "[Uncapped Liability, Liquidated Damages]", gates: str = "[]",
+             key_terms: str = "never") -> str:
+    """A playbook file extracting with ``extractor`` (a block name or "offline") and generating with ``generate``.
+    ``key_terms``: ``steps.extract.key_terms``; "never" by default here, so that a test's fault schedule and call
+    counts are the extraction's own (tests/integration/test_key_terms_model_flow.py tests the key-terms call)."""
     text = f"""
 name: test-model
 categories: [Governing Law, Cap on Liability, Uncapped Liability, Liquidated Damages, Insurance, Audit Rights]
@@ -47,7 +50,7 @@ high_risk: {high_risk}
 gates: {gates}
 steps:
   extract: {{extractor: "{extractor}", retries: 3, retry_delay_seconds: [0.1, 0.1, 0.1],
-             max_output_tokens: 800 {extract}}}
+             max_output_tokens: 800, key_terms: "{key_terms}" {extract}}}
   generate: {{provider: {json.dumps(generate)}, retries: 2, retry_delay_seconds: [0.1, 0.1]}}
 {budgets}
 """
