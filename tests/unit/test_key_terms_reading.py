@@ -129,3 +129,21 @@ def test_a_period_after_termination_is_not_the_terms_length() -> None:
     sentence = ("The confidentiality obligations contained in this Agreement shall continue for a period of five (5) "
                 "years after termination of this Agreement.")
     assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value != "2019-05-08"
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    # counted from the day the contract is made (May 8, 2014), not from the start the sentence names
+    ('The term of this Agreement (the "Term") will begin on June 1, 2014 and end on the first anniversary of the '
+     "date of this Agreement.", "2015-05-08"),
+    # a range of dates just after "term", in a sentence no term pattern reads
+    ("The Joint Venture is a fixed term Joint Venture beginning November 27, 2018 and ending November 30th, 2019 "
+     "or as otherwise provided in this Agreement.", "2019-11-30"),
+    ("Terms of the project: 12 weeks from February 8, 2018 to May 3, 2018.", "2018-05-03"),
+])
+def test_a_term_from_the_agreements_date_or_a_range_of_dates(sentence: str, value: str) -> None:
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value == value
+
+
+def test_a_range_of_dates_for_another_period_is_not_the_term() -> None:
+    sentence = '"Delivery Period" means the following: (i) July 1, 2008 - December 30th, 2009.'
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value is None

@@ -36,6 +36,13 @@ _TERM_ANCHOR = ("term", "valid", "be for", "begin", "commenc", "continu", "remai
                 "apply", "expire", "terminate", "force", "period")
 _YEAR_END = re.compile(r"\b(?:until|through|to)\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:calendar\s+year\s+)?"
                        r"(?:((?:19|20)\d\d)\b|(?:then[- ])?current\s+calendar\s+year\b)", re.IGNORECASE)
+# counted from the day the contract is made
+_ANNIVERSARY_OF_THIS = re.compile(r"anniversary\s+of\s+(?:(?:the\s+date\s+of\s+)?this\s+agreement|the\s+date\s+hereof)",
+                                  re.IGNORECASE)
+_RANGE_WORD = re.compile(r"term")
+_RANGE_SENTENCES = 40  # the sentences around "term" read for a date range, at most
+_RANGE_GAP = re.compile(r"\s*(?:\([^()]{0,30}\)\s*)?(?:-|–|to|through|thru|until|and\s+end(?:s|ing)?(?:\s+on)?)\s*"
+                        r"(?:and\s+including\s+)?", re.IGNORECASE)
 _RENEWAL_PART = re.compile(r"\b(?:renew|automatic)", re.IGNORECASE)
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
              "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
@@ -112,7 +119,9 @@ def _is_term_sentence(low: str, m: re.Match, a: int, b: int) -> bool:
     return "surviv" not in low[a:b]
 
 
-def expiration_date(text: str, low: str, start_term: Term) -> Term:
+def expiration_date(text: str, low: str, start_term: Term, made: Term | None = None) -> Term:
+    """The term's end; ``start_term`` is the date the term counts from (the effective date, else the
+    agreement date), ``made`` the agreement date (for "the first anniversary of this Agreement")."""
     for m in near(_END_LABEL, _DATE_WORD, low):  # "Termination Date: 1 April 2009", "Expiration Date means …"
         found = [d for d in find_dates(text, m.end(), min(len(text), m.end() + 40)) if d.has_day]
         if found and found[0].start - m.end() <= 3:
@@ -143,6 +152,11 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
         if periods and periods[0].unit in ("years", "months"):
             starts = [d for d in find_dates(text, a, a + len(head))
                       if d.has_day and _START_WORDS.search(text[max(a, d.start - 40):d.start])]
+            if made is not None and made.value and _ANNIVERSARY_OF_THIS.search(head):
+                end = add(date.fromisoformat(made.value), periods[0])
+                return Term("expiration_date", value=end.isoformat(), display=end.strftime("%-d %B %Y"),
+                            quote=quote(text, a, b), start=a,
+                            extra={"term": periods[0].text(), **({"begins": starts[0]} if starts else {})})
             if not starts and _FROM_EVENT.search(head):
                 return Term("expiration_date", quote=quote(text, a, b), start=a,
                             extra={"term": periods[0].text(), "from_event": True})
@@ -156,11 +170,34 @@ def expiration_date(text: str, low: str, start_term: Term) -> Term:
                         extra={"term": periods[0].text(), **({"begins": starts[0]} if starts else {})})
         if _PERPETUAL.search(head):
             return _perpetual(text, a, b)
+    ranged = _date_range(text, low)
+    if ranged is not None:
+        return ranged
     for m in near(_RUNS_WITHOUT_END, _WITHOUT_END_ANCHOR, low):
         if _THIS_AGREEMENT.search(text, max(0, m.start() - 160), m.start()):
             a, b = sentence_bounds(text, m.start(), m.end())
             return _perpetual(text, a, b)
     return Term("expiration_date")
+
+
+def _date_range(text: str, low: str) -> Term | None:
+    """A term stated as a range of dates just after the word "term" in a sentence no term pattern read ("a fixed
+    term Joint Venture beginning November 27, 2018 and ending November 30th, 2019", "Terms of the project: 12 weeks
+    from February 8, 2018 to May 3, 2018"): the range's end."""
+    seen: set[tuple[int, int]] = set()
+    for hit in _RANGE_WORD.finditer(low):
+        if len(seen) >= _RANGE_SENTENCES:
+            break
+        a, b = sentence_bounds(text, hit.start(), hit.end())
+        if (a, b) in seen:
+            continue
+        seen.add((a, b))
+        found = [d for d in find_dates(text, hit.end(), b) if d.has_day]
+        for first, second in zip(found, found[1:], strict=False):
+            if (first.start - hit.end() <= 80 and second.value > first.value
+                    and _RANGE_GAP.fullmatch(text, first.end, second.start)):
+                return date_term("expiration_date", second, text, a, b)
+    return None
 
 
 def _perpetual(text: str, a: int, b: int) -> Term:

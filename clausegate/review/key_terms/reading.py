@@ -47,7 +47,7 @@ def read_terms(pages: list[str]) -> Reading:
         low = text
     agreed = agreement_date(text)
     effective = effective_date(text, low, agreed)
-    expiry = expiration_date(text, low, effective if effective.value else agreed)
+    expiry = expiration_date(text, low, effective if effective.value else agreed, agreed)
     begins = expiry.extra.pop("begins", None)
     if begins is not None and (effective.value is None or effective.extra.get("as")):
         # the term's own start ("commencing on January 1, 2016") is when the contract takes effect
