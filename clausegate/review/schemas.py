@@ -314,7 +314,9 @@ class PositionCheck(_Model):
 
 
 GateWhy = Literal["found", "possible", "disputed", "model_found", "position", "missing", "integrity", "language",
-                  "changed"]  # changed: decided on an earlier version, the clause changed since (versions)
+                  "changed", "tracked_change"]
+# changed: decided on an earlier version, the clause changed since (versions); tracked_change: the other side's
+# pending tracked change in a high-risk clause the playbook does not gate (each change decided, not the finding)
 
 
 class GateReason(_Model):
