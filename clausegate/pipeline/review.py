@@ -43,6 +43,7 @@ from clausegate.pipeline.sources import resolve_source
 from clausegate.pipeline.tasks import configure, fingerprint_contract, offline_model_version
 from clausegate.pipeline.versions import carry_step, with_carried
 from clausegate.review import assemble
+from clausegate.review.gate_reasons import with_tracked_change_gates
 from clausegate.review.key_terms.attach import with_key_terms
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import load_playbook
@@ -170,6 +171,7 @@ def _review(source: str, playbook: str, extractor: str | None, out_dir: str, *, 
         # a contract not in English, with a model: the model reads the whole text in its language
         review = read_in_its_language(review, document, book, use, tasks.ask_extraction_model)
         review = confirm_key_terms(review, document, book, use)  # English: the model fills a term read nowhere
+        review = with_tracked_change_gates(review, book.high_risk)  # the other side's changes in a high-risk clause
     except ClauseGateError as error:
         logger.error("%s stopped the review at step '%s' (a partial report is written): %s", error.code, stage, error)
         review = assemble.failed_review(contract_id=contract.contract_id, filename=contract.filename,

@@ -1,13 +1,17 @@
 """Why each gated category asks a person, said once for every channel (report, Slack, the Resume form):
 found at high confidence; possible; disputed by the model (both sides, and why it could not clear it); found by
-the model; a position the finding deviates from; a required clause missing; document integrity."""
+the model; a position the finding deviates from; a required clause missing; document integrity; and a high-risk
+clause the playbook does not gate that the other side changed as tracked changes (each change asks a decision of its
+own, the finding does not: :func:`with_tracked_change_gates`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from clausegate.review.document.codes import INTEGRITY_CATEGORY, INTEGRITY_CODES
-from clausegate.review.schemas import Clause, GateReason, Notice, PositionCheck
+from clausegate.review.schemas import Clause, GateReason, Notice, PositionCheck, Review
+
+TRACKED_CHANGE = "tracked change in a high-risk clause"
 
 
 def gate_reasons(gated: list[str], clauses: list[Clause], checks: list[PositionCheck], disputed: set[str],
@@ -66,4 +70,36 @@ def describe_reasons(reasons: Iterable[GateReason], category: str) -> str:
     return "; ".join(r.detail for r in reasons if r.category == category)
 
 
-__all__ = ["describe_reasons", "gate_reasons"]
+def with_tracked_change_gates(review: Review, high_risk: Iterable[str]) -> Review:
+    """``review`` with a gate opened for each high-risk category the playbook does not gate whose finding holds a
+    pending tracked change (``Revision.flagged``): the category joins ``gated_categories`` with one reason, why
+    ``tracked_change``, so a person accepts, rejects or counters each change (``clausegate.gates.changes``); the
+    finding itself is shown, not asked (:func:`change_only_categories`)."""
+    if review.status != "complete":
+        return review
+    risky = set(high_risk) - set(review.gated_categories)
+    found: dict[str, list] = {}
+    for rev in sorted(review.revisions, key=lambda r: r.start):
+        for category in rev.flagged:
+            if category in risky:
+                found.setdefault(category, []).append(rev)
+    if not found:
+        return review
+    reasons = []
+    for category, revs in found.items():
+        authors = ", ".join(dict.fromkeys(r.author or "unknown" for r in revs))
+        reasons.append(GateReason(category=category, why="tracked_change", detail=(
+            f"{TRACKED_CHANGE}: {len(revs)} pending change(s) by {authors}; accept, reject or counter each one "
+            "(the finding itself is not asked)")))
+    return review.model_copy(update={"gated_categories": [*review.gated_categories, *found],
+                                     "gate_reasons": [*review.gate_reasons, *reasons]})
+
+
+def change_only_categories(reasons: Iterable[GateReason]) -> list[str]:
+    """The gated categories whose only reason is a tracked change in a high-risk clause (their findings not asked)."""
+    reasons = list(reasons)
+    other = {r.category for r in reasons if r.why != "tracked_change"}
+    return list(dict.fromkeys(r.category for r in reasons if r.why == "tracked_change" and r.category not in other))
+
+
+__all__ = ["change_only_categories", "describe_reasons", "gate_reasons", "with_tracked_change_gates"]
