@@ -314,9 +314,7 @@ class PositionCheck(_Model):
 
 
 GateWhy = Literal["found", "possible", "disputed", "model_found", "position", "missing", "integrity", "language",
-                  "changed", "tracked_change"]
-# changed: decided on an earlier version, the clause changed since (versions); tracked_change: the other side's
-# pending tracked change in a high-risk clause the playbook does not gate (each change decided, not the finding)
+                  "changed", "tracked_change"]  # changed: versions; tracked_change: gate_reasons
 
 
 class GateReason(_Model):
