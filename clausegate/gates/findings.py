@@ -92,6 +92,7 @@ class Progress(BaseModel):
     findings: list[FindingProgress]
     refused: list[tuple[int, str, str]] = []  # (round, finding id, why) of answers that filled nothing
     changes: list[tracked.ChangeProgress] = []  # the tracked changes inside the findings (clausegate.gates.changes)
+    context: list[FindingProgress] = []  # record.change_findings: who may decide their changes, never asked
     swept: bool = False  # the SLA sweeper answered: the gate closes with any undecided change left undecided
 
     @property
@@ -147,6 +148,7 @@ def progress(record: GateRecord, rounds: list[DecisionInfo | None],
     found = [FindingProgress(finding=f, roles=record.roles_for(f)) for f in record.findings]
     by_id = {fp.finding.id: fp for fp in found}
     changes = [tracked.ChangeProgress(change=c) for c in record.changes]
+    context = [FindingProgress(finding=f, roles=record.roles_for(f)) for f in record.change_findings]
     swept = False
     for (fid, role), user in (assignments or {}).items():
         if fid in by_id:
@@ -156,7 +158,7 @@ def progress(record: GateRecord, rounds: list[DecisionInfo | None],
         if info is None:
             continue
         swept = swept or info.via == "sla"
-        _fill_changes(record, by_id, changes, refused, info, n)
+        _fill_changes(record, {**{fp.finding.id: fp for fp in context}, **by_id}, changes, refused, info, n)
         for fid, decision in info.findings.items():
             fp = by_id.get(fid)
             if fp is None:
@@ -176,7 +178,7 @@ def progress(record: GateRecord, rounds: list[DecisionInfo | None],
                     problems.append(problem)
             if not filled and problems:
                 refused.append((n, fid, problems[0]))
-    return Progress(findings=found, refused=refused, changes=changes, swept=swept)
+    return Progress(findings=found, refused=refused, changes=changes, swept=swept, context=context)
 
 
 def _fill_changes(record: GateRecord, by_id: dict[str, FindingProgress], changes: list[tracked.ChangeProgress],
@@ -212,7 +214,7 @@ def change_problem(record: GateRecord, fp: FindingProgress | None, *, via: str, 
 def fillable_changes(record: GateRecord, prog: Progress, *, via: str, user: str | None,
                      wanted: list[str]) -> tuple[list[str], list[str]]:
     """(change ids of ``wanted`` this answerer would decide now, why each other would not count)."""
-    by_id = {fp.finding.id: fp for fp in prog.findings}
+    by_id = {fp.finding.id: fp for fp in [*prog.context, *prog.findings]}
     ids, problems = [], []
     for cid in wanted:
         cp = prog.get_change(cid)

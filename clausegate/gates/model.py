@@ -163,6 +163,9 @@ class GateRecord(BaseModel):
                                                  "(clausegate.gates.gate_terms: no quotes; strict: parties sealed)")
     changes: list[TrackedChange] = Field(default_factory=list, description="the counterparty's pending tracked "
                                          "changes inside the findings: each one accepted, rejected or countered")
+    change_findings: list[Finding] = Field(default_factory=list, description="high-risk findings the playbook does "
+                                           "not gate that hold tracked changes: shown as their changes' clause, "
+                                           "not asked themselves (only their changes are)")
 
     def deadlines(self) -> list[Rung]:
         """The ladder as it runs (:func:`clausegate.review.ladder.rungs`); the last rung decides, at ``sla_hours``."""
