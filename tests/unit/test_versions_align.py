@@ -46,3 +46,16 @@ def test_added_and_removed_clauses_are_placed_where_they_are() -> None:
     assert _statuses(CLAUSES, new) == [("removed", CLAUSES[2], None),
                                        ("added", None, "6. Audit. Customer may audit the supplier's records once a "
                                                        "year.")]
+
+
+def test_a_table_of_bare_figures_in_another_layout_is_no_change() -> None:
+    """Lines of figures and dashes: one layout puts a rule before each figure, the other the figure alone; joined,
+    ``0 -`` / ``0 -`` must not read as a printed page number ``- 0 -`` in one of them only."""
+    head = "Links subtotal [*****] [*****] [*****] -"
+    tail = "S&P Links Total [*****] [*****] [*****]. The parties agree to cooperate in good faith."
+    wide = "\n".join([head, "-" * 60 + " 0 -", "-" * 60 + " 0 -", "-" * 60 + " 0 -", tail])
+    narrow = "\n".join([head, "0 -", "0 -", "0 -", tail])
+    assert display_text([wide]) == display_text([narrow])
+    assert {c.status for c in align_units(split_units(display_text([wide])),
+                                          split_units(display_text([narrow])))} == {"unchanged"}
+    assert display_text(["in compliance -5- with the law"]) == "in compliance with the law"  # a page number

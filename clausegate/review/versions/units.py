@@ -55,9 +55,11 @@ def _punkt():
 
 def display_text(pages: list[str]) -> str:
     """The read pages as one text: line-end hyphenation joined (``termi-``/``nation``), page numbers and rules
-    left in the text removed, whitespace collapsed."""
+    left inside a line removed, whitespace collapsed.  Page numbers are looked for line by line, never across a
+    line break: lines of bare figures and dashes (``0 -`` / ``0 -``) joined would read as a page number ``- 0 -``
+    in one layout and not in another."""
     joined = " ".join(_LINE_END_HYPHEN.sub("", page) for page in pages)
-    return _SPACES.sub(" ", _FURNITURE.sub(" ", joined)).strip()
+    return _SPACES.sub(" ", " ".join(_FURNITURE.sub(" ", line) for line in joined.splitlines())).strip()
 
 
 def split_units(text: str) -> list[Unit]:
