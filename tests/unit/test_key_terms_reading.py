@@ -147,3 +147,14 @@ def test_a_term_from_the_agreements_date_or_a_range_of_dates(sentence: str, valu
 def test_a_range_of_dates_for_another_period_is_not_the_term() -> None:
     sentence = '"Delivery Period" means the following: (i) July 1, 2008 - December 30th, 2009.'
     assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value is None
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ('1.11 "Term" means the period of time commencing on the Effective Date and continuing thereafter '
+     "indefinitely until this Agreement is terminated pursuant to Section 10 below.", "perpetual"),
+    # the range is read from the "term" just before it, not only from the heading's
+    ("Chapter 3 Cooperation Term\n\n3.1 Cooperation Term\n\nThe Cooperation Term of the parties shall be two "
+     "years from May 1, 2013 to April 30, 2015.", "2015-04-30"),
+])
+def test_a_quoted_term_that_means_and_a_range_under_a_heading(sentence: str, value: str) -> None:
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value == value

@@ -28,7 +28,7 @@ _TERM = re.compile(
     r"be\s+effective|become\s+effective|take\s+effect|come\s+into\s+(?:force|effect)|apply\s+and\s+remain|expire|"
     r"terminate\s+on|be\s+in\s+(?:full\s+)?(?:force|effect))|(?:agreement|contract)\s+is\s+(?:valid|effective|in\s+"
     r"effect)\s+(?:for|from|until)|(?:this|the)\s+agreement\s+is\s+for\s+a\s+term|"
-    r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|[\"“]term[\"”]\s+means|"
+    r"[\"“]?term[\"”]?\s+(?:shall|will)\s+(?:commence|begin|be|continue|expire|end|mean)|(?<=[\"“])term[\"”]\s+means|"
     r"(?:contract|agreement|cooperation)\s+(?:period|term)[\"”]?\s+(?:shall\s+(?:be\s+)?)?(?:means?\b|is\b|from\b)|"
     r"^\s*(?:\d{1,2}\.?\s*)?term\s*:)", re.MULTILINE)
 # every match of _TERM holds one of these (its "shall/will" alternatives through the verb after it)
@@ -40,7 +40,7 @@ _YEAR_END = re.compile(r"\b(?:until|through|to)\s+(?:the\s+)?end\s+of\s+(?:the\s
 _ANNIVERSARY_OF_THIS = re.compile(r"anniversary\s+of\s+(?:(?:the\s+date\s+of\s+)?this\s+agreement|the\s+date\s+hereof)",
                                   re.IGNORECASE)
 _RANGE_WORD = re.compile(r"term")
-_RANGE_SENTENCES = 40  # the sentences around "term" read for a date range, at most
+_RANGE_HITS = 60  # the words "term" whose sentences are read for a date range, at most
 _RANGE_GAP = re.compile(r"\s*(?:\([^()]{0,30}\)\s*)?(?:-|–|to|through|thru|until|and\s+end(?:s|ing)?(?:\s+on)?)\s*"
                         r"(?:and\s+including\s+)?", re.IGNORECASE)
 _RENEWAL_PART = re.compile(r"\b(?:renew|automatic)", re.IGNORECASE)
@@ -184,15 +184,14 @@ def _date_range(text: str, low: str) -> Term | None:
     """A term stated as a range of dates just after the word "term" in a sentence no term pattern read ("a fixed
     term Joint Venture beginning November 27, 2018 and ending November 30th, 2019", "Terms of the project: 12 weeks
     from February 8, 2018 to May 3, 2018"): the range's end."""
-    seen: set[tuple[int, int]] = set()
-    for hit in _RANGE_WORD.finditer(low):
-        if len(seen) >= _RANGE_SENTENCES:
+    dates: dict[tuple[int, int], list] = {}
+    for count, hit in enumerate(_RANGE_WORD.finditer(low)):
+        if count >= _RANGE_HITS:
             break
         a, b = sentence_bounds(text, hit.start(), hit.end())
-        if (a, b) in seen:
-            continue
-        seen.add((a, b))
-        found = [d for d in find_dates(text, hit.end(), b) if d.has_day]
+        if (a, b) not in dates:
+            dates[(a, b)] = [d for d in find_dates(text, a, b) if d.has_day]
+        found = [d for d in dates[(a, b)] if d.start >= hit.end()]
         for first, second in zip(found, found[1:], strict=False):
             if (first.start - hit.end() <= 80 and second.value > first.value
                     and _RANGE_GAP.fullmatch(text, first.end, second.start)):
