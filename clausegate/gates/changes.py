@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 
@@ -189,15 +190,32 @@ def form_fields(changes: list[TrackedChange], role_findings: set[str]) -> dict:
     return fields
 
 
-def describe_lines(changes: list[ChangeProgress]) -> list[str]:
-    """Markdown lines for the Prefect UI form's description: each change, its finding, what is decided."""
+def describe_lines(changes: list[ChangeProgress], context: Sequence[Finding] = ()) -> list[str]:
+    """Markdown lines for the Prefect UI form's description: each change, its finding, what is decided;
+    ``context``: the high-risk findings (not asked) whose clause holds some of them, quoted once each."""
     if not changes:
         return []
     lines = ["", f"**Tracked changes by the other side** ({len(changes)}): accept, reject or counter each one "
                  f"(a counter needs your wording in its `{COUNTER_SUFFIX[1:]}` field)."]
+    for f in context:
+        lines += ["", f"*{f.id} · {f.category}*: a high-risk clause; only its tracked changes are asked.", "",
+                  f"> {' '.join(f.text.split())}"]
     for cp in changes:
         lines += ["", f"- **{label(cp.change)}** · {describe(cp)}"]
     return lines
+
+
+def still_open(changes: list[ChangeProgress]) -> list[str]:
+    """The ids of the changes nobody has decided yet (``C1``, ``C2``)."""
+    return [cp.change.id for cp in changes if not cp.done]
+
+
+def waiting_text(open_roles: set[str], changes: list[ChangeProgress]) -> str:
+    """What a per-finding gate still waits for: the roles with an open finding, then the undecided changes."""
+    parts = sorted(open_roles)
+    if (ids := still_open(changes)):
+        parts.append(f"tracked change{'s' if len(ids) > 1 else ''} {', '.join(ids)} (accept, reject or counter)")
+    return ", ".join(parts) or "-"
 
 
 def gate_decisions(gate_key: str, changes: list[ChangeProgress]) -> list[GateDecision]:

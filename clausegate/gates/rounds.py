@@ -43,7 +43,7 @@ def describe_rounds(record: GateRecord, prog: findings.Progress) -> str:
         who = " and ".join(fp.roles) or "anyone"
         lines += ["", f"**{f.id} · {f.category}** · p. {pages} · decides: {who} · {findings.describe_slots(fp)}", "",
                   f"> {' '.join(f.text.split())}"]
-    lines += tracked_changes.describe_lines(prog.changes)
+    lines += tracked_changes.describe_lines(prog.changes, record.change_findings)
     lines += ["", f"Cost so far: {eur_text(record.cost_eur)}."]
     return "\n".join(lines)
 

@@ -28,7 +28,7 @@ from slack_sdk.models.views import View
 
 from clausegate.gates.changes import CHANGE_PAST, ChangeProgress, describe, label
 from clausegate.gates.findings import Progress
-from clausegate.gates.model import GateRecord
+from clausegate.gates.model import Finding, GateRecord
 from clausegate.gates.slack_view import _cut, _escape, _fit
 
 CHANGE_PREFIX = "cgchange_"
@@ -36,6 +36,7 @@ COUNTER_CALLBACK = f"{CHANGE_PREFIX}counter"
 COUNTER_BLOCK, COUNTER_ACTION = "counter", "text"
 LABELS = {"accept": "Accept", "reject": "Reject", "counter": "Counter…"}
 STYLES = {"accept": "primary", "reject": "danger"}
+CONTEXT_WIDTH = 400
 ICONS = {"accept": ":white_check_mark:", "reject": ":x:", "counter": ":leftwards_arrow_with_hook:"}
 
 
@@ -44,16 +45,20 @@ def change_value(record: GateRecord, change: str, decision: str) -> str:
                       separators=(",", ":"))
 
 
-def _text(cp: ChangeProgress) -> str:
+def _text(cp: ChangeProgress, context: dict[str, Finding]) -> str:
     state = (f"{ICONS[cp.answer.decision]} {_escape(CHANGE_PAST[cp.answer.decision].capitalize())}: "
              f"{_escape(describe(cp))}") if cp.answer else ":hourglass: waiting: accept, reject or counter"
-    return _fit(f"*Tracked change* {_escape(label(cp.change))}\n{state}", 3000)
+    f = context.get(cp.change.finding)  # a high-risk clause the playbook does not gate: shown here, not asked
+    clause = (f"\n_In the high-risk clause {f.id} · {_escape(f.category)} (only its changes are asked):_\n"
+              f"> {_escape(_cut(f.text, CONTEXT_WIDTH))}") if f is not None else ""
+    return _fit(f"*Tracked change* {_escape(label(cp.change))}{clause}\n{state}", 3000)
 
 
 def change_blocks(record: GateRecord, prog: Progress, budget: int) -> list:
     """A section per change (and its buttons while open), within ``budget`` blocks; what does not fit is left to
     ``clausegate resolve --change`` and the Prefect UI form (the last line says how many)."""
     blocks: list = []
+    context = {f.id: f for f in record.change_findings}
     for n, cp in enumerate(prog.changes):
         need = 1 if cp.done else 2
         if len(blocks) + need > budget - (1 if n < len(prog.changes) - 1 else 0):
@@ -61,7 +66,8 @@ def change_blocks(record: GateRecord, prog: Progress, budget: int) -> list:
             blocks.append(SectionBlock(text=MarkdownTextObject(text=f"… and {left} more tracked change(s): "
                                        f"`clausegate resolve {record.flow_run_id} --change C…=accept` or Prefect.")))
             break
-        blocks.append(SectionBlock(block_id=f"cgchange_{cp.change.id}", text=MarkdownTextObject(text=_text(cp))))
+        blocks.append(SectionBlock(block_id=f"cgchange_{cp.change.id}",
+                                   text=MarkdownTextObject(text=_text(cp, context))))
         if not cp.done:
             blocks.append(ActionsBlock(block_id=f"cgchange_gate_{cp.change.id}", elements=[
                 ButtonElement(text=PlainTextObject(text=LABELS[d]), action_id=f"{CHANGE_PREFIX}{d}",
