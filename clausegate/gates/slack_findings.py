@@ -29,6 +29,7 @@ from slack_sdk.models.blocks import (
 )
 
 from clausegate.gates.annotated_links import record_link
+from clausegate.gates.changes import still_open, waiting_text
 from clausegate.gates.findings import ANY_ROLE, Progress, describe_slots
 from clausegate.gates.model import DECISION_LABELS, DECISION_PAST, DECISIONS, GateRecord
 from clausegate.gates.slack_changes import change_blocks
@@ -123,7 +124,7 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
     blocks += change_blocks(record, prog, MAX_BLOCKS - len(blocks) - 1)  # the other side's tracked changes
     more = len(prog.findings) - len(shown)
     outcome = f"Outcome: *{prog.status}*." if done else (
-        f"Waiting for: {', '.join(sorted(prog.open_roles())) or '-'}.")
+        f"Waiting for: {waiting_text(prog.open_roles(), prog.changes)}.")
     how = "" if done else f"Or `/resolve {record.flow_run_id} F1 approve|changes|escalate [comment]`; "
     tail = (f"{outcome} {'… and ' + str(more) + ' more finding(s) in Prefect. ' if more else ''}"
             f"{how}run `{record.flow_run_id}` · <{run_url}|Open the run in Prefect>")
@@ -136,7 +137,8 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
 def reminder_text(record: GateRecord, prog: Progress, percent: int, people: list[str], left: str) -> str:
     """The thread reply of a reminder at ``percent`` of the SLA, mentioning whoever still has to answer."""
     who = " ".join(f"<@{p}>" for p in people) or "reviewers"
-    waiting = "; ".join(f"{fp.finding.id} {fp.finding.category}: {describe_slots(fp)}"
-                        for fp in prog.findings if not fp.done)
+    waiting = "; ".join([f"{fp.finding.id} {fp.finding.category}: {describe_slots(fp)}"
+                         for fp in prog.findings if not fp.done] + ([f"tracked changes {', '.join(ids)} undecided"]
+                                                                    if (ids := still_open(prog.changes)) else []))
     return _cut(f":alarm_clock: {who}: {percent}% of the SLA for *{_escape(record.filename)}* has passed "
                 f"({left} left). Still open: {_escape(waiting)}", 3000)

@@ -8,7 +8,8 @@ the rung's place as a percentage of the SLA: two sweeps never both act), then, t
 gate uses (:class:`clausegate.gates.channel.Channel`):
 
 * ``remind``: tells the people who still have to answer (a per-finding gate's open slots' people or
-  assignees; a one-decision gate's allowed reviewers). Several due reminders act once, as the latest;
+  assignees, and whoever may decide an undecided tracked change; a one-decision gate's allowed reviewers).
+  Several due reminders act once, as the latest;
 * ``escalate``: tells the role named by ``to`` (its people), or the escalation place, that the gate is late;
   the gate keeps waiting. A second escalation level is a second such rung.
 
@@ -58,6 +59,11 @@ def _people(record: GateRecord, prog) -> list[str]:
     people = []
     for fp in prog.findings:
         for role in fp.open_slots:
+            people += findings.slot_people(record, fp, role) if role != findings.ANY_ROLE else record.allowed_reviewers
+    places = {fp.finding.id: fp for fp in [*prog.context, *prog.findings]}
+    for cp in prog.changes:  # an undecided tracked change: whoever may decide its finding
+        fp = places.get(cp.change.finding)
+        for role in (fp.slots if fp is not None and not cp.done else []):
             people += findings.slot_people(record, fp, role) if role != findings.ANY_ROLE else record.allowed_reviewers
     return sorted(set(people))
 
