@@ -184,6 +184,9 @@ def recover(config: GatewayConfig) -> int:
     """
     found = slack_state.held_answers()
     for name, raw, age in found:
+        if raw.get("kind") == slack_changes.HELD_KIND:  # an answer on a tracked change: its own recovery
+            slack_changes.recover_held(config, name, raw, age)
+            continue
         try:
             answer = Answer(**{k: raw.get(k) for k in Answer.__dataclass_fields__})
         except TypeError:

@@ -9,6 +9,11 @@ signed request; the outcome goes back through the click's response_url. A *Count
 whose private_metadata holds the run, gate, change and the click's channel; its submission (a ``view_submission``,
 signed too, by the person who typed the text) is applied the same way with the text as the counter-proposal, and the
 outcome is posted to that person (``chat.postEphemeral``). An empty text keeps the modal open with the error.
+
+An answer (a click on Accept / Reject, a counter's submission) is written to the Prefect server (``slack_state.hold``)
+before Slack is acknowledged, like every Slack answer, and released once applied and the person told; a gateway
+killed in between leaves it held and the next start applies it (:func:`recover_held`, called by
+``clausegate.gateway.slack.recover``), or, past ``PENDING_MAX_AGE_SECONDS``, tells the person it was not applied.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -24,8 +29,10 @@ from fastapi import BackgroundTasks, HTTPException, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from clausegate import audit
 from clausegate.gates.changes import CHANGE_ID, CODE
 from clausegate.gates.slack_changes import CHANGE_PREFIX, COUNTER_ACTION, COUNTER_BLOCK, COUNTER_CALLBACK, counter_view
+from clausegate.gateway import slack_state
 from clausegate.gateway.config import GatewayConfig
 from clausegate.review.tracked_changes import ChangeAnswer
 from clausegate.security import fetch, url_policies
@@ -33,6 +40,8 @@ from clausegate.slack import SlackError, call_slack, post_ephemeral
 
 log = logging.getLogger("clausegate.gateway")
 OPEN_SECONDS = 2.5  # Slack's trigger_id lives 3 s
+HELD_KIND = "change"  # a held answer's ``kind``: an answer on a tracked change (a finding's has none)
+RESTARTED = " (Applied after a gateway restart.)"
 
 
 @dataclass(frozen=True)
@@ -138,7 +147,8 @@ async def handle(click: ChangeClick, config: GatewayConfig, background: Backgrou
             background.add_task(tell, config, click, f":warning: {problem}. Counter with `clausegate resolve "
                                 f"{click.run_id} --change {click.change}=counter:\"…\"` instead.")
         return Response(status_code=status.HTTP_200_OK)
-    background.add_task(apply, config, click)
+    held = await slack_state.hold({"kind": HELD_KIND, **asdict(click)})  # on the Prefect server before Slack's ack
+    background.add_task(apply, config, click, held)
     return Response(status_code=status.HTTP_200_OK)
 
 
@@ -154,8 +164,42 @@ def open_counter(config: GatewayConfig, click: ChangeClick) -> str | None:
     return None
 
 
-def apply(config: GatewayConfig, click: ChangeClick) -> None:
-    """Resolve the gate with this answer on the change, then tell the person the outcome."""
+def apply(config: GatewayConfig, click: ChangeClick, held: str | None = None, note: str = "") -> None:
+    """Resolve the gate with this answer on the change, tell the person the outcome (with ``note``), then release
+    the ``held`` answer (``slack_state.hold``)."""
+    try:
+        _apply(config, click, note)
+    finally:
+        if held is not None:
+            slack_state.release(held)
+
+
+def recover_held(config: GatewayConfig, name: str, raw: dict[str, Any], age: float) -> None:
+    """A held answer on a change that a stopped gateway acknowledged but never applied: apply it now (the person is
+    told it was applied after a restart), or, older than ``PENDING_MAX_AGE_SECONDS``, refuse it (audited, told)."""
+    try:
+        click = ChangeClick(**{k: raw[k] for k in ChangeClick.__dataclass_fields__ if k in raw})
+        ChangeAnswer(decision=click.decision, counter=click.counter)
+        _checked(click.change)
+    except (TypeError, ValueError, HTTPException):
+        slack_state.release(name)
+        return
+    log.warning("CG-GATEWAY-ANSWER-RECOVERED: run %s: applying %s %s by %s, acknowledged %.0f s ago by a gateway "
+                "that stopped before applying it", click.run_id, click.change, click.decision, click.reviewer, age)
+    if age <= slack_state.PENDING_MAX_AGE_SECONDS:
+        apply(config, click, held=name, note=RESTARTED)
+        return
+    text = (f":warning: Your {click.decision} of {click.change} for run {click.run_id} was received {age / 60:.0f} "
+            "minutes ago, but the gateway stopped before applying it; it was not applied. Answer again if it still "
+            "stands.")
+    audit.record(audit.gate_refused(run_id=click.run_id, reason="gateway_stopped", via="slack", who=click.reviewer,
+                                    outcome="not_applied", message=text, decision=click.decision, gate=click.gate,
+                                    slack_user_id=click.user_id))
+    tell(config, replace(click, response_url=None), text)  # response_url is dead by then: postEphemeral
+    slack_state.release(name)
+
+
+def _apply(config: GatewayConfig, click: ChangeClick, note: str) -> None:
     try:
         answer = ChangeAnswer(decision=click.decision, counter=click.counter)
         outcome = config.resolve(click.run_id, "", reviewer=click.reviewer, via="slack", slack_user_id=click.user_id,
@@ -168,7 +212,7 @@ def apply(config: GatewayConfig, click: ChangeClick) -> None:
     except Exception as exc:  # report every failure to the person who answered
         log.exception("resolving run %s (%s) failed", click.run_id, click.change)
         text = f":warning: Could not apply your answer on {click.change}: {exc}. Nothing was decided; try again."
-    tell(config, click, text)
+    tell(config, click, text + note)
 
 
 def tell(config: GatewayConfig, click: ChangeClick, text: str) -> None:
