@@ -158,3 +158,9 @@ def test_a_range_of_dates_for_another_period_is_not_the_term() -> None:
 ])
 def test_a_quoted_term_that_means_and_a_range_under_a_heading(sentence: str, value: str) -> None:
     assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value == value
+
+
+def test_a_severability_clause_is_no_perpetual_term() -> None:
+    sentence = ("If any clause of this Agreement shall be held to be indefinite, invalid or unenforceable, the balance "
+                "of this Agreement shall continue in full force and effect.")
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value is None

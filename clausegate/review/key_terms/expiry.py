@@ -70,10 +70,12 @@ _FROM_EVENT = re.compile(
     r"\s+(?:signed|executed))|that\b|when\b|the\s+[\w@&-]+(?:\s+[\w@&-]+){0,3}\s+(?:becomes|is|are|has|have)\b)|"
     r"(?:the\s+)?first\s+commercial\s+sale|(?:the\s+)?(?:delivery|acceptance|completion)\s+of\b)"
 , re.IGNORECASE)
-_PERPETUAL = re.compile(r"\bperpetu|\bindefinite|\bunlimited\s+period|"
-                        r"\b(?:continue|remain|end)[^.;]{0,80}?\b(?:until|when)\s+(?:(?:such\s+time\s+as\s+)?(?:it\s+is\s+|this\s+agreement\s+is\s+)?terminated|termination|"
-                        r"(?:either|a|one|any)\s+party\s+(?:terminates|informs|gives|notifies|elects)|the\s+(?:expiration"
-                        r"\s+or\s+)?(?:earlier\s+)?termination)", re.IGNORECASE)
+# runs until a party ends it (not "held to be indefinite, invalid …")
+_PERPETUAL = re.compile(r"\bperpetu|\bindefinite(?!\s*,)|\bunlimited\s+period|"
+                        r"\b(?:continue|remain|end)[^.;]{0,80}?\b(?:until|when)\s+(?:(?:such\s+time\s+as\s+)?(?:it\s+is\s+|"
+                        r"this\s+agreement\s+is\s+)?terminated|termination|(?:either|a|one|any)\s+party\s+(?:terminates|"
+                        r"informs|gives|notifies|elects)|the\s+(?:expiration\s+or\s+)?(?:earlier\s+)?termination)",
+                        re.IGNORECASE)
 # this agreement, anywhere, running without an end ("shall remain in effect … perpetually", "in perpetuity"): the
 # words first (one cheap scan), then "this agreement" earlier in their sentence
 _RUNS_WITHOUT_END = re.compile(r"perpetu\w*\s+(?:thereafter|unless)|in\s+perpetuity|indefinite(?:ly)?\s+(?:term|period|"
