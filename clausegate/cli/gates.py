@@ -194,20 +194,13 @@ def resolve(
 
 def change_answers(specs: list[str]) -> dict:
     """``--change`` values → ``{"C1": ChangeAnswer}``; a bad one prints its CG-GATE-CHANGE-ANSWER and exits 2."""
-    from clausegate.gates.changes import parse_change  # local import: Prefect; keeps CLI start-up lean
+    from clausegate.gates.changes import parse_changes  # local import: Prefect; keeps CLI start-up lean
 
-    answers: dict = {}
     try:
-        for spec in specs:
-            cid, answer = parse_change(spec)
-            if cid in answers:
-                raise ClauseGateError(f"{cid} is answered twice.", hint="give each change one --change",
-                                      code="CG-GATE-CHANGE-ANSWER")
-            answers[cid] = answer
+        return parse_changes(specs)  # the one parser (Slack's /resolve uses it too)
     except ClauseGateError as error:
         console.print(f"[red]{escape(str(error))}[/red]", highlight=False)
         raise typer.Exit(2) from None
-    return answers
 
 
 @app.command()

@@ -2,7 +2,8 @@
 
     record.changes = of_review(review, record.findings)      # C1, C2, … each tied to the finding (F1, …) it is in
     answers = answer_changes(stored_answer)                  # {"C1": ChangeAnswer(decision="counter", counter=…)}
-    change_id, answer = parse_change('C1=counter:"12 months"')  # the CLI's --change
+    change_id, answer = parse_change('C1=counter:"12 months"')  # one answer
+    answers = parse_changes(split_changes('C1=accept C2=counter:"12 months"'))  # --change values, /resolve's text
 
 A .docx is reviewed with its pending changes accepted (``Review.revisions``; ``clausegate.review.locate`` flags the
 ones inside a gated or high-risk finding). At a gate, each pending change inside one of the gate's findings asks
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Annotated
 
@@ -32,6 +33,9 @@ from clausegate.review.tracked_changes import ChangeAnswer, ChangeDecision, Deci
 
 CODE = "CG-GATE-CHANGE-ANSWER"
 CHANGE_ID = re.compile(r"^C\d+$")
+CHANGE_TOKEN = re.compile(r"^[Cc]\d+=")  # where an answer on a change starts (``C1=…``)
+_NEXT_TOKEN = re.compile(r"\s+(?=[Cc]\d+=)")
+_OPENERS, _CLOSERS = "\"'\u201c\u2018", "\"'\u201d\u2019"  # straight quotes, and the curly ones Slack may send
 COUNTER_SUFFIX = "_counter"
 CHANGE_DECISIONS: tuple[str, ...] = ("accept", "reject", "counter")
 CHANGE_PAST = {"accept": "accepted", "reject": "rejected", "counter": "countered"}
@@ -115,7 +119,7 @@ def parse_change(spec: str) -> tuple[str, ChangeAnswer]:
     if word not in CHANGE_DECISIONS:
         raise ClauseGateError(f"{cid}: '{word[:20]}' is not accept, reject or counter.", hint=usage, code=CODE)
     text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+    if len(text) >= 2 and text[0] in _OPENERS and text[-1] in _CLOSERS:
         text = text[1:-1].strip()
     if word == "counter" and not text:
         raise ClauseGateError(f"{cid}: a counter needs the counter-proposal's text.", hint=usage, code=CODE)
@@ -125,6 +129,24 @@ def parse_change(spec: str) -> tuple[str, ChangeAnswer]:
         return cid, ChangeAnswer(decision=word, counter=text)
     except ValidationError as exc:  # e.g. a counter text over 3000 characters
         raise ClauseGateError(f"{cid}: {exc.errors()[0]['msg']}", hint=usage, code=CODE) from None
+
+
+def parse_changes(specs: Iterable[str]) -> dict[str, ChangeAnswer]:
+    """Several answers (the CLI's ``--change`` values, a ``/resolve``'s tokens) → ``{"C1": answer}``; a bad one, or
+    a change answered twice, raises CG-GATE-CHANGE-ANSWER."""
+    answers: dict[str, ChangeAnswer] = {}
+    for spec in specs:
+        cid, answer = parse_change(spec)
+        if cid in answers:
+            raise ClauseGateError(f"{cid} is answered twice.", hint="give each change one answer", code=CODE)
+        answers[cid] = answer
+    return answers
+
+
+def split_changes(text: str) -> list[str]:
+    """A text of answers cut before each ``C1=`` (a counter's text may hold spaces):
+    ``C1=accept C2=counter:"the fees of 12 months"`` → ``['C1=accept', 'C2=counter:"the fees of 12 months"']``."""
+    return [part for part in _NEXT_TOKEN.split(text.strip()) if part]
 
 
 class ChangeSlot(BaseModel):

@@ -126,6 +126,8 @@ def findings_message(record: GateRecord, prog: Progress, extras: GateExtras,
     outcome = f"Outcome: *{prog.status}*." if done else (
         f"Waiting for: {waiting_text(prog.open_roles(), prog.changes)}.")
     how = "" if done else f"Or `/resolve {record.flow_run_id} F1 approve|changes|escalate [comment]`; "
+    if not done and (ids := still_open(prog.changes)):
+        how += f"`/resolve {record.flow_run_id} {ids[0]}=accept|reject|counter:\"your wording\"`; "
     tail = (f"{outcome} {'… and ' + str(more) + ' more finding(s) in Prefect. ' if more else ''}"
             f"{how}run `{record.flow_run_id}` · <{run_url}|Open the run in Prefect>")
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=_cut(tail, 2000))]))

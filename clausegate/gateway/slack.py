@@ -23,6 +23,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from clausegate import audit
+from clausegate.errors import ClauseGateError
+from clausegate.gates import changes as tracked_changes
 from clausegate.gates.model import DECISIONS, normalise_decision
 from clausegate.gates.slack_findings import ACK_ACTION
 from clausegate.gates.slack_view import ACTION_PREFIX
@@ -37,8 +39,8 @@ log = logging.getLogger("clausegate.gateway")
 Config = Annotated[GatewayConfig, Depends(get_config)]
 
 USAGE = ("Usage: `/resolve <run-id> approve|changes|escalate [comment]`, `/resolve <run-id> <finding> "
-         "approve|changes|escalate [comment]`, `/resolve <run-id> ack`, "
-         "`/resolve <run-id> <finding> reassign @person`, `/resolve <run-id> extend [hours]`")
+         "approve|changes|escalate [comment]`, `/resolve <run-id> C1=accept|reject|counter:\"your wording\" …`, "
+         "`/resolve <run-id> ack`, `/resolve <run-id> <finding> reassign @person`, `/resolve <run-id> extend [hours]`")
 FINDING_ID = re.compile(r"^[Ff]\d{1,3}$")
 PENDING_RECOVERED = "CG-GATEWAY-ANSWER-RECOVERED"  # an acknowledged answer applied by the next gateway start
 PRECHECK_SECONDS = 2.0  # Slack wants the command answered within 3 s
@@ -59,6 +61,7 @@ class Answer:
     finding: str | None = None  # a per-finding gate's finding id (F1, …)
     action: str = "decide"  # decide | ack | reassign | extend (clausegate.gates.actions)
     target: str | None = None  # reassign: the Slack user id; extend: the hours
+    changes: tuple[str, ...] = ()  # answers on tracked changes as typed (``C1=accept``; clausegate.gates.changes)
 
 
 def _form(body: bytes) -> dict[str, str]:
@@ -159,11 +162,13 @@ def _answer(config: GatewayConfig, answer: Answer, note: str) -> None:
         if answer.action != "decide":
             _post_back(config, answer, _act(config, answer) + note)
             return
-        outcome = config.resolve(answer.run_id, answer.decision, reviewer=answer.reviewer, via="slack",
-                                 comment=answer.comment, slack_user_id=answer.user_id, settings=config.slack,
-                                 gate=answer.gate, slack_channel=answer.channel_id,
+        changes = tracked_changes.parse_changes(answer.changes) if answer.changes else None
+        outcome = config.resolve(answer.run_id, "" if changes else answer.decision, reviewer=answer.reviewer,
+                                 via="slack", comment=answer.comment, slack_user_id=answer.user_id,
+                                 settings=config.slack, gate=answer.gate, slack_channel=answer.channel_id,
                                  slack_channel_name=answer.channel_name,
-                                 **({"finding": answer.finding} if answer.finding else {}))
+                                 **({"finding": answer.finding} if answer.finding else {}),
+                                 **({"changes": changes} if changes else {}))
         icon = ICONS.get(outcome.kind, ":warning:")
         text = f"{icon} {outcome.message}"
         if outcome.slack_error:
@@ -239,6 +244,17 @@ def parse_command(fields: dict[str, str]) -> tuple[Answer | None, str | None]:
     parts = text.split(maxsplit=2)
     if len(parts) < 2 or parts[0].lower() in ("help", "-h", "--help"):
         return None, USAGE
+    user = {"id": fields["user_id"], "username": fields.get("user_name")}
+    if tracked_changes.CHANGE_TOKEN.match(parts[1]):  # /resolve RUN C1=accept C2=counter:"…": the CLI's parser
+        specs = tracked_changes.split_changes(text.split(maxsplit=1)[1])
+        try:
+            changes = tracked_changes.parse_changes(specs)
+        except ClauseGateError as error:
+            return None, f":warning: {error}"
+        return Answer(run_id=parts[0], decision=tracked_changes.as_decision(changes), user_id=fields["user_id"],
+                      reviewer=_reviewer(user), comment="", response_url=fields.get("response_url") or None,
+                      channel_id=fields.get("channel_id") or None, channel_name=fields.get("channel_name") or None,
+                      changes=tuple(specs)), None
     finding = None
     if FINDING_ID.match(parts[1]):  # /resolve RUN F2 approve [comment]
         finding = parts[1].upper()
@@ -246,7 +262,6 @@ def parse_command(fields: dict[str, str]) -> tuple[Answer | None, str | None]:
         if not rest:
             return None, f"what about {finding}? {USAGE}"
         parts = [parts[0], *rest]
-    user = {"id": fields["user_id"], "username": fields.get("user_name")}
     common = dict(run_id=parts[0], user_id=fields["user_id"], reviewer=_reviewer(user),
                   response_url=fields.get("response_url") or None, channel_id=fields.get("channel_id") or None,
                   channel_name=fields.get("channel_name") or None, finding=finding)
@@ -296,5 +311,5 @@ async def commands(body: SlackBody, config: Config, background: BackgroundTasks)
     held = await slack_state.hold(asdict(answer))  # written to the Prefect server before Slack is told it arrived
     background.add_task(answer_in_background, config, answer, held)
     what = f"{answer.finding} " if answer.finding else ""
-    return JSONResponse({"response_type": "ephemeral",
-                         "text": f"Resolving run {answer.run_id}: {what}*{answer.decision}*…"})
+    said = " ".join(answer.changes) if answer.changes else f"{what}*{answer.decision}*"
+    return JSONResponse({"response_type": "ephemeral", "text": f"Resolving run {answer.run_id}: {said[:300]}…"})
