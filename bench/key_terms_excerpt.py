@@ -1,7 +1,7 @@
 """What an English contract's key terms cost the configured model, and whether the model is shown what it needs,
 on CUAD's HOLDOUT split (``tools.cuad.is_holdout``; nothing is tuned on it).
 
-    python bench/key_terms_excerpt.py [--limit N] [--split holdout|train]
+    python bench/key_terms_excerpt.py [--limit N] [--split holdout|train [--txt]]
 
 Per contract: the offline key terms (``clausegate.review.key_terms.terms.contract_terms`` over pypdf's page text,
 as bench/key_terms.py), then what ``steps.extract.key_terms: missing`` (the default) does: the model is asked when
@@ -57,9 +57,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--split", choices=["holdout", "train"], default="holdout")
+    ap.add_argument("--txt", action="store_true", help="--split train: CUAD's .txt instead of pypdf's pages")
     args = ap.parse_args()
     rows = {r["Filename"]: r for r in csv.DictReader((cuad.cuad_dir() / "master_clauses.csv").open(encoding="utf-8"))}
-    docs = load_holdout(args.limit) if args.split == "holdout" else load_train(args.limit, False)
+    docs = load_holdout(args.limit) if args.split == "holdout" else load_train(args.limit, args.txt)
     asked, ratios, sent, covered, needed = 0, [], [], 0, 0
     for entry, pages, _ in docs:
         document = ParsedDocument(contract_id="0" * 64, filename=entry["filename"], format="pdf",

@@ -12,10 +12,11 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRun
 from tests.support.waiting import poll
 
 
-def task_states(flow_run_id, expected: int, timeout: float = 20.0) -> dict[str, str]:
+def task_states(flow_run_id, expected: int, timeout: float = 20.0, last: str | None = "write-report") -> dict[str, str]:
     """Map task name -> final state name ("Completed" = really executed, "Cached" = reused), as soon as
-    ``expected`` tasks have a final state (the server records them asynchronously); what there is after
-    ``timeout`` otherwise (the caller's assertion then names what is missing)."""
+    ``expected`` tasks and the run's ``last`` task have a final state (the server records them
+    asynchronously, not in order); what there is after ``timeout`` otherwise (the caller's assertion then
+    names what is missing)."""
     seen: dict[str, str] = {}
 
     def final() -> dict[str, str] | None:
@@ -23,7 +24,7 @@ def task_states(flow_run_id, expected: int, timeout: float = 20.0) -> dict[str, 
             runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
         seen.clear()
         seen.update({run.name.rsplit("-", 1)[0]: run.state.name for run in runs if run.state and run.state.is_final()})
-        return dict(seen) if len(seen) >= expected else None
+        return dict(seen) if len(seen) >= expected and (last is None or last in seen) else None
 
     return poll(final, timeout, step=0.1, max_step=0.5) or dict(seen)
 
