@@ -6,7 +6,9 @@
     answers = parse_changes(split_changes('C1=accept C2=counter:"12 months"'))  # --change values, /resolve's text
 
 A .docx is reviewed with its pending changes accepted (``Review.revisions``; ``clausegate.review.locate`` flags the
-ones inside a gated or high-risk finding). At a gate, each pending change inside one of the gate's findings asks
+ones inside a gated or high-risk finding). A high-risk finding the playbook does not gate gets a gate of its own for
+its changes (reason ``tracked_change``): it is shown with them, not asked (:func:`split_findings`). At a gate, each
+pending change inside one of the gate's findings asks
 *accept*, *reject* or *counter* (with the counter-proposal's text) of its own. The answer travels like a finding's:
 run-input fields ``C1`` (the choice) and ``C1_counter`` (the text) on a resume round of the per-finding gate
 (:mod:`clausegate.gates.rounds`), signed in the decision receipt (:func:`summary`), attributed by
@@ -26,7 +28,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from clausegate.errors import ClauseGateError
-from clausegate.gates.model import Finding, text_sha256
+from clausegate.gates.model import Finding, findings_of, text_sha256
+from clausegate.review.gate_reasons import change_only_categories
 from clausegate.review.redact import SEALED_TEXT
 from clausegate.review.schemas import GateDecision, Review
 from clausegate.review.tracked_changes import ChangeAnswer, ChangeDecision, DecidedChange, TrackedChange
@@ -64,6 +67,17 @@ def of_review(review: Review, findings: list[Finding], *, strict: bool = False) 
                                      author=rev.author, date=rev.date, text=SEALED_TEXT if strict else rev.text,
                                      paragraph=rev.paragraph, start=rev.start))
     return out
+
+
+def split_findings(review: Review, categories: list[str], *, strict: bool = False) -> tuple[list[Finding],
+                                                                                             list[Finding]]:
+    """(the findings a gate asks about, the high-risk findings only their tracked changes are asked about:
+    ``GateRecord.change_findings``, numbered after the first); a category whose only reason is a tracked change in a
+    high-risk clause (:func:`clausegate.review.gate_reasons.with_tracked_change_gates`) is the second kind."""
+    only = change_only_categories(review.gate_reasons)
+    asked = findings_of(review, [c for c in categories if c not in only], strict=strict)
+    shown = findings_of(review, [c for c in categories if c in only], strict=strict)
+    return asked, [f.model_copy(update={"id": f"F{len(asked) + i}"}) for i, f in enumerate(shown, 1)]
 
 
 def answer_changes(answer: dict) -> dict[str, ChangeAnswer]:

@@ -64,7 +64,6 @@ from clausegate.gates.model import (
 )
 from clausegate.gates.rounds import run_rounds
 from clausegate.review import ladder
-from clausegate.review.gate_reasons import change_only_categories
 from clausegate.review.ladder import Rung
 from clausegate.review.money import eur_text
 from clausegate.review.playbook import Playbook
@@ -152,7 +151,6 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
     flow_run = context.flow_run
     categories = list(review.gated_categories)
     key = gate_key(review.contract_id, categories, runtime_flow_run.run_count)  # attempt number: kept by a resume
-    only = change_only_categories(review.gate_reasons)  # a high-risk clause's tracked changes: the finding not asked
 
     if flow_run.deployment_id is None:
         logger.warning("gate %s: %s need a decision, but this run has no deployment and cannot wait; "
@@ -173,11 +171,12 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
         if decided is None:
             if record is None:
                 sla, steps = _deadlines(book, categories)
+                # a high-risk clause whose only reason is a tracked change: shown, only its changes asked
+                asked, shown = tracked_changes.split_findings(review, categories, strict=strict_text())
                 record = GateRecord(
                     key=key, flow_run_id=str(flow_run.id), flow_run_name=flow_run.name, contract_id=review.contract_id,
                     filename=review.filename, playbook=review.playbook, categories=categories,
-                    findings=findings_of(review, [c for c in categories if c not in only], strict=strict_text()),
-                    cleared=cleared_findings(review, strict=strict_text()),
+                    findings=asked, cleared=cleared_findings(review, strict=strict_text()),
                     noted=findings_of(review, review.notes, strict=strict_text()),
                     reasons={g.category: g.reason for g in book.gates if g.category in categories},
                     clauses_total=len(review.clauses), cost_eur=review.cost.eur, opened_at=now_utc(),
@@ -192,10 +191,8 @@ def run_gate(review: Review, book: Playbook, *, block_name: str | None = None) -
                     playbook_sha256=playbook_sha256(book), model_version=review.extractor,
                     annotated=review.annotated, contract_terms=gate_terms(review, strict=strict_text()),
                 )
-                context = [f.model_copy(update={"id": f"F{len(record.findings) + i}"}) for i, f in enumerate(
-                    findings_of(review, only, strict=strict_text()), 1)]  # high-risk: only their changes asked
-                record = record.model_copy(update={"change_findings": context, "changes": tracked_changes.of_review(
-                    review, [*record.findings, *context], strict=strict_text())})  # each: accept / reject / counter
+                record = record.model_copy(update={"change_findings": shown, "changes": tracked_changes.of_review(
+                    review, [*asked, *shown], strict=strict_text())})  # each: accept / reject / counter
                 if not store.write_once(client, flow_run.id, record.record_key, record):
                     record = store.read_record(client, flow_run.id, key) or record
             refs = gate_channels.post_all(client, record, channels, logger)
