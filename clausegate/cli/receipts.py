@@ -17,10 +17,12 @@ receipts_app = typer.Typer(help="Decision receipts: check a carried decision's r
 app.add_typer(receipts_app, name="receipts")
 
 
-def check_carried(review) -> list[tuple[str, str, bool, str]]:
-    """(category, reviewer, ok, why) for each carried decision of ``review``."""
+def check_carried(review, *, key: bytes | None = None) -> list[tuple[str, str, bool, str]]:
+    """(category, reviewer, ok, why) for each carried decision of ``review`` (``key``: the receipt key, else
+    ClauseGate's own)."""
     from clausegate.gates.model import text_sha256  # local import: the gate model; keeps CLI start-up lean
     from clausegate.gates.receipts import signature_valid  # local import: the receipt key; CLI start-up lean
+    from clausegate.review.versions.carry import signed_decision_of  # local import: the review package
 
     out = []
     for decision in review.decisions:
@@ -28,15 +30,21 @@ def check_carried(review) -> list[tuple[str, str, bool, str]]:
         if carried is None:
             continue
         category = ", ".join(decision.categories)
-        receipt = signature_valid(carried.receipt)
+        receipt = signature_valid(carried.receipt, key=key)
         clauses = [text_sha256(c.text) for c in review.clauses if c.category in decision.categories]
+        slot = receipt is not None and carried.finding and "=" in receipt.decision  # one slot of a per-finding gate
         if receipt is None:
             out.append((category, decision.reviewer, False, "the receipt's signature does not verify"))
-        elif receipt.flow_run_id != carried.flow_run_id or receipt.decision != decision.decision:
+        elif receipt.flow_run_id != carried.flow_run_id or receipt.gate != carried.gate or signed_decision_of(
+                receipt.decision, carried.finding) != decision.decision:
             out.append((category, decision.reviewer, False, "the receipt is for another run or decision"))
         elif receipt.playbook_sha256 != carried.playbook_sha256:
             out.append((category, decision.reviewer, False, "the receipt signs another playbook"))
-        elif not clauses or any(h not in receipt.clause_sha256.values() for h in clauses):
+        elif slot and (receipt.clause_sha256.get(carried.finding) != carried.clause_sha256
+                       or carried.clause_sha256 not in clauses):
+            out.append((category, decision.reviewer, False, "a clause of this review is not the text the receipt "
+                                                            "signs"))
+        elif not slot and (not clauses or any(h not in receipt.clause_sha256.values() for h in clauses)):
             out.append((category, decision.reviewer, False, "a clause of this review is not the text the receipt "
                                                             "signs"))
         else:

@@ -70,7 +70,8 @@ def test_a_decision_carries_only_to_the_same_text_under_the_same_playbook():
     carried = same.earlier
     decision = GateDecision(gate=record.key, categories=["Cap on Liability"], decision="approve",
                             reviewer=carried.reviewer, via=carried.via, decided_at=carried.decided_at,
-                            carried=CarriedFrom(flow_run_id=carried.flow_run_id, clause_sha256=carried.clause_sha256,
+                            carried=CarriedFrom(flow_run_id=carried.flow_run_id, gate=record.key,
+                                                clause_sha256=carried.clause_sha256,
                                                 playbook_sha256=carried.playbook_sha256, receipt=carried.receipt))
     clause = Clause(category="Cap on Liability", pages=[1], text=CAP, confidence=0.9, source="offline")
     review = Review(contract_id="a" * 64, filename="v2.docx", playbook="t", status="complete", extractor="offline",

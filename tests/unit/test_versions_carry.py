@@ -8,7 +8,14 @@ import pytest
 
 from clausegate.gates.model import text_sha256
 from clausegate.review.versions.align import align_units
-from clausegate.review.versions.carry import EarlierDecision, carry, carry_one, clause_sha256
+from clausegate.review.versions.carry import (
+    EarlierDecision,
+    carry,
+    carry_one,
+    carry_slots,
+    category_carries,
+    clause_sha256,
+)
 from clausegate.review.versions.units import split_units
 from tools import cuad, make_revisions
 
@@ -63,3 +70,34 @@ def test_one_word_or_one_digit_never_inherits_and_a_new_playbook_asks_again() ->
         assert "~~" in outcome.redline and "**" in outcome.redline
     assert carry_one("Clause", clause, earlier, "b" * 64).outcome == "asked_again"
     assert carry_one("Cap on Liability", clause, earlier, PLAYBOOK).outcome == "new"
+
+
+@pytest.mark.skipif(not cuad.cuad_available(), reason="needs ../shared/data/cuad")
+def test_on_a_per_role_gate_each_role_carries_its_own_slot_and_a_changed_clause_asks_every_role() -> None:
+    """Legal approved every clause of version 1, finance asked for changes on each: on version 2 an untouched
+    clause carries legal's slot by legal's decision and finance's by finance's; an edited one asks both again;
+    with finance's decisions missing, finance's slot is new and never takes legal's."""
+    items = make_revisions.train_contracts(2)
+    donors = [p for item in make_revisions.train_contracts(4)[2:] for p in item["paragraphs"]]
+    roles = ["legal", "finance"]
+    checked = {"carried": 0, "asked_again": 0}
+    for item in items:
+        old = split_units(" ".join(item["paragraphs"]))
+        legal = [d.model_copy(update={"role": "legal", "reviewer": "lee (U0LEGAL)"}) for d in _decisions(old)]
+        finance = [d.model_copy(update={"role": "finance", "reviewer": "fin (U0FIN)", "decision": "changes"})
+                   for d in _decisions(old)]
+        old_texts = {u.text for u in old}
+        for kind, (v2, _truth, _tracked) in make_revisions.edits(item, donors,
+                                                                 random.Random(item["entry"]["filename"])).items():
+            for unit in split_units(" ".join(v2)):
+                both = carry_slots("Clause", unit.text, roles, legal + finance, PLAYBOOK)
+                if unit.text in old_texts:
+                    assert [(o.role, o.outcome, o.earlier.role, o.earlier.decision) for o in both] == [
+                        ("legal", "carried", "legal", "approve"), ("finance", "carried", "finance", "changes")]
+                    assert category_carries(both)
+                    alone = carry_slots("Clause", unit.text, roles, legal, PLAYBOOK)
+                    assert [o.outcome for o in alone] == ["carried", "new"] and not category_carries(alone)
+                else:
+                    assert [o.outcome for o in both] == ["asked_again", "asked_again"], (kind, unit.text)
+                checked[both[0].outcome] += 1
+    assert checked["carried"] > 500 and checked["asked_again"] >= 6

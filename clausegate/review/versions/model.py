@@ -20,6 +20,7 @@ class CarriedFrom(_Model):
     flow_run_id: str
     gate: str = ""
     finding: str = ""
+    role: str = Field("", description="per-finding gate: the role whose slot the earlier answer filled")
     clause_sha256: str
     playbook_sha256: str
     receipt: dict[str, Any] = Field(default_factory=dict, description="the decision receipt (signed)")
@@ -40,6 +41,7 @@ class VersionFinding(_Model):
     """A gated finding against the earlier version's decisions (clausegate.review.versions.carry)."""
 
     category: str
+    role: str = Field("", description="per-finding gate: the role's slot ('' : the finding as a whole)")
     outcome: Literal["carried", "asked_again", "new"]
     why: str
     earlier_decision: str | None = None

@@ -25,12 +25,12 @@ def version_lines(review: Review) -> list[str]:
     lines = ["", f"## Versions: revises {_cell(v.filename_or(v.revises))} ({named})", "",
              f"Clauses compared by their words (layout, line breaks, hyphenation, page furniture and PDF ↔ .docx "
              f"never count): {counts or 'nothing to compare'}."]
-    decided = {d.categories[0]: d for d in review.decisions if d.carried is not None and d.categories}
+    decided = {(d.categories[0], d.carried.role): d for d in review.decisions if d.carried is not None and d.categories}
     if v.findings:
         lines += ["", "| Finding | This version | Earlier decision | Why |", "|---|---|---|---|"]
         for f in v.findings:
-            if f.outcome == "carried" and f.category in decided:
-                d = decided[f.category]
+            if f.outcome == "carried" and (f.category, f.role) in decided:
+                d = decided[(f.category, f.role)]
                 nonce, run = d.carried.receipt.get("nonce", "")[:12], d.carried.flow_run_id[:8]
                 earlier = (f"**carried**: {d.decision} by {_cell(d.reviewer, 80)} on {d.decided_at:%Y-%m-%d %H:%M} "
                            f"UTC (receipt `{nonce}`, run `{run}`)")
@@ -43,7 +43,7 @@ def version_lines(review: Review) -> list[str]:
             shown = {"carried": "carried from the earlier version", "asked_again": "**asked again**: it changed",
                      "new": "decided now"}[f.outcome]
             why = _cell(f.why, 200) + (f"<br>{_cell(f.redline, 600)}" if f.redline else "")
-            lines.append(f"| {f.category} | {shown} | {earlier} | {why} |")
+            lines.append(f"| {f.category}{f' ({f.role})' if f.role else ''} | {shown} | {earlier} | {why} |")
     if v.changes:
         lines += ["", "| Clause | Change | Redline (~~deleted~~ **inserted**) |", "|---|---|---|"]
         for change in v.changes[:MAX_SHOWN]:
