@@ -164,3 +164,26 @@ def test_a_severability_clause_is_no_perpetual_term() -> None:
     sentence = ("If any clause of this Agreement shall be held to be indefinite, invalid or unenforceable, the balance "
                 "of this Agreement shall continue in full force and effect.")
     assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value is None
+
+
+@pytest.mark.parametrize(("contract", "expires", "effective"), [
+    # a term counted from a date the contract defines elsewhere, before or after its name
+    ('"Commencement Date" means 16 October 2005.\nThis Agreement shall commence on the Commencement Date and shall '
+     "continue for an initial period of five years.", "2010-10-16", "2005-10-16"),
+    ('The Service shall launch on November 16, 2015 (the "Launch Date").\nThe term of this Agreement shall be three '
+     "(3) years from the Launch Date.", "2018-11-16", "2015-11-16"),
+    # the day it is signed counts the term but is not the day it takes effect
+    ('This Agreement is executed on this 11th day of December, 2015 ("Execution Date") by and between A Inc. and '
+     "B LLC.\nThe term of this Agreement is three (3) years from the Execution Date.", "2018-12-11", None),
+])
+def test_a_term_counted_from_a_named_date(contract: str, expires: str, effective: str | None) -> None:
+    made = "This Agreement is entered into as of September 1, 2005 by and between A Inc. and B LLC.\n"
+    terms = read_terms([contract if "Execution" in contract else made + contract]).terms
+    assert terms["expiration_date"].value == expires
+    assert terms["effective_date"].value == effective
+
+
+def test_a_named_date_the_contract_does_not_date_gives_no_end() -> None:
+    text = ('This Agreement is entered into by and between A Inc. and B LLC.\nThe term of this Agreement shall be '
+            "three (3) years from the Launch Date.")
+    assert read_terms([text]).terms["expiration_date"].value is None

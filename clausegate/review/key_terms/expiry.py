@@ -11,7 +11,7 @@ import re
 from datetime import date
 
 from clausegate.review.figures import normalise
-from clausegate.review.key_terms.dates import Duration, add, durations, find_dates
+from clausegate.review.key_terms.dates import Duration, FoundDate, add, durations, find_dates
 from clausegate.review.key_terms.extract import (
     _NOTICE_AFTER,
     _NOTICE_BEFORE,
@@ -39,6 +39,10 @@ _YEAR_END = re.compile(r"\b(?:until|through|to)\s+(?:the\s+)?end\s+of\s+(?:the\s
 # counted from the day the contract is made
 _ANNIVERSARY_OF_THIS = re.compile(r"anniversary\s+of\s+(?:(?:the\s+date\s+of\s+)?this\s+agreement|the\s+date\s+hereof)",
                                   re.IGNORECASE)
+_NAMED_START = re.compile(r"\b(?:from|after|following|on|upon|of|with)\s+the\s+((?:[A-Z][\w-]*\s+){1,3}Date)\b")
+_DEFINES_AS = re.compile(r"[\"”’']?\s*(?:shall\s+mean|means|shall\s+be|is|:)?\s*(?:the\s+)?[\"“]?\s*")
+_NAMED_AFTER = re.compile(r"\s*,?\s*\(\s*(?:the|such\s+date\s+being\s+the|hereinafter)?\s*[\"“']\s*")
+_SIGNING_DAY = re.compile(r"\b(?:Execution|Signing|Signature)\b")  # a named date that is the day it is signed
 _RANGE_WORD = re.compile(r"term")
 _RANGE_HITS = 60  # the words "term" whose sentences are read for a date range, at most
 _RANGE_GAP = re.compile(r"\s*(?:\([^()]{0,30}\)\s*)?(?:-|–|to|through|thru|until|and\s+end(?:s|ing)?(?:\s+on)?)\s*"
@@ -162,7 +166,13 @@ def expiration_date(text: str, low: str, start_term: Term, made: Term | None = N
             if not starts and _FROM_EVENT.search(head):
                 return Term("expiration_date", quote=quote(text, a, b), start=a,
                             extra={"term": periods[0].text(), "from_event": True})
-            begin = starts[0].value if starts else (date.fromisoformat(start_term.value) if start_term.value else None)
+            name, named = (None, None) if starts else _named_start(text, head)
+            if named is not None and _SIGNING_DAY.search(name):
+                begin = named.value  # the day it is signed: when it is made, not when it takes effect
+            else:
+                starts = [named] if named is not None else starts
+                begin = starts[0].value if starts else (
+                    date.fromisoformat(start_term.value) if start_term.value else None)
             if begin is None:
                 return Term("expiration_date", quote=quote(text, a, b), start=a,
                             extra={"term": periods[0].text(), "no_start": True})
@@ -180,6 +190,25 @@ def expiration_date(text: str, low: str, start_term: Term, made: Term | None = N
             a, b = sentence_bounds(text, m.start(), m.end())
             return _perpetual(text, a, b)
     return Term("expiration_date")
+
+
+def _named_start(text: str, head: str) -> tuple[str | None, FoundDate | None]:
+    """The date a term sentence counts from when it names one other than the Effective Date ("commence on the
+    Commencement Date", "the eighth anniversary of the Commencement Date") and the contract defines it with a
+    date ('"Commencement Date" means 16 October 2005', 'November 16, 2005 (the "Launch Date")'): its name and date
+    (``None`` for the date when the contract does not date it)."""
+    m = _NAMED_START.search(head)
+    name = " ".join(m.group(1).split()) if m else ""
+    if not name or name.lower() == "effective date":
+        return None, None
+    for hit in re.finditer(re.escape(name).replace(r"\ ", r"\s+"), text):
+        after = [d for d in find_dates(text, hit.end(), min(len(text), hit.end() + 80)) if d.has_day]
+        if after and _DEFINES_AS.fullmatch(text, hit.end(), after[0].start):
+            return name, after[0]
+        before = [d for d in find_dates(text, max(0, hit.start() - 60), hit.start()) if d.has_day]
+        if before and _NAMED_AFTER.fullmatch(text, before[-1].end, hit.start()):
+            return name, before[-1]
+    return name, None
 
 
 def _date_range(text: str, low: str) -> Term | None:
