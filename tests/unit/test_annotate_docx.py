@@ -173,6 +173,32 @@ def test_the_decision_who_and_when_once_decided():
     assert "Decision: pending" not in text
 
 
+def test_a_decision_on_a_tracked_change_is_on_the_finding_holding_it_and_every_time_is_utc():
+    from datetime import timedelta, timezone
+
+    from clausegate.review.tracked_changes import DecidedChange, TrackedChange
+
+    data = package()
+    other = "Payment is due within thirty (30) days of the invoice."
+    review = review_of(data, quotes=((QUOTE, "Uncapped Liability"), (other, "Uncapped Liability")))
+    start = review.clauses[0].span[0] + QUOTE.index("under")  # the counterparty's insertion, in the first finding
+    change = TrackedChange(id="C2", finding="F1", category="Uncapped Liability", kind="insertion",
+                           text="under this Agreement", paragraph=2, start=start)
+    paris = timezone(timedelta(hours=1))
+    on_change = GateDecision(gate="g", categories=["Uncapped Liability"], decision="changes", reviewer="bo",
+                             via="cli", decided_at=datetime(2026, 12, 7, 10, 5, tzinfo=paris),
+                             change=DecidedChange(change=change, decision="counter", counter="no cap removed"))
+    on_finding = GateDecision(gate="g", categories=["Uncapped Liability"], decision="approve", reviewer="lou",
+                              via="slack", decided_at=datetime(2026, 12, 7, 11, 0, tzinfo=paris), finding="F1",
+                              role="legal")
+    found = notes_for(review.model_copy(update={"decisions": [on_change, on_finding]}))
+    first, second = (n.text for n in found)
+    said = "Decision on tracked change C2 (counter): changes by bo via cli, 2026-12-07 09:05 UTC: no cap removed"
+    assert said in first and said not in second  # the change is in the first finding's text only
+    assert "Decision (F1, legal): approve by lou via slack, 2026-12-07 10:00 UTC" in first
+    assert "Decision (F1, legal)" in second and "Decision: pending" not in first + second
+
+
 def test_a_file_the_reader_refuses_is_never_annotated():
     data = package()
     twice = io.BytesIO()

@@ -87,7 +87,7 @@ def notes_for(review: Review, fallbacks: dict[str, str] | None = None) -> list[N
             lines.append("The playbook's fallback wording follows as a tracked change by ClauseGate (not applied).")
         elif fallback:
             lines.append(f"The playbook's fallback wording: {fallback}")
-        decided = [d for d in review.decisions if clause.category in d.categories]
+        decided = [d for d in review.decisions if clause.category in d.categories and _on(d, clause)]
         if decided:
             lines.extend(_decision(d) for d in decided)
         elif gated:
@@ -96,10 +96,28 @@ def notes_for(review: Review, fallbacks: dict[str, str] | None = None) -> list[N
     return out
 
 
+def _on(decision: GateDecision, clause: Clause) -> bool:
+    """A decision on one of the other side's tracked changes is on the finding whose text holds the change (when the
+    finding has a span); any other decision is on every finding of its categories."""
+    change, span = decision.change, getattr(clause, "span", None)
+    return change is None or not span or span[0] <= change.change.start <= span[1]
+
+
 def _decision(decision: GateDecision) -> str:
-    when = decision.decided_at.strftime("%Y-%m-%d %H:%M UTC")
-    said = f"Decision: {decision.decision} by {decision.reviewer} via {decision.via}, {when}"
-    return said + (f": {decision.comment}" if decision.comment else "")
+    """"Decision: changes by alice via slack, 2026-12-07 09:30 UTC: cap it"; on a tracked change "Decision on
+    tracked change C2 (counter): …", per finding and role "Decision (F1, legal): …"."""
+    from datetime import UTC  # local import: the capped child imports this module and never writes a decision
+
+    at = decision.decided_at
+    when = (at.astimezone(UTC) if at.tzinfo else at).strftime("%Y-%m-%d %H:%M UTC")
+    if decision.change is not None:
+        head = f"Decision on tracked change {decision.change.change.id} ({decision.change.decision})"
+    else:
+        of = ", ".join(x for x in (decision.finding, decision.role) if x)
+        head = f"Decision ({of})" if of else "Decision"
+    said = f"{head}: {decision.decision} by {decision.reviewer} via {decision.via}, {when}"
+    comment = decision.comment or (decision.change.counter if decision.change is not None else "")
+    return said + (f": {comment}" if comment else "")
 
 
 def fallback_wording(positions) -> dict[str, str]:
