@@ -187,3 +187,17 @@ def test_a_named_date_the_contract_does_not_date_gives_no_end() -> None:
     text = ('This Agreement is entered into by and between A Inc. and B LLC.\nThe term of this Agreement shall be '
             "three (3) years from the Launch Date.")
     assert read_terms([text]).terms["expiration_date"].value is None
+
+
+def test_a_filings_redaction_legend_is_no_recital() -> None:
+    text = ("[* * *] = Certain confidential information contained in this document, marked by brackets, has been "
+            "omitted and filed separately with the Securities and Exchange Commission pursuant to Rule 406 of the "
+            "Securities Act of 1933, as amended.\n\nMANUFACTURING AND SUPPLY AGREEMENT\n\nDATED AS OF January 1, 2013"
+            "\n\nBETWEEN\n\nA, INC.\n\nAND\n\nB S.p.A.\n\nThe term of this Agreement is three years from and "
+            "including the date of this Agreement.")
+    terms = read_terms([text]).terms
+    assert terms["agreement_date"].value == "2013-01-01"
+    assert terms["expiration_date"].value == "2016-01-01"
+    # a reference to another agreement is still no date of this one
+    other = "WHEREAS, the parties are parties to that certain Agreement dated June 1, 2010."
+    assert read_terms([other]).terms["agreement_date"].value is None

@@ -20,7 +20,8 @@ from clausegate.review.key_terms.extract import (
 from clausegate.review.key_terms.parties import parties
 
 PAGE_JOIN = "\n\n"
-_STAMP = re.compile(r"Source:\s+[^\n]{0,100}?,\s*[0-9A-Z][^,\n]{0,30},\s*\d{1,2}/\d{1,2}/\d{2,4}")  # EDGAR's stamp
+_STAMP = re.compile(r"Source:\s+[^\n]{0,100}?,\s*[0-9A-Z][^,\n]{0,30},\s*\d{1,2}/\d{1,2}/\d{2,4}"  # EDGAR's stamp
+                    r"|(?:pursuant\s+to\s+)?Rule\s+(?:406|24b-2)\b[^.]{0,120}?,\s+as\s+amended\b")  # a redaction legend
 
 
 @dataclass
@@ -41,7 +42,7 @@ def read_terms(pages: list[str]) -> Reading:
     for page in pages:
         starts.append(pos)
         pos += len(page) + len(PAGE_JOIN)
-    text = _STAMP.sub(lambda m: " " * len(m.group(0)), PAGE_JOIN.join(pages))  # EDGAR's filing stamp
+    text = _STAMP.sub(lambda m: " " * len(m.group(0)), PAGE_JOIN.join(pages))  # the filing's stamp and legend
     low = text.lower()
     if len(low) != len(text):  # a character whose lower case is longer ("İ"): scan the text itself
         low = text
