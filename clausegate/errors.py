@@ -233,6 +233,9 @@ CODES: dict[str, Code] = {
     "CG-EMAIL-LINK-REPLAYED": Code("a decision link used a second time: refused", "5"),
     "CG-EMAIL-LINK-REUSED": Code("a finding already answered with another of the person's links: refused", "5"),
     "CG-EMAIL-LINK-WRONG-PERSON": Code("the link's address may not decide that finding (now): refused", "5"),
+    # any gate channel without codes of its own (clausegate/gates/channel.py); the message names the channel
+    "CG-CHANNEL-UNDELIVERED": Code("notice: a channel's gate question was not delivered; answer through another", "5"),
+    "CG-CHANNEL-NOT-UPDATED": Code("notice: a channel's view of the gate still asks after the decision", "5"),
     # a gate's signed link to the annotated copy (clausegate/gates/annotated_links.py, GET /annotated/{token})
     "CG-ANNOTATED-LINK-FORGED": Code("a link to an annotated copy not signed by ClauseGate (or changed): 403", "5"),
     "CG-ANNOTATED-LINK-EXPIRED": Code("a link to an annotated copy past its time: 410", "5"),
@@ -314,6 +317,10 @@ CODES: dict[str, Code] = {
     "CG-AT-REST-CORRUPT": Code("a sealed upload or result is truncated or modified", "13"),
     "CG-RETENTION-IN-USE-UNKNOWN": Code("retention could not ask Prefect what is in use: nothing deleted", "13"),
     "CG-RETENTION-DELETE": Code("retention could not delete some expired files", "13"),
+    # a contract's versions (clausegate/review/versions/signing.py, `clausegate versions sign`)
+    "CG-VERSIONS-UNDECIDED": Code("a version with a gate no person has decided cannot be signed", ""),
+    "CG-VERSIONS-UNKNOWN": Code("`versions sign` names no review (or several) in the reports folder", ""),
+    "CG-VERSIONS-NOT-RECORDED": Code("a signature could not be written to the audit log: nothing recorded", ""),
 }
 
 

@@ -45,3 +45,40 @@ def test_each_version_has_a_status(tmp_path, monkeypatch) -> None:
     result = CliRunner().invoke(app, ["versions", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "approved" in result.output and "counterparty's revision" in result.output and "2 changed" in result.output
+
+
+def test_a_version_with_an_undecided_gate_is_not_signed(tmp_path, monkeypatch) -> None:
+    """Refused with CG-VERSIONS-UNDECIDED (nothing written, nothing sent to the audit log) while a gate waits, is
+    escalated, or a gated category has no person's decision; a name that matches no report is CG-VERSIONS-UNKNOWN."""
+    monkeypatch.setattr(console, "width", 200)
+    cap = {"gate": "g", "categories": ["Cap on Liability"], "decision": "approve"}
+    _report(tmp_path, "waiting.pdf", "a", "Acme Inc. and Beta LLC", 1_000, status="pending_decision",
+            gated_categories=["Cap on Liability"])
+    _report(tmp_path, "escalated.pdf", "b", "Acme Inc. and Beta LLC", 2_000, status="needs_legal",
+            gated_categories=["Cap on Liability"], decisions=[{**cap, "decision": "escalate"}])
+    _report(tmp_path, "half.pdf", "c", "Acme Inc. and Beta LLC", 3_000, status="complete",
+            gated_categories=["Cap on Liability", "Uncapped Liability"], decisions=[cap])
+    for name, open_ in (("waiting.pdf", "Cap on Liability"), ("escalated.pdf", "Cap on Liability"),
+                        ("half.pdf", "Uncapped Liability")):
+        result = CliRunner().invoke(app, ["versions", "sign", f"run-{name}", "--by", "Dana", "--out", str(tmp_path)])
+        assert result.exit_code == 1 and "CG-VERSIONS-UNDECIDED" in result.output and open_ in result.output, name
+    result = CliRunner().invoke(app, ["versions", "sign", "half.pdf", "--by", "Dana", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "CG-VERSIONS-UNDECIDED" in result.output  # by its file's name too
+    result = CliRunner().invoke(app, ["versions", "sign", "run-nothing", "--by", "Dana", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "CG-VERSIONS-UNKNOWN" in result.output
+    result = CliRunner().invoke(app, ["versions", "sign", "half.pdf", "--by", "Dana", "--date", "07/12/2026",
+                                      "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "YYYY-MM-DD" in result.output
+    assert not list(tmp_path.glob("*.signatures.json"))
+    listing = CliRunner().invoke(app, ["versions", "--out", str(tmp_path)])
+    assert "signed" not in listing.output
+
+
+def test_undecided_names_what_waits() -> None:
+    from clausegate.review.versions.signing import undecided
+
+    cap = {"categories": ["Cap on Liability"], "decision": "changes"}
+    assert undecided({"status": "changes_requested", "gated_categories": ["Cap on Liability"],
+                      "decisions": [cap]}) == []
+    assert undecided({"status": "complete", "gated_categories": [], "decisions": []}) == []
+    assert undecided({"status": "pending_decision", "gated_categories": []}) == ["the review waits for a decision"]
