@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict
 
 from clausegate import audit
 from clausegate.gates import authority, findings, store
+from clausegate.gates.channel import proves_person
 from clausegate.gates.model import DECISIONS, GateRecord, ack_key, assign_key, extend_key, now_utc
 from clausegate.gates.rounds import current_progress
 from clausegate.gates.slack_channel import refresh_message
-from clausegate.review.schemas import PERSON_VIAS
 from clausegate.slack import SlackError, post_message, with_retries
 
 log = logging.getLogger("clausegate.gates")
@@ -156,7 +156,7 @@ def _roles_of(record: GateRecord, user_id: str | None) -> set[str]:
 
 
 def _reassign(client, record: GateRecord, *, user_id, reviewer, via, finding, target, settings) -> ActionOutcome:
-    if via not in PERSON_VIAS or not user_id:
+    if not proves_person(via) or not user_id:
         return ActionOutcome(ok=False, reason="role_unverified", message="a reassignment must come from Slack "
                              "(`/resolve RUN F1 reassign @person`): only Slack proves who asks.")
     prog, extras = current_progress(client, record)
@@ -199,7 +199,7 @@ def _extend(client, record: GateRecord, *, user_id, reviewer, via, hours) -> Act
         return ActionOutcome(ok=False, reason="invalid_answer", message=f"{record.filename}: the SLA can be extended "
                              f"once by at most its own {record.sla_hours:g} h.")
     gate_roles = {r for rs in record.roles.values() for r in rs}
-    if gate_roles and (via not in PERSON_VIAS or not (_roles_of(record, user_id) & gate_roles)):
+    if gate_roles and (not proves_person(via) or not (_roles_of(record, user_id) & gate_roles)):
         return ActionOutcome(ok=False, reason="not_in_role", message=f"{record.filename}: refused: not in role "
                              f"{' or '.join(sorted(gate_roles))}: only a person of one of the gate's roles, answering "
                              "in Slack, can extend its SLA.")

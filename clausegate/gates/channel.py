@@ -9,18 +9,25 @@ and ``verify``s the evidence of who answered (one channel: the signed request's 
 signed link's address). It never decides who *may* answer: that is the Deciders block's people, fixed on
 the gate record, and the one slot check :func:`clausegate.gates.findings.why_not` every channel's answers
 go through (``resolve_gate(..., via=channel.name)``). The implementations are listed in
-:data:`clausegate.gates.channels.CHANNELS`.
+:data:`clausegate.gates.channels.CHANNELS`. A channel may name its own notice codes (``undelivered``,
+``not_updated``); one that does not gets the generic ``CG-CHANNEL-UNDELIVERED`` / ``CG-CHANNEL-NOT-UPDATED``,
+whose messages name the channel.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from clausegate.errors import ClauseGateError
-from clausegate.gates.listing import WaitingGate
 from clausegate.gates.model import RECORD_PREFIX, DecisionInfo, GateRecord
+from clausegate.review.schemas import NON_CHANNEL_VIAS
+
+if TYPE_CHECKING:  # the slot check (findings) imports this module; listing imports findings
+    from clausegate.gates.listing import WaitingGate
+
+UNDELIVERED, NOT_UPDATED = "CG-CHANNEL-UNDELIVERED", "CG-CHANNEL-NOT-UPDATED"  # a channel without codes of its own
 
 
 class ChannelUndelivered(ClauseGateError):
@@ -32,7 +39,6 @@ class ChannelUndelivered(ClauseGateError):
 @runtime_checkable
 class Channel(Protocol):
     name: str  # the Via its answers are recorded with
-    undelivered: str  # the review's notice code when the gate's question could not be delivered
     ref: ClassVar[type[BaseModel]]  # what ``post`` returns (``ok``, ``error``), stored once on the run
 
     def post(self, record: GateRecord) -> BaseModel:
@@ -51,6 +57,23 @@ class Channel(Protocol):
 
     def verify(self, evidence) -> str | None:
         """The identity the evidence of an answer proves, or None when it proves nobody."""
+
+
+def undelivered_code(channel) -> str:
+    """The review's notice code when the channel's question was not delivered: its own, or the generic one."""
+    return getattr(channel, "undelivered", None) or UNDELIVERED
+
+
+def not_updated_code(channel) -> str:
+    """The review's notice code when the channel's view still asks after a decision: its own, or the generic one."""
+    return getattr(channel, "not_updated", None) or NOT_UPDATED
+
+
+def proves_person(via: str) -> bool:
+    """An answer through a channel proves who gave it (the channel's ``verify``); the form, the CLI and the sweeper
+    do not. Only ``resolve_gate`` (which accepts the table's names, ``cli`` and ``sla``) and its signed receipts
+    produce a ``via``."""
+    return via not in NON_CHANNEL_VIAS
 
 
 def ref_key(channel: str, key: str) -> str:
@@ -73,7 +96,7 @@ def update_all(record: GateRecord, channels: list, logger) -> list[tuple[str, st
             error = str(exc)
         if error:
             logger.warning("gate %s: the %s view was not updated: %s", record.key, channel.name, error)
-            failed.append((channel.name, channel.not_updated, error))
+            failed.append((channel.name, not_updated_code(channel), error))
     return failed
 
 

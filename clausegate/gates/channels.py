@@ -1,14 +1,16 @@
 """The gate channels ClauseGate has, as one table, and what the gate step, the rounds and the sweep do with them.
 
-    CHANNELS = (SlackChannel, EmailChannel)      # each row: its Via name, its block, its notice code, its router
+    CHANNELS = (SlackChannel, EmailChannel)      # each row: its Via name, its block, its router, its notice codes
     for channel in configured(): ...             # the channels whose block is saved
 
 A row is a class implementing :class:`clausegate.gates.channel.Channel` that also declares ``block`` (the Prefect
 block holding its credentials), ``load(block_name)`` (None without that block), ``routers`` (the gateway modules
-whose ``router`` serves its answers), ``undelivered`` and ``not_updated`` (its notice codes, registered in
-``clausegate.errors``), ``ref`` (the model ``post`` returns) and ``posts_when_absent`` (without its block
-the gate still records why the question was not sent). Adding a channel: its module, its block, a row here, its Via in
-``clausegate.review.schemas`` and its gateway routes.
+whose ``router`` serves its answers) and ``ref`` (the model ``post`` returns). Optional: ``undelivered`` and
+``not_updated`` (its own notice codes, registered in ``clausegate.errors``; without them the generic
+``CG-CHANNEL-*`` codes, naming the channel), ``posts_when_absent`` and ``absent_ref()`` (without its block the gate
+still records why the question was not sent). Its ``name`` is its answers' ``Via``: :func:`names` is what
+``resolve_gate`` accepts. Adding a channel: its module, its block (``blocks/`` and the loader in
+``clausegate.config``), a row here and its gateway routes (docs/slack.md, "Channels are one table").
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from prefect.client.orchestration import get_client
 
 from clausegate.gates import store
-from clausegate.gates.channel import escalate_all, ref_key, update_all
+from clausegate.gates.channel import escalate_all, ref_key, undelivered_code, update_all
 from clausegate.gates.email_channel import EmailChannel
 from clausegate.gates.model import GateRecord
 from clausegate.gates.slack_channel import SlackChannel
@@ -28,6 +30,11 @@ CHANNELS = (SlackChannel, EmailChannel)
 def gateway_routers() -> list[str]:
     """The gateway modules the channels' answers come in through (the gateway includes each one's ``router``)."""
     return [module for row in CHANNELS for module in row.routers]
+
+
+def names() -> tuple[str, ...]:
+    """The channels' names: the ``via`` of the answers each receives (read when asked, so the table is the list)."""
+    return tuple(row.name for row in CHANNELS)
 
 
 def configured(block_name: str | None = None) -> list:
@@ -48,7 +55,7 @@ def post_all(client, record: GateRecord, channels: list, logger) -> dict:
         ref = store.read_model(client, record.flow_run_id, key, row.ref)
         if ref is None:
             channel = by_name.get(row.name)
-            if channel is None and not row.posts_when_absent:
+            if channel is None and not getattr(row, "posts_when_absent", False):
                 continue
             ref = channel.post(record) if channel is not None else row.absent_ref()
             if not store.write_once(client, record.flow_run_id, key, ref):
@@ -56,7 +63,7 @@ def post_all(client, record: GateRecord, channels: list, logger) -> dict:
         if not ref.ok:
             logger.warning("gate %s: %s: the %s question was not delivered (%s); the gate waits anyway and can be "
                            "answered through another channel, the Prefect UI or `clausegate resolve`",
-                           record.key, row.undelivered, row.name, ref.error)
+                           record.key, undelivered_code(row), row.name, ref.error)
         refs[row.name] = ref
     return refs
 
@@ -75,7 +82,7 @@ def undelivered_notices(record: GateRecord, answered_via: str | None = None) -> 
         message += f"; sent to: {', '.join(sent) or 'nobody'}." if sent is not None else "."
         if answered_via:
             message += f" The gate was answered via {answered_via}."
-        notices.append(Notice(code=row.undelivered, message=message))
+        notices.append(Notice(code=undelivered_code(row), message=message))
     return notices
 
 
@@ -90,4 +97,4 @@ def alert_settings(channels: list):
 
 
 __all__ = ["CHANNELS", "alert_settings", "configured", "escalate_all", "gateway_routers", "legacy_deciders",
-           "named", "post_all", "undelivered_notices", "update_all"]
+           "named", "names", "post_all", "undelivered_notices", "update_all"]

@@ -5,8 +5,9 @@ finding has one **slot** per required role (``legal``; ``legal`` and ``finance``
 ``any`` slot when its category names no role. An answer (one resume round, see
 :func:`clausegate.gates.model.round_key`) fills every open slot its answerer may fill:
 
-* a role's slot only by an answer through a channel that proves the person (``PERSON_VIAS``: Slack's
-  signed request names the user id, an e-mail link's signature the address) of one of the role's people
+* a role's slot only by an answer through a channel, which proves the person (:func:`~clausegate.gates.channel.
+  proves_person`: Slack's signed request names the user id, an e-mail link's signature the address) of one of the
+  role's people
   (``role_members``: their Slack ids and addresses; after a reassignment, only the assignee), or by the
   SLA sweeper;
 * an ``any`` slot by every path.
@@ -29,6 +30,7 @@ from prefect.input import RunInput
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from clausegate.gates import changes as tracked
+from clausegate.gates.channel import proves_person
 from clausegate.gates.model import (
     DECISION_PAST,
     DECISIONS,
@@ -38,7 +40,6 @@ from clausegate.gates.model import (
     Finding,
     GateRecord,
 )
-from clausegate.review.schemas import PERSON_VIAS
 
 ANY_ROLE = "any"
 RANK = {"approve": 0, "changes": 1, "escalate": 2}
@@ -132,7 +133,7 @@ def why_not(record: GateRecord, fp: FindingProgress, role: str, *, via: str, ver
     f = fp.finding
     where = (f"Answer in Slack (the buttons on the gate message, or `/resolve {record.flow_run_id} {f.id} "
              "approve|changes|escalate`) or with the links in your e-mail")
-    if via not in PERSON_VIAS or not verified or not user:
+    if not proves_person(via) or not verified or not user:
         return (f"{f.id} ({f.category}) must be decided by role {role}; an answer via {via} cannot prove who gave "
                 f"it, so it does not count for {f.id}. {where}.")
     people = slot_people(record, fp, role)
@@ -247,7 +248,7 @@ def fillable(record: GateRecord, prog: Progress, *, via: str, user: str | None,
         reasons = [why_not(record, fp, role, via=via, verified=True, user=user) for role in fp.open_slots]
         if any(r is None for r in reasons):
             ids.append(fp.finding.id)
-        elif finding or via not in PERSON_VIAS:
+        elif finding or not proves_person(via):
             problems.append(next(r for r in reasons if r))
     return ids, problems
 

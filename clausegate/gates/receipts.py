@@ -35,9 +35,9 @@ import secrets
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from clausegate.gates import changes, findings
 from clausegate.gates.model import (
@@ -51,7 +51,14 @@ from clausegate.gates.model import (
 from clausegate.review.schemas import Via
 from clausegate.security import credentials
 
-ReceivedVia = Literal[tuple(v for v in get_args(Via) if v != "ui")]  # the paths of ``Via`` that prove who answered
+
+def _received(via: str) -> str:
+    if via == "ui":
+        raise ValueError("the Prefect form's answers have no receipt")
+    return via
+
+
+ReceivedVia = Annotated[Via, AfterValidator(_received)]  # resolve_gate's paths: the channels, the CLI, the sweeper
 MAX_AGE_SECONDS = 600.0  # issued → answer stored; a resume follows its receipt within a second or two
 MAX_SKEW_SECONDS = 120.0  # clock difference between the receiving process and the Prefect server
 NONCE = re.compile(r"^[0-9a-f]{32}$")

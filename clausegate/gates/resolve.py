@@ -25,7 +25,7 @@ from __future__ import annotations
 import getpass
 import logging
 import time
-from typing import Literal, get_args
+from typing import Literal
 from uuid import UUID
 
 import httpx
@@ -38,6 +38,8 @@ from clausegate import audit
 from clausegate.errors import ClauseGateError
 from clausegate.gates import authority, receipts, resolve_findings, store
 from clausegate.gates import changes as tracked_changes
+from clausegate.gates import channels as gate_channels
+from clausegate.gates.channel import proves_person
 from clausegate.gates.model import (
     DECISION_PAST,
     RECEIPT_FIELD,
@@ -49,12 +51,10 @@ from clausegate.gates.model import (
     stamp_key,
 )
 from clausegate.gates.slack_tasks import update_gate_message
-from clausegate.review.schemas import PERSON_VIAS, Via
 from clausegate.slack import SlackError, with_retries
 
 OutcomeKind = Literal["resumed", "already_decided", "not_suspended", "unknown_run", "not_a_gate", "forbidden",
                       "rejected", "timed_out", "error"]
-RECEIVING_PATHS = tuple(v for v in get_args(Via) if v != "ui")  # every channel, the CLI, the sweeper
 SWEEPER_USER = "clausegate-sla-sweeper"
 # The audit's reason for each refused outcome (not_suspended is "wrong_gate" when the answer named another gate).
 REFUSAL_REASONS = {"already_decided": "already_decided", "not_suspended": "not_waiting", "unknown_run": "unknown_run",
@@ -83,6 +83,11 @@ class ResolveOutcome(BaseModel):
 
 def _outcome(kind: OutcomeKind, run_id: str, message: str, **kw) -> ResolveOutcome:
     return ResolveOutcome(kind=kind, flow_run_id=run_id, message=message, **kw)
+
+
+def receiving_paths() -> tuple[str, ...]:
+    """The ``via`` values resolve_gate answers for: every channel of the table, the CLI and the SLA sweeper."""
+    return (*gate_channels.names(), "cli", "sla")
 
 
 def _login() -> str | None:
@@ -144,9 +149,10 @@ def resolve_gate(run_id: str | UUID, decision: str, *, reviewer: str, via: str, 
 def _attempt(rid: str, decision: str, *, reviewer: str, via: str, comment: str, slack_user_id: str | None,
              verified_user: str | None, gate: str | None, where: tuple, finding: str | None = None,
              changes: dict | None = None) -> ResolveOutcome:
-    if via not in RECEIVING_PATHS:
-        return _outcome("rejected", rid, f"'{via}' is not a path resolve_gate answers for (slack, email, cli, sla); "
-                                         "answers in the Prefect UI go through its form.")
+    paths = receiving_paths()
+    if via not in paths:
+        return _outcome("rejected", rid, f"'{str(via)[:40]}' is not a path resolve_gate answers for "
+                                         f"({', '.join(paths)}); answers in the Prefect UI go through its form.")
     word = normalise_decision(decision) if decision or not changes else tracked_changes.as_decision(changes)
     if word is None:
         return _outcome("rejected", rid, f"'{decision[:40]}' is not a decision: use approve, changes or escalate.")
@@ -270,11 +276,12 @@ def _resolve(uuid: UUID, answer: GateInput, via: str, slack_user_id: str | None,
                 and slack_user_id not in record.allowed_reviewers:
             refusal = authority.Refusal("not_allowed_reviewer", f"{record.filename}: you are not one of the "
                                                                 "reviewers allowed to decide this gate.")
-        if refusal is None and via in PERSON_VIAS and via != "slack" and not record.per_finding \
+        if refusal is None and proves_person(via) and via != "slack" and not record.per_finding \
                 and (verified_user or "") not in {*record.allowed_reviewers, *record.allowed_addresses}:
             refusal = authority.Refusal("not_in_role", f"{record.filename}: {verified_user} is not one of the "
                                                        "people allowed to decide this gate.")
-        if refusal is None and via == "email" and answer.decision == "approve" and verified_user in record.submitters:
+        if refusal is None and proves_person(via) and via != "slack" and answer.decision == "approve" \
+                and verified_user in record.submitters:  # Slack's own-contract rule is in authority.slack_refusal
             refusal = authority.Refusal("own_contract", f"{record.filename}: you submitted this contract, so you "
                                                         "cannot approve it; another person must.")
         if refusal is not None:  # channel, reviewers, own contract (clausegate.gates.authority)

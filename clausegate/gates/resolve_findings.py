@@ -19,9 +19,9 @@ from prefect.client.schemas.responses import SetStateStatus
 
 from clausegate.gates import changes as tracked
 from clausegate.gates import findings, receipts, store
+from clausegate.gates.channel import proves_person
 from clausegate.gates.model import DECISION_PAST, RECEIPT_FIELD, GateInput, GateRecord
 from clausegate.gates.rounds import current_progress
-from clausegate.review.schemas import PERSON_VIAS
 
 ROUND_WAIT_SECONDS = 180.0
 RACE_RETRIES = 4
@@ -83,7 +83,7 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
         if all("no such tracked change" in p for p in change_problems):
             return outcome("rejected", rid, why, state=state_name, record=record, reason="invalid_answer")
         return outcome("forbidden", rid, why, state=state_name, record=record,
-                       reason="not_in_role" if via in PERSON_VIAS else "role_unverified")
+                       reason="not_in_role" if proves_person(via) else "role_unverified")
     problems += change_problems
     if via == "sla" and not ids and any(not c.done for c in prog.changes):  # only changes open: the SLA closes it
         ids = [fp.finding.id for fp in prog.findings]  # already decided (first answer wins): nothing is overwritten
@@ -97,7 +97,7 @@ def resolve_round(client, flow_run, record: GateRecord, answer: GateInput, *, vi
         if problems and all("already decided" in p for p in problems):
             return outcome("already_decided", rid, f"{record.filename}: {' '.join(problems)} Your answer was not "
                                                    "applied.", state=state_name, record=record)
-        reason = "not_in_role" if via in PERSON_VIAS else "role_unverified"
+        reason = "not_in_role" if proves_person(via) else "role_unverified"
         why = " ".join(problems[:3]) or "every finding you may decide is decided."
         return outcome("forbidden", rid, f"{record.filename}: {why} Nothing was changed.", state=state_name,
                        record=record, reason=reason)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
 from clausegate.review.categories import CATEGORIES, canonical
 from clausegate.review.document.registry import FormatName
@@ -277,8 +277,8 @@ class KeyTerms(_Model):
     terms: list[KeyTerm]
     model_asked: bool = Field(False, description="the model answered the summary prompt")
 
-Via = Literal["slack", "email", "ui", "cli", "sla"]  # how an answer reached a gate: the one list (gates/, receipts)
-PERSON_VIAS: tuple[str, ...] = ("slack", "email")  # the channels whose answers prove which person gave them
+Via = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,31}$")]  # how an answer reached a gate: ui, cli,
+NON_CHANNEL_VIAS: tuple[str, ...] = ("ui", "cli", "sla")  # sla or a channel name (gates.channels; resolve_gate checks)
 
 
 class GateDecision(_Model):
@@ -395,6 +395,6 @@ class Review(_Model):
 __all__ = [
     "CATEGORIES", "Clause", "Clearance", "Comment", "ContractSource", "ContractTerm", "ContractTerms", "Cost",
     "Dispute", "Extraction", "FilteredDocument", "GateDecision", "GateReason", "KeyTerm", "KeyTerms", "LanguageReading",
-    "Notice", "Page", "ParsedDocument", "PERSON_VIAS", "Passage", "PositionCheck", "RenewalDates", "Review",
+    "Notice", "Page", "ParsedDocument", "NON_CHANNEL_VIAS", "Passage", "PositionCheck", "RenewalDates", "Review",
     "ReviewOrigin", "Revision", "StepFailure", "Via", "CarriedFrom", "VersionChange", "VersionFinding", "Versions"
 ]

@@ -9,12 +9,15 @@ import json
 import time
 from urllib.parse import urlencode
 
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
 from blocks.slack import SlackSettings
 from blocks.smtp import SmtpSettings
 from clausegate.errors import CODES
 from clausegate.gates import email_links
-from clausegate.gates.channel import Channel, reaches
-from clausegate.gates.channels import CHANNELS, gateway_routers
+from clausegate.gates.channel import Channel, not_updated_code, proves_person, reaches, undelivered_code
+from clausegate.gates.channels import CHANNELS, gateway_routers, names
 from clausegate.gates.email_channel import EmailChannel
 from clausegate.gates.slack_channel import SlackChannel
 from clausegate.review.schemas import Via
@@ -66,9 +69,29 @@ def test_slack_verify_answers_for_events_and_checks_the_window_on_the_given_cloc
 
 
 def test_the_channels_are_one_table_each_row_declaring_its_parts():
-    assert [row.name for row in CHANNELS] == ["slack", "email"]
+    assert [row.name for row in CHANNELS] == list(names()) == ["slack", "email"]
     for row in CHANNELS:
-        assert row.name in Via.__args__ and row.undelivered in CODES and row.not_updated in CODES
+        assert TypeAdapter(Via).validate_python(row.name) == row.name and proves_person(row.name)
+        assert undelivered_code(row) in CODES and not_updated_code(row) in CODES
         assert row.block.__name__ and row.ref.model_fields["ok"] and callable(row.load)
     assert gateway_routers() == ["clausegate.gateway.slack", "clausegate.gateway.slack_events",
                                  "clausegate.gateway.email_links"]
+
+
+def test_slack_and_e_mail_keep_their_codes_a_channel_without_codes_gets_the_generic_ones():
+    assert (undelivered_code(SlackChannel), not_updated_code(SlackChannel)) == ("CG-SLACK-UNDELIVERED",
+                                                                                "CG-SLACK-NOT-UPDATED")
+    assert undelivered_code(EmailChannel) == not_updated_code(EmailChannel) == "CG-EMAIL-UNDELIVERED"
+
+    class Pager:  # declares no codes
+        name = "pager"
+
+    assert (undelivered_code(Pager), not_updated_code(Pager)) == ("CG-CHANNEL-UNDELIVERED", "CG-CHANNEL-NOT-UPDATED")
+    assert {"CG-CHANNEL-UNDELIVERED", "CG-CHANNEL-NOT-UPDATED"} <= set(CODES)
+
+
+def test_via_is_a_channel_name_or_a_non_channel_path_and_only_channels_prove_the_person():
+    assert [proves_person(v) for v in ("ui", "cli", "sla", "slack", "email", "pager")] == [False] * 3 + [True] * 3
+    for bad in ("", "Slack", "e mail", "x" * 40, "1slack"):
+        with pytest.raises(ValidationError):
+            TypeAdapter(Via).validate_python(bad)
