@@ -201,3 +201,10 @@ def test_a_filings_redaction_legend_is_no_recital() -> None:
     # a reference to another agreement is still no date of this one
     other = "WHEREAS, the parties are parties to that certain Agreement dated June 1, 2010."
     assert read_terms([other]).terms["agreement_date"].value is None
+
+
+def test_a_term_ending_on_an_anniversary_of_a_named_date_after_the_effective_date() -> None:
+    text = (PREAMBLE + '\nD. "Commencement Date" shall mean the date on which Conversion has been completed. The '
+            "parties anticipate the Commencement Date to be November 16, 1998.\nX. \"Term\" shall mean the period "
+            "commencing on the Effective Date and terminating on the eighth anniversary of the Commencement Date.")
+    assert read_terms([text]).terms["expiration_date"].value == "2006-11-16"

@@ -40,7 +40,7 @@ _YEAR_END = re.compile(r"\b(?:until|through|to)\s+(?:the\s+)?end\s+of\s+(?:the\s
 _ANNIVERSARY_OF_THIS = re.compile(r"anniversary\s+of\s+(?:(?:the\s+date\s+of\s+)?this\s+agreement|the\s+date\s+hereof)",
                                   re.IGNORECASE)
 _NAMED_START = re.compile(r"\b(?:from|after|following|on|upon|of|with)\s+the\s+((?:[A-Z][\w-]*\s+){1,3}Date)\b")
-_DEFINES_AS = re.compile(r"[\"”’']?\s*(?:shall\s+mean|means|shall\s+be|is|:)?\s*(?:the\s+)?[\"“]?\s*")
+_DEFINES_AS = re.compile(r"[\"”’']?\s*(?:shall\s+mean|means|(?:shall|will|to)\s+be|is|:)?\s*(?:the\s+)?[\"“]?\s*")
 _NAMED_AFTER = re.compile(r"\s*,?\s*\(\s*(?:the|such\s+date\s+being\s+the|hereinafter)?\s*[\"“']\s*")
 _SIGNING_DAY = re.compile(r"\b(?:Execution|Signing|Signature)\b")  # a named date that is the day it is signed
 _RANGE_WORD = re.compile(r"term")
@@ -197,9 +197,9 @@ def _named_start(text: str, head: str) -> tuple[str | None, FoundDate | None]:
     Commencement Date", "the eighth anniversary of the Commencement Date") and the contract defines it with a
     date ('"Commencement Date" means 16 October 2005', 'November 16, 2005 (the "Launch Date")'): its name and date
     (``None`` for the date when the contract does not date it)."""
-    m = _NAMED_START.search(head)
-    name = " ".join(m.group(1).split()) if m else ""
-    if not name or name.lower() == "effective date":
+    names = [" ".join(m.group(1).split()) for m in _NAMED_START.finditer(head)]
+    name = next((n for n in names if n.lower() != "effective date"), "")
+    if not name:
         return None, None
     for hit in re.finditer(re.escape(name).replace(r"\ ", r"\s+"), text):
         after = [d for d in find_dates(text, hit.end(), min(len(text), hit.end() + 80)) if d.has_day]
