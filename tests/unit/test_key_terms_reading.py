@@ -208,3 +208,9 @@ def test_a_term_ending_on_an_anniversary_of_a_named_date_after_the_effective_dat
             "parties anticipate the Commencement Date to be November 16, 1998.\nX. \"Term\" shall mean the period "
             "commencing on the Effective Date and terminating on the eighth anniversary of the Commencement Date.")
     assert read_terms([text]).terms["expiration_date"].value == "2006-11-16"
+
+
+def test_a_term_for_so_long_as_a_state_lasts_runs_until_ended() -> None:
+    sentence = ("This Agreement shall become effective as of the Effective Date and shall continue to be in full force "
+                "and effect for so long as A and B each remains a Shareholder of the Company.")
+    assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value == "perpetual"

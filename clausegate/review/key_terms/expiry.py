@@ -78,7 +78,8 @@ _FROM_EVENT = re.compile(
 _PERPETUAL = re.compile(r"\bperpetu|\bindefinite(?!\s*,)|\bunlimited\s+period|"
                         r"\b(?:continue|remain|end)[^.;]{0,80}?\b(?:until|when)\s+(?:(?:such\s+time\s+as\s+)?(?:it\s+is\s+|"
                         r"this\s+agreement\s+is\s+)?terminated|termination|(?:either|a|one|any)\s+party\s+(?:terminates|"
-                        r"informs|gives|notifies|elects)|the\s+(?:expiration\s+or\s+)?(?:earlier\s+)?termination)",
+                        r"informs|gives|notifies|elects)|the\s+(?:expiration\s+or\s+)?(?:earlier\s+)?termination)|"
+                        r"\b(?:continue|remain|extend)[^.;]{0,80}?\bfor\s+(?:so|as)\s+long\s+as\b",
                         re.IGNORECASE)
 # this agreement, anywhere, running without an end ("shall remain in effect … perpetually", "in perpetuity"): the
 # words first (one cheap scan), then "this agreement" earlier in their sentence
