@@ -214,3 +214,18 @@ def test_a_term_for_so_long_as_a_state_lasts_runs_until_ended() -> None:
     sentence = ("This Agreement shall become effective as of the Effective Date and shall continue to be in full force "
                 "and effect for so long as A and B each remains a Shareholder of the Company.")
     assert read_terms([PREAMBLE + "\n" + sentence]).terms["expiration_date"].value == "perpetual"
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a schedule's label
+    ("2 TERMS\n\n 2.1 Contract start: 04-01-06\n\n 2.2 Contract end: 04-01-08\n\n", "2008-04-01"),
+    # a first period, then on until a party ends it
+    ("This Agreement shall commence on the Effective Date and continue in full force and effect until the end of the "
+     "fifteenth (15th) Contract Year, and shall continue in full force and effect thereafter until terminated by "
+     "either Party by providing thirty (30) days' prior written notice.", "perpetual"),
+    # an end that comes automatically is no renewal; "Year 3" counted from the Effective Date
+    ("The term of this Agreement will commence on the Effective Date, and unless earlier terminated as provided "
+     "elsewhere in this Agreement, will end automatically upon the end of Year 3.", "2017-05-08"),
+])
+def test_a_schedules_end_label_a_term_then_until_ended_and_the_end_of_year_n(text: str, value: str) -> None:
+    assert read_terms([PREAMBLE + "\n" + text]).terms["expiration_date"].value == value

@@ -47,15 +47,18 @@ _RANGE_WORD = re.compile(r"term")
 _RANGE_HITS = 60  # the words "term" whose sentences are read for a date range, at most
 _RANGE_GAP = re.compile(r"\s*(?:\([^()]{0,30}\)\s*)?(?:-|–|to|through|thru|until|and\s+end(?:s|ing)?(?:\s+on)?)\s*"
                         r"(?:and\s+including\s+)?", re.IGNORECASE)
-_RENEWAL_PART = re.compile(r"\b(?:renew|automatic)", re.IGNORECASE)
+# (an end that comes automatically is no renewal: "will end automatically", "automatically terminate")
+_RENEWAL_PART = re.compile(r"\b(?:renew|(?<!end\s)(?<!expire\s)(?<!terminate\s)automatic(?!ally\s+(?:end|terminat|"
+                           r"expir)))", re.IGNORECASE)
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
              "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
              "twentieth"]
 _ANNIVERSARY = re.compile(rf"\b({'|'.join(_ORDINALS)}|\d{{1,2}}\s?(?:st|nd|rd|th|t\s?h))"
                           r"\s*(?:\(\d{1,2}\s?(?:st|nd|rd|th|t\s?h)\)\s*)?anniversary\b", re.IGNORECASE)
-_DATE_WORD = ("date",)
+_END_OF_YEAR_N = re.compile(r"\bend\s+of\s+(?:Contract\s+)?Year\s+(\d{1,2})\b")
+_DATE_WORD = ("date", "end")
 _END_LABEL = re.compile(r"\b(?:termination|expiration|expiry|end)\s+date[\"”]?\s*"
-                        r"(?::|means|shall\s+(?:be|mean)|is)?\s*")
+                        r"(?::|means|shall\s+(?:be|mean)|is)?\s*|\b(?:contract|agreement|term)\s+end\s*:\s*")
 _NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
                            r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
 # the same before "term" itself, also with a few words between or no article ("during the initial three year term
@@ -87,6 +90,8 @@ _RUNS_WITHOUT_END = re.compile(r"perpetu\w*\s+(?:thereafter|unless)|in\s+perpetu
                                r"until|unless)|unlimited\s+period|thereafter[^.;]{0,20}\bunless\s+terminated",
                                re.IGNORECASE)
 _WITHOUT_END_ANCHOR = ("perpetu", "indefinite", "unlimited", "thereafter")
+_THEN_UNTIL_ENDED = re.compile(r"\b(?:continue|remain)\b[^.;]{0,40}?\bthereafter\s+until\s+(?:it\s+is\s+)?"
+                               r"(?:terminated|(?:either|a|one|any)\s+party)", re.IGNORECASE)
 _THIS_AGREEMENT = re.compile(r"\b(?:this|the)\s+agreement\b[^.;]*$", re.IGNORECASE)
 _END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|thru|"
                         r"conclud\w*)\b[^.;]{0,40}$", re.IGNORECASE)
@@ -107,6 +112,8 @@ def _term_periods(sentence: str) -> list[Duration]:
         if _AFTER_THE_END.match(flat, e):  # "for a period of 5 years after termination": a survival tail
             continue
         out.append(period)
+    for m in _END_OF_YEAR_N.finditer(sentence):  # "will end automatically upon the end of Year 3"
+        out.append(Duration(float(m.group(1)), "years"))
     for m in _ANNIVERSARY.finditer(sentence):  # "ending on the third (3rd) anniversary of the Effective Date"
         word = m.group(1).lower()
         years = _ORDINALS.index(word) + 1 if word in _ORDINALS else int(re.sub(r"\D", "", word))
@@ -156,6 +163,8 @@ def expiration_date(text: str, low: str, start_term: Term, made: Term | None = N
             return Term("expiration_date", value=end.isoformat(), display=end.strftime("%-d %B %Y"),
                         quote=quote(text, a, b), start=a)
         periods = _term_periods(head)
+        if periods and _THEN_UNTIL_ENDED.search(head):  # a first period, then on until a party ends it
+            return _perpetual(text, a, b)
         if periods and periods[0].unit in ("years", "months"):
             starts = [d for d in find_dates(text, a, a + len(head))
                       if d.has_day and _START_WORDS.search(text[max(a, d.start - 40):d.start])]
