@@ -9,31 +9,31 @@ the gateway, the fake Slack Web API (real HTTP)."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
 from prefect.deployments import run_deployment
+from typer.testing import CliRunner
 
+from clausegate.cli import app
 from clausegate.cli.receipts import check_carried
 from clausegate.review.schemas import Review
 from tests.support.contracts import GATED_PAGES
 from tests.support.gates import wait_for_state
 from tests.support.pdf_factory import make_text_pdf
 from tests.support.served_gates import served_gate_stack
+from tests.support.waiting import wait_until
 
 DEPLOYMENT = "versions-e2e"
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server", "drained_prefect_workers")]
 
 
 def _message(fake, run_id: str, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for (channel, _ts), message in list(fake.messages.items()):
-            if run_id in json.dumps(message["blocks"]):
-                return {**message, "channel": channel}
-        time.sleep(0.2)
-    raise TimeoutError(f"no Slack message for run {run_id}")
+    def posted() -> dict | None:
+        return next(({**message, "channel": channel} for (channel, _ts), message in list(fake.messages.items())
+                     if run_id in json.dumps(message["blocks"])), None)
+
+    return wait_until(posted, timeout, what=f"the Slack message of run {run_id}", step=0.2)
 
 
 def _review(folder, name: str, pages: list[str], **parameters) -> str:
@@ -86,3 +86,13 @@ def test_the_next_version_gates_only_on_the_changed_clause_and_carries_the_other
     assert outcomes["Uncapped Liability"] == "carried" and outcomes["Liquidated Damages"] == "asked_again"
     assert [ok for *_, ok, _ in check_carried(review)] == [True] * len(carried)
     assert review.status == "complete"
+    asked = next(f for f in review.versions.findings if f.category == "Liquidated Damages")
+    assert asked.earlier_decision == "approve" and "~~two~~ **three**" in asked.redline  # in the report too
+
+    # the decided version 2 is signed; the version list shows it
+    out = str(tmp_path / "reports")
+    signed = CliRunner().invoke(app, ["versions", "sign", second, "--by", "Dana Lee", "--date", "2026-12-07",
+                                      "--out", out])
+    assert signed.exit_code == 0, signed.output
+    listing = CliRunner().invoke(app, ["versions", "--out", out], env={"COLUMNS": "250"})
+    assert "signed (Dana Lee, 2026-12-07)" in listing.output and "approved" in listing.output, listing.output
