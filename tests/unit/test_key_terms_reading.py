@@ -229,3 +229,12 @@ def test_a_term_for_so_long_as_a_state_lasts_runs_until_ended() -> None:
 ])
 def test_a_schedules_end_label_a_term_then_until_ended_and_the_end_of_year_n(text: str, value: str) -> None:
     assert read_terms([PREAMBLE + "\n" + text]).terms["expiration_date"].value == value
+
+
+def test_a_confidentiality_duty_that_outlasts_the_agreement_is_not_its_term() -> None:
+    duty = ("8.3 The confidentiality and non-use obligations contained in this Agreement shall continue for the "
+            "duration of this Agreement and thereafter, unless terminated by the Disclosing Party.")
+    assert read_terms([PREAMBLE + "\n" + duty]).terms["expiration_date"].value is None
+    term = "This Agreement as amended shall continue in force until terminated in accordance with Section 10."
+    reading = read_terms([PREAMBLE + "\n" + duty + "\n" + term]).terms["expiration_date"]
+    assert reading.value == "perpetual" and reading.quote.startswith("This Agreement as amended")

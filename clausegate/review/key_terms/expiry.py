@@ -92,6 +92,8 @@ _RUNS_WITHOUT_END = re.compile(r"perpetu\w*\s+(?:thereafter|unless)|in\s+perpetu
 _WITHOUT_END_ANCHOR = ("perpetu", "indefinite", "unlimited", "thereafter")
 _THEN_UNTIL_ENDED = re.compile(r"\b(?:continue|remain)\b[^.;]{0,40}?\bthereafter\s+until\s+(?:it\s+is\s+)?"
                                r"(?:terminated|(?:either|a|one|any)\s+party)", re.IGNORECASE)
+# a duty that lasts as long as the agreement (or beyond it) says nothing of the agreement's own end
+_OTHER_DUTY = re.compile(r"confidential|non-?use\b|non-?compet|non-?solicit", re.IGNORECASE)
 _THIS_AGREEMENT = re.compile(r"\b(?:this|the)\s+agreement\b[^.;]*$", re.IGNORECASE)
 _END_WORDS = re.compile(r"\b(?:expire|expiring|expiration|terminate|terminating|end|ending|through|until|to|thru|"
                         r"conclud\w*)\b[^.;]{0,40}$", re.IGNORECASE)
@@ -190,7 +192,7 @@ def expiration_date(text: str, low: str, start_term: Term, made: Term | None = N
             return Term("expiration_date", value=end.isoformat(), display=end.strftime("%-d %B %Y"),
                         quote=quote(text, a, b), start=a,
                         extra={"term": periods[0].text(), **({"begins": starts[0]} if starts else {})})
-        if _PERPETUAL.search(head):
+        if _PERPETUAL.search(head) and not _OTHER_DUTY.search(head):
             return _perpetual(text, a, b)
     ranged = _date_range(text, low)
     if ranged is not None:
@@ -198,7 +200,8 @@ def expiration_date(text: str, low: str, start_term: Term, made: Term | None = N
     for m in near(_RUNS_WITHOUT_END, _WITHOUT_END_ANCHOR, low):
         if _THIS_AGREEMENT.search(text, max(0, m.start() - 160), m.start()):
             a, b = sentence_bounds(text, m.start(), m.end())
-            return _perpetual(text, a, b)
+            if not _OTHER_DUTY.search(text, a, b):
+                return _perpetual(text, a, b)
     return Term("expiration_date")
 
 
