@@ -1,18 +1,12 @@
-"""`clausegate versions`: the versions of each contract reviewed into a reports folder, with a status per version,
-and the earlier review a new one most likely revises (the same parties and title).
-
-A contract's versions are the reports whose *Document Name* and *Parties* findings read the same (words only,
-case aside), in the order they were written.  A version's status: **our draft** (the first), **counterparty's
-revision** (a later one), **approved** (every decision on it approves, none asked again), **changes requested**
-or **needs legal** (its decisions say so), **signed** (``clausegate versions sign``: who signed it and when, in the
-audit log and beside its report; refused while a gate of it is undecided, clausegate/review/versions/signing.py).
+"""`clausegate versions`: the versions of each contract reviewed into a reports folder, with a status per version
+(clausegate/review/versions/catalog.py), and the earlier review a new one most likely revises (the same parties and
+title); `clausegate versions sign`: who signed a version and when, in the audit log and beside its report, refused
+while a gate of it is undecided (clausegate/review/versions/signing.py).
 """
 
 from __future__ import annotations
 
 import getpass
-import json
-import re
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,46 +18,7 @@ from rich.table import Table
 from clausegate.cli.typer_app import app, console
 from clausegate.errors import ClauseGateError
 from clausegate.review.versions import signing
-
-_WORDS = re.compile(r"[a-z0-9]+")
-IDENTITY = ("Document Name", "Parties")
-
-
-def identity(review: dict[str, Any]) -> tuple[str, ...] | None:
-    """The contract's title and parties as its findings read them (None when neither was found)."""
-    found = {}
-    for clause in review.get("clauses", []):
-        if clause.get("category") in IDENTITY and clause["category"] not in found:
-            found[clause["category"]] = " ".join(_WORDS.findall(clause.get("text", "").lower()))
-    return tuple(found.get(c, "") for c in IDENTITY) if found else None
-
-
-def reports(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """The review reports in ``folder``, oldest first."""
-    out = []
-    for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime):
-        try:
-            review = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(review, dict) and "contract_id" in review and "clauses" in review:
-            out.append((path, review))
-    return out
-
-
-def version_status(review: dict[str, Any], first: bool, signatures: list[signing.Signature] = ()) -> str:
-    if signatures:
-        return "signed (" + "; ".join(f"{s.signed_by}, {s.signed_on:%Y-%m-%d}" for s in signatures) + ")"
-    decisions = [d.get("decision") for d in review.get("decisions", [])]
-    asked = [f for f in (review.get("versions") or {}).get("findings", []) if f.get("outcome") == "asked_again"]
-    if "escalate" in decisions or review.get("status") == "needs_legal":
-        return "needs legal"
-    if "changes" in decisions or review.get("status") == "changes_requested":
-        return "changes requested"
-    if decisions and set(decisions) == {"approve"} and review.get("status") == "complete" and not any(
-            d.get("decision") is None for d in asked):
-        return "approved"
-    return "our draft" if first else "counterparty's revision"
+from clausegate.review.versions.catalog import identity, reports, version_status
 
 
 def proposal(review: dict[str, Any], folder: Path) -> dict[str, Any] | None:

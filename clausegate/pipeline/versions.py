@@ -28,6 +28,7 @@ from pathlib import Path
 
 from prefect import get_client
 from prefect.exceptions import ObjectNotFound
+from prefect.runtime import flow_run
 
 from clausegate.errors import ConfigurationError
 from clausegate.gates import findings as per_finding
@@ -47,7 +48,8 @@ from clausegate.review.versions.carry import (
     category_carries,
     signed_decision_of,
 )
-from clausegate.review.versions.model import CarriedFrom, VersionChange, VersionFinding, Versions
+from clausegate.review.versions.catalog import earlier_versions
+from clausegate.review.versions.model import CarriedFrom, VersionChange, VersionEntry, VersionFinding, Versions
 
 logger = logging.getLogger("clausegate.pipeline.versions")
 STRICTER = {"approve": 0, "changes": 1, "escalate": 2}
@@ -199,11 +201,24 @@ def carry_step(review: Review, document: ParsedDocument | None, book: Playbook,
             still.append(category)
             reasons += [_asked_again(o, earlier_doc.filename) for o in changed.values()]
     versions = Versions(revises=run_id or revises, revises_filename=earlier_doc.filename, counts=comparison.counts(),
-                        changes=changes, findings=findings)
+                        changes=changes, findings=findings, history=_history(review, run_id))
     logger.info("versions: %s against %s; %d gated categories carried, %d asked again", comparison.counts(),
                 earlier_doc.filename, len(carried), len(still))
     return review.model_copy(update={"versions": versions, "gated_categories": still,
                                      "gate_reasons": [*reasons, *review.gate_reasons]}), carried
+
+
+def _history(review: Review, run_id: str | None) -> list[VersionEntry]:
+    """The contract's earlier versions in this run's reports folder (its ``out_dir`` parameter, else the flow's
+    default ``reports``): the review it revises (``run_id``) and its own earlier ones, and any of the same title and
+    parties; each with its status now; [] when the folder cannot be read."""
+    folder = Path(str(flow_run.parameters.get("out_dir") or "reports"))
+    try:
+        return earlier_versions(folder, review.model_dump(mode="json", include={"clauses", "flow_run_id"}),
+                               run_id)
+    except OSError as error:
+        logger.warning("versions: the reports folder %s could not be read for the version list: %s", folder, error)
+        return []
 
 
 def carried_decision(outcome: Carried) -> GateDecision:

@@ -88,6 +88,8 @@ def test_the_next_version_gates_only_on_the_changed_clause_and_carries_the_other
     assert review.status == "complete"
     asked = next(f for f in review.versions.findings if f.category == "Liquidated Damages")
     assert asked.earlier_decision == "approve" and "~~two~~ **three**" in asked.redline  # in the report too
+    assert [(e.filename, e.review_id, e.status) for e in review.versions.history] == [("msa-v1.pdf", first,
+                                                                                       "approved")]
 
     # the decided version 2 is signed; the version list shows it
     out = str(tmp_path / "reports")

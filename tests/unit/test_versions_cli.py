@@ -82,3 +82,43 @@ def test_undecided_names_what_waits() -> None:
                       "decisions": [cap]}) == []
     assert undecided({"status": "complete", "gated_categories": [], "decisions": []}) == []
     assert undecided({"status": "pending_decision", "gated_categories": []}) == ["the review waits for a decision"]
+
+
+def test_the_report_lists_the_earlier_versions_with_their_status(tmp_path) -> None:
+    """The versions a review revises (its chain of `revises`) and those of the same title and parties, oldest
+    first, each with its status (signed included); the report's Versions section shows them above this one."""
+    from datetime import UTC, date, datetime
+
+    from clausegate.review.schemas import GateDecision, Review
+    from clausegate.review.versions.catalog import earlier_versions
+    from clausegate.review.versions.model import Versions
+    from clausegate.review.versions.report import version_lines
+    from clausegate.review.versions.signing import Signature, add_signature
+
+    approve = [{"gate": "g", "categories": ["Cap on Liability"], "decision": "approve"}]
+    _report(tmp_path, "acme-v1.pdf", "a", "Acme Inc. and Beta LLC", 1_000, decisions=approve)
+    # no title or parties read: found through the chain of `revises` only
+    v2 = {"contract_id": "b" * 64, "filename": "acme-v2.docx", "status": "complete", "flow_run_id": "run-v2",
+          "clauses": [], "decisions": approve, "versions": {"revises": "run-acme-v1.pdf"}}
+    (tmp_path / "acme-v2.json").write_text(json.dumps(v2))
+    os.utime(tmp_path / "acme-v2.json", (2_000, 2_000))
+    _report(tmp_path, "other.pdf", "c", "Gamma Corp and Beta LLC", 3_000)
+    add_signature(tmp_path / "acme-v2.json", Signature(
+        flow_run_id="run-v2", contract_id="b" * 64, filename="acme-v2.docx", signed_by="Dana Lee",
+        signed_on=date(2026, 12, 1), recorded_by="ops", recorded_at=datetime(2026, 12, 1, tzinfo=UTC),
+        audit_event="e"))
+    v3 = {"contract_id": "d" * 64, "flow_run_id": "run-v3", "clauses": []}
+    history = earlier_versions(tmp_path, v3, "run-v2")
+    assert [(e.filename, e.review_id, e.status) for e in history] == [
+        ("acme-v1.pdf", "run-acme-v1.pdf", "approved"), ("acme-v2.docx", "run-v2", "signed (Dana Lee, 2026-12-01)")]
+    assert earlier_versions(tmp_path, v3, None) == []  # neither named nor the same title and parties
+    assert earlier_versions(tmp_path / "missing", v3, "run-v2") == []
+
+    review = Review(contract_id="d" * 64, filename="acme-v3.docx", playbook="default", status="pending_decision",
+                    extractor="offline", flow_run_id="run-v3", versions=Versions(revises="run-v2", history=history),
+                    decisions=[GateDecision(gate="g", categories=["Cap on Liability"], decision="changes",
+                                            reviewer="dana", decided_at=datetime(2026, 12, 2, tzinfo=UTC))])
+    text = "\n".join(version_lines(review))
+    assert "| v1 | acme-v1.pdf | `run-acme` | approved |" in text
+    assert "| v2 | acme-v2.docx | `run-v2` | signed (Dana Lee, 2026-12-01) |" in text
+    assert "| v3 (this one) | acme-v3.docx | `run-v3` | changes requested |" in text

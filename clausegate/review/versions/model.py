@@ -51,6 +51,14 @@ class VersionFinding(_Model):
     redline: str = ""
 
 
+class VersionEntry(_Model):
+    """An earlier version of the contract in the reports folder, as the version list reads it (catalog.py)."""
+
+    filename: str
+    review_id: str = ""
+    status: str
+
+
 class Versions(_Model):
     """This review as the next version of an earlier one: what changed and what its decisions carry."""
 
@@ -60,6 +68,8 @@ class Versions(_Model):
     counts: dict[str, int] = Field(default_factory=dict, description="clauses unchanged/changed/moved/added/removed")
     changes: list[VersionChange] = []
     findings: list[VersionFinding] = []
+    history: list[VersionEntry] = Field(default_factory=list, description="the contract's earlier versions in the "
+                                        "reports folder when this review was written, each with its status")
 
     def filename_or(self, fallback: str) -> str:
         return self.revises_filename or fallback

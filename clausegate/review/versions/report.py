@@ -5,6 +5,7 @@ carried (who, when, the receipt) or the finding was asked again (the earlier dec
 from __future__ import annotations
 
 from clausegate.review.schemas import Review
+from clausegate.review.versions.catalog import version_status
 
 STATUS_WORDS = {"changed": "changed", "moved": "moved (words unchanged)", "added": "added", "removed": "removed"}
 MAX_SHOWN = 40
@@ -25,6 +26,12 @@ def version_lines(review: Review) -> list[str]:
     lines = ["", f"## Versions: revises {_cell(v.filename_or(v.revises))} ({named})", "",
              f"Clauses compared by their words (layout, line breaks, hyphenation, page furniture and PDF ↔ .docx "
              f"never count): {counts or 'nothing to compare'}."]
+    if v.history:
+        lines += ["", "| Version | File | Review id | Version status |", "|---|---|---|---|"]
+        lines += [f"| v{n} | {_cell(e.filename, 80)} | `{e.review_id[:8] or '-'}` | {_cell(e.status, 120)} |"
+                  for n, e in enumerate(v.history, 1)]
+        lines.append(f"| v{len(v.history) + 1} (this one) | {_cell(review.filename, 80)} | "
+                     f"`{review.flow_run_id[:8] or '-'}` | {version_status(review.model_dump(mode='json'), False)} |")
     decided = {(d.categories[0], d.carried.role): d for d in review.decisions if d.carried is not None and d.categories}
     if v.findings:
         lines += ["", "| Finding | This version | Earlier decision | Why |", "|---|---|---|---|"]
