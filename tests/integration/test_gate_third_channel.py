@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from clausegate.config import slack_block_name
 from clausegate.gates import channels as gate_channels
-from clausegate.gates import findings, rounds, store
+from clausegate.gates import findings, resolve_gate, rounds, store
 from clausegate.gates.channel import Channel, ChannelUndelivered, reaches
 from clausegate.gates.model import GateRecord
 from clausegate.gateway import GatewayConfig, create_app
@@ -258,6 +258,8 @@ def test_a_gate_asks_through_the_third_channel_and_its_verified_answers_are_reco
 def test_a_one_decision_gate_answered_through_the_third_channel_is_attributed_to_the_verified_user(hook):
     webhook, gateway = hook
     record = one_decision_gate([], reviewers=["U0LOU"])
+    unknown = resolve_gate(record.flow_run_id, "approve", reviewer="U0LOU", via="pager", verified="U0LOU")
+    assert unknown.kind == "rejected" and "hook" in unknown.message  # a name not in the table is no path
     refused = send_answer(gateway, "U0EVE", record, "approve")  # signed, but not one of the gate's reviewers
     assert (refused.status_code, refused.json()["reason"]) == (409, "not_in_role"), refused.text
     done = send_answer(gateway, "U0LOU", record, "escalate")
