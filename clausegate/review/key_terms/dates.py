@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import lru_cache
 
 from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
@@ -60,8 +61,16 @@ def parse_date(text: str) -> date | None:
         return None
 
 
-_ANCHOR = re.compile(r"(?:19|20)\d\d\b|\d[/.-]\d\d?\b")  # a year or a numeric date's tail: where a date ends
+# a year (19xx, 20xx) or a numeric date's tail: where a date ends.  Written to start with a digit so that ``re``
+# skips to the next digit in C (``(?:19|20)\d\d\b|\d[/.-]\d\d?\b``, the same matches, tries every position: 3x slower)
+_ANCHOR = re.compile(r"\d(?:(?<=1)9\d\d\b|(?<=2)0\d\d\b|[/.-]\d\d?\b)")
 _LEAD = 40  # the longest date written before its year ("the 12th day of September, ")
+
+
+def year_ends(text: str) -> list[int]:
+    """Where each year (or numeric date's tail) that can end a date ends, in order: ``find_dates`` finds a date only
+    where one of these lies."""
+    return [m.end() for m in _ANCHOR.finditer(text)]
 
 
 def find_dates(text: str, start: int = 0, end: int | None = None) -> list[FoundDate]:
@@ -81,6 +90,12 @@ def find_dates(text: str, start: int = 0, end: int | None = None) -> list[FoundD
                 found.append(FoundDate(value=value, start=m.start(), end=m.end(), has_day=m.group("my") is None))
             break
     return found
+
+
+@lru_cache(maxsize=64)
+def flat_text(text: str) -> str:
+    """``figures.normalise(text)``, kept for the sentences read twice (their periods, then the words around them)."""
+    return normalise(text)
 
 
 _UNIT = {"day": "days", "week": "weeks", "month": "months", "year": "years"}
@@ -117,7 +132,7 @@ class Duration:
 
 def durations(text: str) -> list[tuple[Duration, int, int]]:
     """The periods of ``text`` (normalised: number words as digits) with their offsets in the normalised text."""
-    flat = normalise(text)
+    flat = flat_text(text)
     out = [(Duration(float(m.group(1)), _UNIT[m.group(2).lower()]), m.start(), m.end())
            for m in _DURATION.finditer(flat) if 0 < float(m.group(1)) <= 1200]
     for m in _EVERY.finditer(flat):

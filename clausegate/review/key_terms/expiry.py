@@ -7,11 +7,11 @@ Developed on CUAD's TRAIN contracts (``python bench/key_terms.py --split train -
 
 from __future__ import annotations
 
+import bisect
 import re
 from datetime import date
 
-from clausegate.review.figures import normalise
-from clausegate.review.key_terms.dates import Duration, FoundDate, add, durations, find_dates
+from clausegate.review.key_terms.dates import Duration, FoundDate, add, durations, find_dates, flat_text, year_ends
 from clausegate.review.key_terms.extract import (
     _NOTICE_AFTER,
     _NOTICE_BEFORE,
@@ -45,6 +45,7 @@ _NAMED_AFTER = re.compile(r"\s*,?\s*\(\s*(?:the|such\s+date\s+being\s+the|herein
 _SIGNING_DAY = re.compile(r"\b(?:Execution|Signing|Signature)\b")  # a named date that is the day it is signed
 _RANGE_WORD = re.compile(r"term")
 _RANGE_HITS = 60  # the words "term" whose sentences are read for a date range, at most
+_RANGE_REACH = 300  # how far after "term" a range's second date can end: 80 + two dates (<= 40 + 6 each) + its gap
 _RANGE_GAP = re.compile(r"\s*(?:\([^()]{0,30}\)\s*)?(?:-|–|to|through|thru|until|and\s+end(?:s|ing)?(?:\s+on)?)\s*"
                         r"(?:and\s+including\s+)?", re.IGNORECASE)
 # (an end that comes automatically is no renewal: "will end automatically", "automatically terminate")
@@ -56,9 +57,9 @@ _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 _ANNIVERSARY = re.compile(rf"\b({'|'.join(_ORDINALS)}|\d{{1,2}}\s?(?:st|nd|rd|th|t\s?h))"
                           r"\s*(?:\(\d{1,2}\s?(?:st|nd|rd|th|t\s?h)\)\s*)?anniversary\b", re.IGNORECASE)
 _END_OF_YEAR_N = re.compile(r"\bend\s+of\s+(?:Contract\s+)?Year\s+(\d{1,2})\b")
-_DATE_WORD = ("date", "end")
+_DATE_WORD = ("date", "end:", "end :")  # _END_LABEL's fixed strings ("end" alone hits "amend", "extend")
 _END_LABEL = re.compile(r"\b(?:termination|expiration|expiry|end)\s+date[\"”]?\s*"
-                        r"(?::|means|shall\s+(?:be|mean)|is)?\s*|\b(?:contract|agreement|term)\s+end\s*:\s*")
+                        r"(?::|means|shall\s+(?:be|mean)|is)?\s*|\b(?:contract|agreement|term)\s+end\s?:\s*")
 _NOT_THE_TERM = re.compile(r"(?:during|throughout|within|after|following|in|for|of|beyond|upon|over|before|prior\s+to|"
                            r"end\s+of|expiration\s+of)\s+(?:the|this|such|any)\s+$")
 # the same before "term" itself, also with a few words between or no article ("during the initial three year term
@@ -104,7 +105,7 @@ _AFTER_THE_END = re.compile(r"\s*(?:after|following|from)\s+(?:the\s+)?(?:termin
 def _term_periods(sentence: str) -> list[Duration]:
     """The durations of a term sentence that are the term's length, not a notice or payment period."""
     out = []
-    flat = normalise(sentence)
+    flat = flat_text(sentence)
     for period, s, e in durations(sentence):
         if _NOTICE_AFTER.match(flat[e:e + 30]) or _NOTICE_BEFORE.search(flat[max(0, s - 25):s]):
             continue
@@ -228,14 +229,18 @@ def _date_range(text: str, low: str) -> Term | None:
     """A term stated as a range of dates just after the word "term" in a sentence no term pattern read ("a fixed
     term Joint Venture beginning November 27, 2018 and ending November 30th, 2019", "Terms of the project: 12 weeks
     from February 8, 2018 to May 3, 2018"): the range's end."""
-    dates: dict[tuple[int, int], list] = {}
+    years = year_ends(text)
     for count, hit in enumerate(_RANGE_WORD.finditer(low)):
         if count >= _RANGE_HITS:
             break
+        # the first date starts within 80 characters of "term", the second one gap after it: two dates near first
+        if bisect.bisect_left(years, hit.end() + _RANGE_REACH) - bisect.bisect_left(years, hit.end()) < 2:
+            continue  # fewer than two dates can end there: no range (cheaper than reading the window's dates)
+        near_dates = [d for d in find_dates(text, hit.end(), hit.end() + _RANGE_REACH) if d.has_day]
+        if len(near_dates) < 2 or near_dates[0].start - hit.end() > 80:
+            continue
         a, b = sentence_bounds(text, hit.start(), hit.end())
-        if (a, b) not in dates:
-            dates[(a, b)] = [d for d in find_dates(text, a, b) if d.has_day]
-        found = [d for d in dates[(a, b)] if d.start >= hit.end()]
+        found = [d for d in near_dates if d.end <= b]
         for first, second in zip(found, found[1:], strict=False):
             if (first.start - hit.end() <= 80 and second.value > first.value
                     and _RANGE_GAP.fullmatch(text, first.end, second.start)):

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from clausegate.review.figures import normalise
 from clausegate.review.figures import read as read_figures
-from clausegate.review.key_terms.dates import DATE_RE, FoundDate, durations, find_dates
+from clausegate.review.key_terms.dates import DATE_RE, FoundDate, durations, find_dates, flat_text
 from clausegate.review.key_terms.jurisdictions import jurisdiction_at
 from clausegate.review.key_terms.scan import near
 
@@ -59,6 +58,8 @@ _RECITAL = re.compile(r"WHEREAS|Whereas|that\s+certain|pursuant\s+to|under\s+the
 _DATE_CUE = re.compile(r"(?:as\s+of|dated|made|entered\s+into|this|day\s+of|effective|\bon|date\s*:?)\s*(?:the\s+)?$",
                        re.IGNORECASE)
 _DATE_LABEL = re.compile(r"\bDated?\s*:\s*$", re.IGNORECASE)
+_DATE_LABEL_WORD = re.compile(r"dated?\s*:\s*")  # where _DATE_LABEL can end, over the lowered text
+_DATE_REACH = 60  # a date just after its label: its own length
 WINDOW = 700  # the longest sentence read around a keyword, in characters either side
 
 
@@ -137,16 +138,19 @@ def _recital(text: str, found: FoundDate) -> bool:
                 or re.search(r"WHEREAS|RECITAL", text[max(start, found.start - 600):found.start]))
 
 
-def agreement_date(text: str) -> Term:
+def agreement_date(text: str, low: str | None = None) -> Term:
     """The date the contract is made: the preamble's first date (not one a recital gives another agreement),
-    else the last date a signature block gives ("Date: …")."""
+    else the last date a signature block gives ("Date: …"); ``low``: the text lowered (same length)."""
     a, b = preamble(text)
     found = [d for d in find_dates(text, a, b) if d.has_day and not _recital(text, d)]
     cued = [d for d in found if _DATE_CUE.search(text, max(0, d.start - 30), d.start)]
     found = cued or found
     found = found or [d for d in find_dates(text, 0, 3000) if d.has_day and not _recital(text, d)]
-    if not found:
-        found = [d for d in find_dates(text) if d.has_day and _DATE_LABEL.search(text, max(0, d.start - 15), d.start)]
+    if not found:  # the last "Date: …" (a signature block's): only the text just after each label is read for a date
+        labelled = (find_dates(text, m.end(), m.end() + _DATE_REACH) for m in _DATE_LABEL_WORD.finditer(
+            text.lower() if low is None else low))
+        found = [d for ds in labelled for d in ds[:1]
+                 if d.has_day and _DATE_LABEL.search(text, max(0, d.start - 15), d.start)]
         found = found[-1:]
     if not found:
         return Term("agreement_date")
@@ -202,7 +206,7 @@ def renewal_and_notice(text: str, low: str) -> tuple[Term, Term]:
         sentence = text[a:b]
         if re.search(r"\brenewal\s+(?:fee|royalt|payment|price|rate)|\bre-?negotiat", sentence, re.IGNORECASE):
             continue
-        flat = normalise(sentence)
+        flat = flat_text(sentence)
         kw = _RENEW.search(flat.lower())
         if not kw:
             continue

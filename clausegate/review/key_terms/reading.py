@@ -20,8 +20,10 @@ from clausegate.review.key_terms.extract import (
 from clausegate.review.key_terms.parties import parties
 
 PAGE_JOIN = "\n\n"
-_STAMP = re.compile(r"Source:\s+[^\n]{0,100}?,\s*[0-9A-Z][^,\n]{0,30},\s*\d{1,2}/\d{1,2}/\d{2,4}"  # EDGAR's stamp
-                    r"|(?:pursuant\s+to\s+)?Rule\s+(?:406|24b-2)\b[^.]{0,120}?,\s+as\s+amended\b")  # a redaction legend
+# EDGAR's stamp and a redaction legend's cue words, blanked; each pattern starts with a fixed string, so ``re``
+# scans for it quickly (an alternation at the start would try every position of the text)
+_STAMP = re.compile(r"Source:\s+[^\n]{0,100}?,\s*[0-9A-Z][^,\n]{0,30},\s*\d{1,2}/\d{1,2}/\d{2,4}")
+_LEGEND = re.compile(r"pursuant\s+to\s+Rule\s+(?:406|24b-2)\b[^.]{0,120}?,\s+as\s+amended\b")
 
 
 @dataclass
@@ -42,11 +44,13 @@ def read_terms(pages: list[str]) -> Reading:
     for page in pages:
         starts.append(pos)
         pos += len(page) + len(PAGE_JOIN)
-    text = _STAMP.sub(lambda m: " " * len(m.group(0)), PAGE_JOIN.join(pages))  # the filing's stamp and legend
+    text = PAGE_JOIN.join(pages)
+    for boilerplate in (_STAMP, _LEGEND):  # the filing's, not the contract's words
+        text = boilerplate.sub(lambda m: " " * len(m.group(0)), text)
     low = text.lower()
     if len(low) != len(text):  # a character whose lower case is longer ("İ"): scan the text itself
         low = text
-    agreed = agreement_date(text)
+    agreed = agreement_date(text, low)
     effective = effective_date(text, low, agreed)
     expiry = expiration_date(text, low, effective if effective.value else agreed, agreed)
     begins = expiry.extra.pop("begins", None)
