@@ -35,8 +35,11 @@ def deployed(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def worker(deployed, fake_slack, tmp_path_factory):
+    """A process worker with a warm-start process, as `clausegate up` starts it by default: its flow runs fork
+    from a preloaded Python instead of starting a new one each (the nightly batch's chunk runs, the alerts)."""
     log = tmp_path_factory.mktemp("worker") / "worker.log"
-    proc = start_worker(log, name="deploy-test-worker", limit=4, extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
+    proc = start_worker(log, name="deploy-test-worker", limit=4, extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK},
+                        warm=True)
     yield proc
     stop_worker(proc)
 
