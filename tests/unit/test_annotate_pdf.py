@@ -131,14 +131,16 @@ class _Marks(HTMLParser):
         super().__init__()
         self.by_finding: dict[int, list[str]] = {}
         self.anchors: list[str] = []
+        self.notes: dict[str, str] = {}
         self._open: list[int] | None = None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
+        if tag in ("mark", "a") and "id" in attrs:
+            self.anchors.append(attrs["id"])
+            self.notes[attrs["id"]] = attrs.get("title", "")
         if tag == "mark":
             self._open = [int(i) for i in attrs["data-findings"].split()]
-            if "id" in attrs:
-                self.anchors.append(attrs["id"])
 
     def handle_endtag(self, tag):
         if tag == "mark":
@@ -168,3 +170,19 @@ def test_a_text_review_gets_an_html_page_with_each_finding_marked_once():
     assert " ".join("".join(marks.by_finding[3]).split()) == overlapping.text
     assert page.count('href="#finding-') == 3
     assert html.STYLE in page
+
+
+def test_two_findings_on_the_same_text_each_get_an_anchor_and_a_note_in_the_html_page():
+    text = "\n\n".join(("1. Definitions.", LIABILITY, PAYMENT))
+    document = ParsedDocument(contract_id="2" * 64, filename="c.txt", format="text",
+                              pages=[Page(number=1, text=text, start=0)])
+    twice = [Clause(category=c, text=LIABILITY, pages=[1], confidence=0.8, source="offline")
+             for c in ("Uncapped Liability", "Cap on Liability")]
+    placed, _, _ = place(document, twice, [])
+    copy = annotating.annotate(review("text", placed), b"", document, memory_mb=512, timeout_seconds=10)
+    marks = _Marks()
+    marks.feed(copy.data.decode())
+    assert sorted(marks.anchors) == ["finding-1", "finding-2"] and copy.data.decode().count('href="#finding-') == 2
+    assert marks.notes["finding-1"].startswith("ClauseGate #1 · Uncapped Liability")
+    assert marks.notes["finding-2"].startswith("ClauseGate #2 · Cap on Liability")
+    assert " ".join("".join(marks.by_finding[1]).split()) == " ".join("".join(marks.by_finding[2]).split()) == LIABILITY

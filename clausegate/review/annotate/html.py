@@ -3,7 +3,8 @@
 The findings' places are the review's own character spans (``Clause.span``, :mod:`clausegate.review.locate`) in
 the document's text (its parts joined).  Overlapping findings cut the text at every span boundary: each piece is one
 ``<mark>`` listing the findings it belongs to (``data-findings``), the first piece of a finding carrying its anchor
-(``id="finding-N"``) and its note (``title``); a list of the findings with links to them opens the page.  The
+(``id="finding-N"``) and its note (``title``; a finding that starts where another does: an ``<a>`` of its own with
+both, just before the shared mark); a list of the findings with links to them opens the page.  The
 contract's text is escaped and the page loads nothing (a Content-Security-Policy of ``default-src 'none'``).
 """
 
@@ -38,6 +39,8 @@ def render(document: ParsedDocument, notes: list[Note], title: str, gated: set[s
         attrs = f' data-findings="{" ".join(str(i + 1) for i in inside)}"'
         if first:
             attrs += f' id="finding-{first[0] + 1}" title="{escape(by_index[first[0]].text)}"'
+        # a finding that starts where another does: its own anchor and note just before the shared mark
+        body.extend(f'<a id="finding-{i + 1}" title="{escape(by_index[i].text)}"></a>' for i in first[1:])
         css = "gate" if any(by_index[i].clause.category in gated for i in inside) else ""
         body.append(f'<mark class="{css}"{attrs}>{piece}</mark>')
     items = []
