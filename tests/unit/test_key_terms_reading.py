@@ -238,3 +238,11 @@ def test_a_confidentiality_duty_that_outlasts_the_agreement_is_not_its_term() ->
     term = "This Agreement as amended shall continue in force until terminated in accordance with Section 10."
     reading = read_terms([PREAMBLE + "\n" + duty + "\n" + term]).terms["expiration_date"]
     assert reading.value == "perpetual" and reading.quote.startswith("This Agreement as amended")
+
+
+@pytest.mark.parametrize("signer", ["A Inc.", "İstanbul Ticaret A.Ş."])  # "İ" lowers to two characters
+def test_a_contract_dated_only_in_its_signature_block(signer: str) -> None:
+    filler = "The parties shall cooperate in good faith on the matters listed in the schedule. " * 60
+    text = (f"SERVICES AGREEMENT between {signer} and B LLC.\n\n{filler}\n\nDate: 3 March 2012\n\n{filler}\n\n"
+            "Signed by A\nDate: May 8, 2014\n")
+    assert read_terms([text]).terms["agreement_date"].value == "2014-05-08"  # the last label's date

@@ -58,7 +58,7 @@ _RECITAL = re.compile(r"WHEREAS|Whereas|that\s+certain|pursuant\s+to|under\s+the
 _DATE_CUE = re.compile(r"(?:as\s+of|dated|made|entered\s+into|this|day\s+of|effective|\bon|date\s*:?)\s*(?:the\s+)?$",
                        re.IGNORECASE)
 _DATE_LABEL = re.compile(r"\bDated?\s*:\s*$", re.IGNORECASE)
-_DATE_LABEL_WORD = re.compile(r"dated?\s*:\s*")  # where _DATE_LABEL can end, over the lowered text
+_DATE_LABEL_WORD = re.compile(r"dated?\s*:\s*", re.IGNORECASE)  # where _DATE_LABEL can end
 _DATE_REACH = 60  # a date just after its label: its own length
 WINDOW = 700  # the longest sentence read around a keyword, in characters either side
 
