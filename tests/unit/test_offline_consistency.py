@@ -94,8 +94,8 @@ def test_negation_and_direction():
     assert moved(none, "Third Party Beneficiary") < 0 < moved(named, "Third Party Beneficiary")
     assert moved("Playboy is an intended third-party beneficiary of this Contract.", "Third Party Beneficiary") > 0
     assignment = "Neither party may assign this Agreement without the prior written consent of the other party."
-    merger = ("Neither party may assign this Agreement without consent, except to a successor in connection with a "
-              "merger or a sale of all or substantially all of its assets.")
+    merger = ("Neither party may assign this Agreement, including by a merger or a sale of all or substantially all "
+              "of its assets, without the prior written consent of the other party.")
     assert moved(assignment, "Change of Control") < 0 and moved(merger, "Change of Control") == 0
 
 

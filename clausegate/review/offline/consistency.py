@@ -81,6 +81,18 @@ CONTROL = _rx(r"control|merge|merger|consolidat|reorgani|acqui|substantially all
               r"|shares|equity|voting|ownership|amalgamat|change (?:in|of)|spin|divest|sale of (?:all|the|its"
               r"|substantially)|bankrupt|insolven|purchase of (?:all|substantially)|successor")
 ASSIGN = _rx(r"\bassign|transfer")
+# an assignment a party may make *without* consent on a merger or a sale of the business: no consent, no notice,
+# no termination right, so none of CUAD's Change of Control ("consent or notice required ... or a right to terminate")
+ASSIGN_WITHOUT_CONSENT = _rx(r"without[^.;]{0,40}consent[^.;]{0,200}(?:merger|acqui|substantially all|sale of (?:all"
+                             r"|the)|reorgani|consolidat|successor)")
+CONTROL_CUE = _rx(r"change (?:in|of) (?:the )?control|terminat|notice|\bcontrol(?:s|led|ling)?\b[^.;]{0,20}(?:shall|"
+                  r"will)? ?(?:be )?(?:deemed|constitute)")
+# Non-Compete: the confidentiality clause's "not use ... for a competitive product" restricts the information, not
+# the business; a covenant's own words (shall not engage / compete / own ..., not to compete) keep it one
+CONFIDENTIAL_INFORMATION = _rx(r"(?:confidential|proprietary) information")
+NON_COMPETE_CUE = _rx(r"(?:shall|will|agrees? (?:that it will|not to)) not[^.;]{0,60}(?:directly or indirectly"
+                      r"[^.;]{0,20})?\b(?:engage|compete|(?<!its )(?<!their )own\b|manage|operate|participate"
+                      r"|carry on|be (?:employed|engaged|concerned|interested))|non[- ]?compet|not to compete")
 
 # Liquidated Damages: a payment for breach or termination; a price, a fee or a minimum is none
 DAMAGES_CUE = _rx(r"liquidat|penalt|terminat|cancel|breach|default|forfeit|damages|buy[- ]?out|exit fee|break[- ]?up"
@@ -131,6 +143,15 @@ def _assignment_without_control(t: str) -> bool:
     return ASSIGN.search(t) is not None and CONTROL.search(t) is None
 
 
+def _assignment_without_consent(t: str) -> bool:
+    return ASSIGN_WITHOUT_CONSENT.search(t) is not None and CONTROL_CUE.search(t) is None
+
+
+def _confidential_information_use(t: str) -> bool:
+    return (CONFIDENTIAL_INFORMATION.search(t) is not None and NON_COMPETE_CUE.search(t) is None
+            and EXCLUSIVE.search(t) is None)
+
+
 def _fee_table(t: str) -> bool:
     return FEE_TABLE.search(t) is not None and STRONG_DAMAGES_CUE.search(t) is None
 
@@ -156,6 +177,10 @@ RULES: tuple[Rule, ...] = (
     Rule("no third-party beneficiary", ("Third Party Beneficiary",), -3.0, _no_beneficiary),
     Rule("a named third-party beneficiary", ("Third Party Beneficiary",), 3.0, _beneficiary),
     Rule("an assignment without a change of control", ("Change of Control",), -3.0, _assignment_without_control),
+    Rule("an assignment free of consent on a merger is no change of control", ("Change of Control",), -3.0,
+         _assignment_without_consent),
+    Rule("the use of confidential information is no non-compete", ("Non-Compete",), -3.0,
+         _confidential_information_use),
     Rule("no word of damages, breach or termination: no liquidated damages", ("Liquidated Damages",), -3.0,
          _no_damages_cue),
     Rule("a fee table row is no liquidated damages", ("Liquidated Damages",), -3.0, _fee_table),
