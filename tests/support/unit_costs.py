@@ -24,10 +24,10 @@ TEST_SECONDS: dict[str, float] = {}
 MODULE_SECONDS: dict[str, float] = {
     "tests/e2e/test_gate_roles.py": 260,
     "tests/e2e/test_hung_runs.py": 250,
-    "tests/e2e/test_stack.py": 165,
-    "tests/e2e/test_dead_letters.py": 140,
+    "tests/e2e/test_stack.py": 320,
+    "tests/e2e/test_dead_letters.py": 165,
     "tests/e2e/test_gates_e2e.py": 120,
-    "tests/e2e/test_deployments.py": 120,
+    "tests/e2e/test_deployments.py": 110,
     "tests/e2e/test_gates_attribution.py": 100,
     "tests/e2e/test_scaleout_postgres.py": 90,
     "tests/e2e/test_versions_e2e.py": 80,
