@@ -19,6 +19,12 @@ the share is over all contracts x those 3 categories. Printed for both, with the
 * **held out, 78 contracts** (``tools.cuad.is_holdout``; pypdf text cached by ``tools/cuad.py``): the pre-filter
   (unchanged by the rules) and ``extract_offline`` with the layer off and on, as ``bench/extractor.py`` runs them.
 
+``--cascade-sim`` (TRAIN): the noisy cascade simulated on the nested margins, for choosing a rule or the
+cascade's margin on TRAIN: a contract x category within ``W`` log-odds of its fold's threshold is decided by the
+model's answer, right with probability 0.85 (expected counts), any other by the offline reading; printed for
+``W`` in ``SIM_MARGINS`` with the rules and without. ``--exclusions`` (TRAIN): what listing every exclusion of
+indirect or consequential damages with no carve-out as a "possible" Uncapped Liability would add.
+
 Also: contract micro / macro F1 (36 clause categories), found-or-possible recall of the six high-risk categories,
 and, for the contracts where a high-risk category is only "possible" and CUAD labels it, the share whose shown
 passage is a CUAD passage of that category ("possible shows its clause"). CUAD v1, CC BY 4.0.
@@ -229,7 +235,66 @@ def served(texts, L, rules=consistency.RULES, one_reading=()) -> np.ndarray:
     return out
 
 
-def train_cv(dump: Path, ablation: bool) -> dict:
+SIM_MARGINS, SIM_NOISE = (1.5, 1.73, 2.0, 2.5, 3.0), 0.15
+EXCLUSION = consistency._rx(r"(?:in no event|under no circumstances?|neither party|not be liable|no liability)"
+                            r"[^.;]{0,200}(?:indirect|incidental|special|consequential|punitive|exemplary)")
+
+
+def margins(L_served, doc_ids, doc_fold, truth, D, weights, L_tuned=None) -> np.ndarray:
+    """Contracts x categories: log-odds of the best passage (with the contract prior) over the fold's extraction
+    threshold (chosen on the other folds' ``L_tuned``), as ``pipeline.cascade`` computes the margin it asks by."""
+    L_tuned = L_served if L_tuned is None else L_tuned
+    n_docs, k = truth.shape
+    out = np.zeros((n_docs, k))
+    for f in np.unique(doc_fold):
+        tr = doc_fold != f
+        mt, ms = np.zeros((n_docs, k)), np.zeros((n_docs, k))
+        np.maximum.at(mt, doc_ids, tune.sigmoid(L_tuned + (weights[f] * D)[doc_ids]))
+        np.maximum.at(ms, doc_ids, tune.sigmoid(L_served + (weights[f] * D)[doc_ids]))
+        for c in range(k):
+            out[~tr, c] = tune.logit(ms[~tr, c]) - tune.logit(T.pick_extract(c)(mt[tr, c], truth[tr, c]))
+    return out
+
+
+def simulated_noisy_f1(M: np.ndarray, truth: np.ndarray, weight: float, noise: float = SIM_NOISE) -> float:
+    """Expected contract micro-F1 when the pairs within ``weight`` of the threshold take a ``noise``-wrong answer."""
+    expected = np.where(np.abs(M) < weight, np.where(truth, 1 - noise, noise), (M >= 0).astype(float))
+    e, t = expected[:, CLAUSE], truth[:, CLAUSE]
+    tp, fp, fn = (e * t).sum(), (e * ~t).sum(), ((1 - e) * t).sum()
+    return float(2 * tp / (2 * tp + fp + fn))
+
+
+def cascade_sim(texts, L, doc_ids, doc_fold, truth, D, weights) -> dict:
+    out = {}
+    print("\nsimulated noisy cascade (TRAIN, nested margins; 15 % wrong answers): expected micro-F1 / share asked")
+    for name, rules in (("without the rules", ()), ("with the rules", consistency.RULES)):
+        M = margins(served(texts, L, rules), doc_ids, doc_fold, truth, D, weights, L)
+        row = {w: (simulated_noisy_f1(M, truth, w), float((np.abs(M[:, CLAUSE]) < w).mean())) for w in SIM_MARGINS}
+        print(f"  {name:18s} " + "  ".join(f"W {w}: {f:.4f} / {a:.3f}" for w, (f, a) in row.items()))
+        out[name] = {str(w): v for w, v in row.items()}
+    return out
+
+
+def exclusions(texts, doc_ids, truth, pred, poss) -> dict:
+    """Contracts with an exclusion of indirect damages and no carve-out, against Uncapped Liability's labels."""
+    c = CATS.index("Uncapped Liability")
+    hit = np.zeros(len(truth), dtype=bool)
+    for i, t in enumerate(texts):
+        low = t.lower()
+        if EXCLUSION.search(low) and consistency.CARVE_OUT.search(low) is None:
+            hit[doc_ids[i]] = True
+    listed, t = pred[:, c] | poss[:, c], truth[:, c]
+    out = {"positives": int(t.sum()), "listed": int(listed.sum()), "listed_labelled": int((listed & t).sum()),
+           "with_exclusion": int(hit.sum()), "with_exclusion_labelled": int((hit & t).sum()),
+           "new_listed": int((hit & ~listed).sum()), "new_listed_labelled": int((hit & ~listed & t).sum())}
+    print("\nUncapped Liability, every exclusion of indirect damages with no carve-out listed as possible (TRAIN): "
+          f"{out['positives']} labelled contracts, {out['listed_labelled']} found or possible of {out['listed']} "
+          f"listed; {out['with_exclusion']} contracts hold such an exclusion ({out['with_exclusion_labelled']} "
+          f"labelled); it would list {out['new_listed']} more, {out['new_listed_labelled']} of them labelled")
+    return out
+
+
+def train_cv(dump: Path, ablation: bool, sim: bool = False, excl: bool = False) -> dict:
     t0 = time.time()
     texts, doc_ids, Y, L, doc_fold, truth, D, weights = load_train(dump)
     print(f"TRAIN loaded in {time.time() - t0:.0f}s", file=sys.stderr)
@@ -237,6 +302,10 @@ def train_cv(dump: Path, ablation: bool) -> dict:
     after = nested(L, served(texts, L), doc_ids, doc_fold, truth, D, weights)
     out = print_table(f"TRAIN, {len(truth)} contracts, nested (thresholds as tuned without the rules)", base[:2],
                       after[:2], truth, possible_shows(*base, truth, Y), possible_shows(*after, truth, Y))
+    if sim:
+        out["cascade_sim"] = cascade_sim(texts, L, doc_ids, doc_fold, truth, D, weights)
+    if excl:
+        out["exclusions"] = exclusions(texts, doc_ids, truth, *after[:2])
     if ablation:
         print("\nablation (TRAIN, nested): micro-F1 / macro-F1 / false gates; found-or-possible recall, high-risk")
 
@@ -321,13 +390,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dump", default=".bench/oof.npz", help="the training script's --dump (OOF logits of TRAIN)")
     ap.add_argument("--ablation", action="store_true", help="each rule alone, all but one, and the rules not kept")
+    ap.add_argument("--cascade-sim", action="store_true", help="TRAIN: the noisy cascade simulated per margin")
+    ap.add_argument("--exclusions", action="store_true", help="TRAIN: every damages exclusion listed as possible UL")
     ap.add_argument("--no-train", action="store_true")
     ap.add_argument("--no-holdout", action="store_true")
     ap.add_argument("--json", default="", help="write the figures here")
     args = ap.parse_args()
     out = {}
     if not args.no_train:
-        out["train"] = train_cv(Path(args.dump), args.ablation)
+        out["train"] = train_cv(Path(args.dump), args.ablation, args.cascade_sim, args.exclusions)
     if not args.no_holdout:
         out["held_out"] = held_out()
     if args.json:
