@@ -1,4 +1,4 @@
-"""The Prefect API is closed to anyone without the stack's credential (issue 9, class 1).
+"""The Prefect API is closed to anyone without the stack's credential.
 
 Real HTTP against a real Prefect server: the session server (started like `clausegate up` starts its
 own, with basic auth) and, in the slow test, a server that `clausegate.stack.lifecycle.up` starts with a credential it

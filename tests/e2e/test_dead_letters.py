@@ -85,7 +85,7 @@ def test_zombie_window_is_configurable_and_guarded(monkeypatch):
     changed = automations.zombie_window(spec)
     assert changed["trigger"]["within"] == 90 and "90 s" in changed["actions"][0]["message"]
     assert "prefect.flow-run.Suspended" in changed["trigger"]["expect"]  # waiting gates stay alive
-    # the window opens on Running too: a process that hangs before its first heartbeat is a zombie (issue 20)
+    # the window opens on Running too: a process that hangs before its first heartbeat is a zombie
     assert {"prefect.flow-run.Running", "prefect.flow-run.heartbeat"} <= set(changed["trigger"]["after"])
     monkeypatch.setenv("CLAUSEGATE_ZOMBIE_SECONDS", "20")
     with pytest.raises(StackError, match="too short"):

@@ -1,9 +1,9 @@
 """A deployed review whose model "confirms" its gated findings at a very low confidence still suspends at the gate.
 
-Issue 20, HIGH 1, with real processes and real HTTP: the session Prefect server, a ``serve`` process running
+With real processes and real HTTP: the session Prefect server, a ``serve`` process running
 the contract-review flow as a deployment, a fake Claude (Messages API on 127.0.0.1) that quotes every gated
-offline finding at confidence 0.01, and a playbook with ``min_confidence: 0.5``. Before the fix the model's
-quote replaced each finding and the threshold dropped it: the run Completed with nothing gated.
+offline finding at confidence 0.01, and a playbook with ``min_confidence: 0.5``. The model's quote must not
+replace a finding: the threshold would drop it and the run would complete with nothing gated.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_a_deployed_run_suspends_when_the_model_confirms_at_low_confidence(tmp_p
             assert model.calls >= 1
             posted = " ".join(str(m["blocks"]) for m in slack.messages.values())
             assert any(category in posted for category, _ in gated)
-            # issue 21 item 5: a run suspended at its gate is not an error in its log
+            # a run suspended at its gate is not an error in its log
             finished = wait_for_log(run.id, "Finished in state Suspended")
             assert finished.level == 20, f"logged at level {finished.level}"
         finally:

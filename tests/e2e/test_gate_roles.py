@@ -1,4 +1,4 @@
-"""End to end (issue 24): per-finding gates with roles, on the real gateway with the fake Slack.
+"""End to end: per-finding gates with roles, on the real gateway with the fake Slack.
 
 Processes as in test_gates_e2e.py: the session Prefect server, ``serve`` of the contract-review deployment,
 the gateway (``clausegate gateway``), the fake Slack Web API (real HTTP, in this process). The playbook

@@ -129,7 +129,7 @@ ALWAYS_RUNS = {"fingerprint", "annotate-contract"}
 CONTENT_STEPS = {"parse-pdf", "prefilter", "extract-clauses"}
 # Each test's contract has a text of its own (a reference line on page 1), so its parse and pre-filter run; the
 # line is in no kept passage, so the extraction of the same passages is reused from an earlier test's review
-# (the same passages are extracted once: issue 23 item 5) when one ran before in this session.
+# (the same passages are extracted once) when one ran before in this session.
 REUSABLE = {"extract-clauses"}
 
 

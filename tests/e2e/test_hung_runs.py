@@ -1,9 +1,9 @@
-"""Hung flow-run processes (issue 9 class 3, issue 20 items 3 and 4), end to end with real workers and signals.
+"""Hung flow-run processes, end to end with real workers and signals.
 
 The session Prefect server, `prefect deploy` of prefect.yaml, process workers, the zombie-run automation
 (window 45 s, the shortest allowed), a fake Slack and an ops worker on ``high`` that runs ``dead-letters`` (and
 the failure alerts) for all of them.  Four scenarios, each a function in tests/support (its docstring says
-what it stops, how, and what failed before the fix):
+what it stops, how, and the failure it catches):
 
 * gate_skip_scenarios.hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate: a process hung after
   its first heartbeat, its worker up: stopped through Prefect's cancellation, requeued, waits at its gate.

@@ -216,7 +216,7 @@ def test_a_task_at_a_human_gate_shows_its_links_and_the_decision_is_audited(setu
 
 
 def test_a_pasted_clause_and_an_emails_attachments_are_reviewed_to_done(setup, gateway, tmp_path):
-    """Issue 23 items 2-3: a JSON text task and an .eml's PDF and DOCX attachments, each its own task, reviewed by
+    """A JSON text task and an .eml's PDF and DOCX attachments, each its own task, reviewed by
     a real worker through the same source path as an upload."""
     key, root = setup["key"], setup["root"]
     clause = ("Governing Law. This Agreement shall be governed by the laws of the State of New York, and each party "

@@ -1,4 +1,4 @@
-"""Playbook positions end to end (issue 24 item 4): a served contract-review deployment (real process, runner
+"""Playbook positions end to end: a served contract-review deployment (real process, runner
 poll 1 s), the fake Slack (real HTTP) and a playbook with no ``gates`` but a position on Cap on Liability.
 A contract whose cap is 3 months' fees and one with no cap each reach Suspended at a gate whose Slack
 message lists the finding with its verdict (the missing one as "required clause not found", no quote);

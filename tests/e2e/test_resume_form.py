@@ -1,5 +1,5 @@
-"""A per-finding gate's Resume form in the Prefect UI, in headless Chromium (issue 24: "the UI form renders";
-tests/support/browser.py, skipped without Chromium).
+"""A per-finding gate's Resume form renders in the Prefect UI, in headless Chromium (tests/support/browser.py,
+skipped without Chromium).
 
 One real review, suspended by the flow itself at a per-finding gate: a Prefect server with its UI
 (tests/support/prefect_ui.py), ``serve`` of the contract-review deployment, a playbook whose two gated

@@ -207,7 +207,7 @@ def _task_runs(run_id) -> list:
 def gated_pages_of_its_own() -> list[str]:
     """The gated contract with a reference line of its own, so its parse and pre-filter run in this test. The line
     is in no kept passage: the extraction of the same passages may come from an earlier review in the session (the
-    same passages are extracted once, issue 23 item 5)."""
+    same passages are extracted once)."""
     return [GATED_PAGES[0] + f"\nReference: CG-{uuid.uuid4().hex[:10].upper()} (retention).", *GATED_PAGES[1:]]
 
 

@@ -1,4 +1,4 @@
-"""Strict text mode at the gate (issue 20, "Contract text at rest"), with real processes and real HTTP.
+"""Strict text mode at the gate (docs/security.md, *Contract text at rest*), with real processes and real HTTP.
 
 A ``serve`` process runs the ``gate-probe`` deployment (the real ``run_gate`` on a synthetic review) with
 ``CLAUSEGATE_STRICT_TEXT=true``; its run suspends at the gate. Nothing Prefect stores for the run (gate record,

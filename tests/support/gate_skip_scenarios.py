@@ -1,22 +1,22 @@
-"""Two scenarios of a gate a hung review process must not skip (issue 9, class 3), run by
+"""Two scenarios of a gate a hung review process must not skip, run by
 tests/e2e/test_hung_runs.py (real processes, a real Prefect server, the zombie window at 45 s).
 
 Each submits a contract with uncapped liability (a gate) whose parse is slow (about 10 s), stops the
 flow-run process with SIGSTOP as soon as the server has its first heartbeat (so it is Running and has not
 reached the gate: it is still parsing), and lets Prefect and ClauseGate act:
 
-* :func:`hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate`: the issue's scenario — the
+* :func:`hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate`: the common case — the
   worker stays up.  The zombie automation crashes the run, dead-letters stops the stale attempt through
   Prefect's cancellation (the worker that owns the process kills it and frees its
-  slot) and requeues it; the requeued attempt runs and waits at the gate.  Before the fix the worker refused
-  the requeued run ("Duplicate submission") and, once the stale process was continued, it completed the run:
+  slot) and requeues it; the requeued attempt runs and waits at the gate.  The failure it catches: the worker
+  refuses the requeued run ("Duplicate submission") and, once the stale process is continued, it completes the run:
   inbox ``done``, review ``pending_decision``, no decision.
 * :func:`a_stale_process_that_wakes_up_later_changes_nothing`: the whole machine freezes (the worker is
   stopped too, so nobody can kill the process), another worker takes over.  While the requeued attempt runs
   the machine is continued (SIGCONT): the stale process sees that its attempt is no longer the run's current
   one and exits without touching the run; the run waits at the current attempt's gate (also past the zombie
-  window).  Before the fix the stale process raced ahead, posted its own gate message and suspended the run
-  at its (attempt 1) gate; the answer to it then opened yet another gate instead of completing the run.
+  window).  The failure it catches: the stale process races ahead, posts its own gate message and suspends the
+  run at its (attempt 1) gate; the answer to it then opens yet another gate instead of completing the run.
 
 Both then answer the gate and check that the run completes with that decision, and that the inbox never said
 ``done`` before.  Each runs on its own work queue (``queue``) with workers that poll only that queue; an ops
@@ -202,7 +202,7 @@ def _answer_and_finish(run_id, watch: InboxWatch) -> dict:
 
 
 def hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(tmp_path: Path, queue: str) -> None:
-    """The issue's scenario: the worker stays up."""
+    """The common case: the worker stays up."""
     worker = start_worker(tmp_path / "worker.log", name="gate-skip-worker", limit=3, queues=[queue],
                           extra_env={"CLAUSEGATE_SLACK_BLOCK": SLACK_BLOCK})
     watch = InboxWatch(tmp_path)
@@ -218,7 +218,7 @@ def hung_process_is_stopped_and_the_requeued_attempt_reaches_the_gate(tmp_path: 
                      and dead_letters.REQUEUED in _read(run.id).tags, 150, "the requeue")
         requeued_after = time.monotonic() - stopped_at
         stale_alive = alive(pid)
-        if stale_alive:  # (before the fix it was still there, holding its worker slot)
+        if stale_alive:  # (if it is still there, it holds its worker slot)
             os.kill(pid, signal.SIGCONT)
         view = _watch_until(watch, run.id,
                             lambda v: v.state in ("Suspended", "Completed", "Failed", "Cancelled", "Crashed")

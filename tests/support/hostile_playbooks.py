@@ -1,4 +1,4 @@
-"""Hostile playbook files (issue 20): nested 20,000 deep, a megabyte-long key, a YAML tag.
+"""Hostile playbook files: nested 20,000 deep, a megabyte-long key, a YAML tag.
 
 Each file carries ``MARKER`` so a test can check that no error message echoes the file's contents.
 """

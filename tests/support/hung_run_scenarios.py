@@ -1,4 +1,4 @@
-"""Two scenarios of a hung flow-run process (issue 20, items 3 and 4), run by tests/e2e/test_hung_runs.py
+"""Two scenarios of a hung flow-run process, run by tests/e2e/test_hung_runs.py
 (real workers and signals, a real Prefect server, the zombie window at 45 s, an ops worker on ``high`` that runs
 ``dead-letters``):
 
@@ -6,14 +6,14 @@
   stopped (SIGSTOP) the moment its run is Running, before the server has a heartbeat from it; its worker stays
   up.  The zombie automation must crash it (it arms on the Running state too), dead-letters stops the hung
   process through the worker (the test sends the SIGKILL that ends the worker's 30 s grace at once) and requeues
-  the run, and the second attempt completes.  Before the fix the run
-  stayed Running (inbox ``processing``) with nothing watching it.
+  the run, and the second attempt completes.  The failure it catches:
+  the run stays Running (inbox ``processing``) with nothing watching it.
 * :func:`a_stale_process_cannot_end_the_gate_its_successor_waits_at`: the flow-run process (and its PDF parser)
   is stopped inside its parse task and its worker is killed (SIGKILL); another worker runs the requeued attempt,
   which waits at its gate.  Then the stale process is continued (SIGCONT): its parse task's timeout has long
   passed, so Prefect raises ``TimeoutError`` in it at once.  It must exit without touching the run (the exception
-  is fenced: clausegate/runs/attempts.py, ``fenced_exit``); the gate stays answerable.  Before the fix the
-  engine proposed ``Failed``/``TimedOut`` and the server moved the waiting run Suspended -> Failed.
+  is fenced: clausegate/runs/attempts.py, ``fenced_exit``); the gate stays answerable.  The failure it
+  catches: the engine proposes ``Failed``/``TimedOut`` and the server moves the waiting run Suspended -> Failed.
 
 Each runs on its own work queue (``queue``) with workers that poll only that queue.  Measured timings are
 printed (``-s``).
