@@ -266,7 +266,8 @@ def test_summary_files(tmp_path):
 
 
 def test_reviews_at_once_is_measured_over_the_reviews_not_the_whole_batch():
-    """Issue 21 item 5: "0.2 at once" under "4 at a time": start-up and gate runs were in the denominator."""
+    """Reviews at once is review time over the reviews phase, never over the whole batch: with start-up and gate runs
+    in the denominator, "4 at a time" would show "0.2 at once"."""
     rows = [ContractOutcome(file=f"{i}.pdf", status="reviewed", review_status="complete", seconds=10.0,
                             step_seconds={"parse": 6.0}) for i in range(8)]
     summary = BatchSummary(source="inbox", playbook="p", started_at=datetime(2026, 1, 1, tzinfo=UTC),
@@ -276,7 +277,7 @@ def test_reviews_at_once_is_measured_over_the_reviews_not_the_whole_batch():
 
 
 def test_result_table_fits_80_columns_one_line_per_contract():
-    """CUAD-style file names (70+ characters) used to wrap over six lines each in an 80-column terminal."""
+    """CUAD-style file names (70+ characters) fit one line each in an 80-column terminal, not six."""
     from rich.console import Console
 
     from clausegate.cli.batch import summary_table, totals_line
@@ -391,7 +392,7 @@ def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
         result = runner.invoke(app, ["batch", str(inbox), "--playbook", book, "--out", str(out), "--local",
                                      "--max-in-flight", "2"])
     assert result.exit_code == 1, result.output  # one contract failed: non-zero, but the batch finished
-    # Issue 21 item 5: Prefect's "Timeout ... running in a worker thread" warning came once per task run
+    # no Prefect "Timeout ... running in a worker thread" warning (it would come once per task run)
     noisy = [r.getMessage()[:60] for r in records if "worker thread" in r.getMessage() and r.levelno >= 30]
     assert records and not noisy, noisy
     data = json.loads(next((out / "batches").glob("*.json")).read_text())
@@ -407,7 +408,7 @@ def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     assert any(line.startswith("locked.pdf") and "failed" in line and "CG-PDF-ENCRYPTED" in line for line in lines)
     assert sum(line.startswith("contract-0") and "complete" in line for line in lines) == 2
     assert_time_breakdown(summary_artifact(data["rows"][0]["flow_run_id"]), reviews=3, max_in_flight=2)
-    # Issue 12: a batch review publishes no Markdown artifact of its own; the summary points at the reports.
+    # A batch review publishes no Markdown artifact of its own; the summary points at the reports.
     assert review_artifact_keys(data["rows"][0]["flow_run_id"]) == []
     assert f"Reports: `{out.resolve()}/<file>-<contract id" in summary_artifact(data["rows"][0]["flow_run_id"])
 
@@ -419,7 +420,7 @@ def test_cli_batch_reviews_skips_and_survives_a_broken_pdf(tmp_path):
     statuses = {r["file"]: r["status"] for r in data["rows"]}
     assert statuses == {"contract-00.pdf": "skipped", "contract-01.pdf": "skipped", "locked.pdf": "failed"}
 
-    # Issue 20: a deleted report re-reviews the contract (runbook) and its report is on disk again, although
+    # A deleted report re-reviews the contract (runbook) and its report is on disk again, although
     # every step of that review, the report step included, has a cached result.
     (deleted,) = out.glob("contract-00-*.json")
     deleted.unlink()
@@ -449,10 +450,10 @@ def test_cli_batch_without_a_deployment_leaves_gated_contracts_pending(tmp_path)
 
 @pytest.mark.usefixtures("prefect_server")
 def test_cli_batch_shows_a_progress_bar_and_says_who_waits(tmp_path):
-    """Issue 29 (h), a real `clausegate batch` process: one progress bar instead of Prefect's INFO line per task
-    (before: 5+ "Task run … Finished in state Completed()" lines per contract), a totals line that counts the
-    contracts needing a person next to their gates (before: "0 waiting … 3 gates"), and a --help that names
-    .docx (before: "every new PDF")."""
+    """A real `clausegate batch` process: one progress bar instead of Prefect's INFO line per task (not 5+
+    "Task run … Finished in state Completed()" lines per contract), a totals line that counts the contracts
+    needing a person next to their gates (never "0 waiting … 3 gates"), and a --help that names .docx (not only
+    "every new PDF")."""
     import os
     import subprocess
     import sys

@@ -1,4 +1,4 @@
-"""A budget is a cap (issue 20): every paid request is checked against its worst case before it is sent (the
+"""A budget is a cap: every paid request is checked against its worst case before it is sent (the
 first one, the repair call, the larger re-ask of a truncated answer), and an answer that was paid for is used as
 far as it can be (its complete, valid clauses) instead of being thrown away.
 
@@ -162,7 +162,7 @@ def test_the_first_call_is_checked_against_its_worst_case(tmp_path, anthropic):
     assert any(w.code == "CG-BUDGET-EXCEEDED" for w in state.result().warnings)
 
 
-# ------------------------------------------------------------------ issue 29: reviews running together
+# ------------------------------------------------------------------ reviews running together
 
 def test_reviews_started_together_stay_within_the_period_budget(tmp_path):
     """4 reviews at once, each with a call that costs about its worst case, and period headroom for 2.5 such

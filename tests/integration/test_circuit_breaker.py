@@ -131,7 +131,7 @@ def test_the_breaker_closes_after_the_cooldown_when_the_provider_answers(tmp_pat
     assert breaker_state(hung)["failures"] == 0 and breaker_state(hung)["open_until"] == 0
 
 
-# ------------------------------------------------------------------ issue 20: storms, 529 outages, the fallback
+# ------------------------------------------------------------------ storms, 529 outages, the fallback
 
 @pytest.fixture
 def fallback():

@@ -44,7 +44,7 @@ def test_review_sample_prints_findings_and_writes_report(prefect_server, tmp_pat
     assert "Cap on Liability" in report["gated_categories"]
     assert any(c["category"] == "Cap on Liability" for c in report["clauses"])
 
-    # Issue 20: delete the report to re-review (the runbook's advice): every step is cached, the report is
+    # Delete the report to re-review (the runbook's advice): every step is cached, the report is
     # written again, as the command says.
     written = sorted(p.name for p in tmp_path.iterdir())
     for path in tmp_path.iterdir():
@@ -149,7 +149,7 @@ def test_playbooks_lists_builtins():
 
 
 def test_an_unknown_category_names_the_command_that_lists_them(tmp_path):
-    """Issue 29 (a): the message names `clausegate playbooks --categories` (before: a Python symbol), and that
+    """The message names `clausegate playbooks --categories` (never a Python symbol), and that
     command lists the names, the suggested one among them."""
     path = tmp_path / "typo.yaml"
     path.write_text("name: typo\ncategories: [Cap On Liability, Uncaped Liability]\n")
@@ -162,8 +162,8 @@ def test_an_unknown_category_names_the_command_that_lists_them(tmp_path):
 
 
 def test_review_on_the_stack_without_its_credential_is_one_coded_line(prefect_server, tmp_path):
-    """Issue 29 (c): a stack is up in this folder, but this shell has not its API credential (another secrets
-    folder): one CG-STACK-CREDENTIAL line saying where the credential is looked for (before: Prefect's 401
+    """A stack is up in this folder, but this shell has not its API credential (another secrets
+    folder): one CG-STACK-CREDENTIAL line saying where the credential is looked for (not Prefect's 401
     traceback, 93 lines)."""
     project = tmp_path / "project"
     write_state(StackPaths.for_project(project), {"version": 1, "project": str(project), "processes": [],

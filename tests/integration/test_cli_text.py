@@ -50,7 +50,7 @@ def test_empty_or_binary_input_is_refused_with_a_code(tmp_path):
 
 
 def test_stdin_over_the_cap_is_refused_before_a_review(tmp_path):
-    """Issue 29: a 50 MB stdin review hung (the cap was 64 MB, so it went on to the review): stdin over
+    """A 50 MB stdin review must not hang (a cap of 64 MB would let it on to the review): stdin over
     STDIN_MAX_BYTES (20 MB) is one coded line, exit 2, and nothing is reviewed."""
     words = (CLAUSE + "\n").encode()
     big = words * (21 * 1024 * 1024 // len(words) + 1)
@@ -61,7 +61,8 @@ def test_stdin_over_the_cap_is_refused_before_a_review(tmp_path):
 
 
 def test_terminal_text_on_stdin_is_refused_as_the_parser_would(tmp_path):
-    """Issue 29: text full of ANSI colour codes was taken as .txt and then failed CG-PDF-NOT-PDF ("export to PDF")."""
+    """Text full of ANSI colour codes is refused at once as the parser would (CG-REVIEW-INPUT, control characters),
+    not taken as .txt to fail CG-PDF-NOT-PDF ("export to PDF") later."""
     ansi = ("\x1b[1;31mERROR\x1b[0m \x1b[32m" + CLAUSE + "\x1b[0m\n") * 20
     done = clausegate("review", "-", "--out", str(tmp_path / "out"), stdin=ansi.encode(), tmpdir=tmp_path)
     output = done.stdout.decode() + done.stderr.decode()
@@ -70,7 +71,7 @@ def test_terminal_text_on_stdin_is_refused_as_the_parser_would(tmp_path):
 
 
 def test_sigterm_while_stdin_is_read_stops_the_command_at_once(tmp_path):
-    """Issue 29: a review reading a slow stdin ignored SIGTERM.  The writer here never finishes; once the command
+    """A review reading a slow stdin stops on SIGTERM.  The writer here never finishes; once the command
     has taken 2 MB (the pipe holds 64 KB, so the writes return only as it reads), SIGTERM stops it."""
     env = {**os.environ, "COLUMNS": "160", "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "clausegate.cli", "review", "-", "--out", str(tmp_path / "out")],
@@ -91,8 +92,8 @@ def test_sigterm_while_stdin_is_read_stops_the_command_at_once(tmp_path):
 
 
 def test_a_single_clause_is_not_a_contract_missing_every_other_category(prefect_server, tmp_path):
-    """Issue 29 (f): one pasted clause is said to be a clause, lists what it has and reports no category missing
-    (before: "Missing (40): …" in the output, and 40 names in the report)."""
+    """One pasted clause is said to be a clause, lists what it has and reports no category missing (no
+    "Missing (40): …" in the output, no 40 names in the report)."""
     scratch, out = tmp_path / "tmp", tmp_path / "out"
     scratch.mkdir()
     done = clausegate("review", "--text", CLAUSE + " This cap applies to every claim.", "--playbook", "default",

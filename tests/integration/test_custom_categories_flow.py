@@ -1,4 +1,4 @@
-"""Clause types a team defines (issue 22 item 4) in the contract-review flow: PDFs written here (fpdf2), reviewed by
+"""Clause types a team defines in the contract-review flow: PDFs written here (fpdf2), reviewed by
 the real flow on the session Prefect server with ``samples/playbooks/team-clauses.yaml`` (Indemnification and
 Confidentiality defined by examples).  The custom findings are in the review and its reports, marked team-defined;
 a playbook gating Indemnification sends the review to a person (no deployment here: ``pending_decision``)."""

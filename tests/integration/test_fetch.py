@@ -1,8 +1,8 @@
 """The checked URL fetcher (``clausegate.security.fetch``) against real HTTP servers on 127.0.0.1.
 
-Issue 9, class 2: allow-list entries were matched as string prefixes (``http://ALLOWED@other:port/``
-passed), a bare host allowed every port, loopback/private addresses were fetched, and the 415/422
-answers told an open port from a closed one. Most tests go through ``intake.fetch_url`` (what the
+The holes these tests close: allow-list entries matched as string prefixes (``http://ALLOWED@other:port/``
+would pass), a bare host allowing every port, loopback/private addresses fetched, and 415/422 answers
+that tell an open port from a closed one. Most tests go through ``intake.fetch_url`` (what the
 inbox calls for ``source_url``); the Slack ``response_url`` post goes through the same rules.
 """
 
@@ -402,7 +402,7 @@ def test_closed_port_open_port_and_disallowed_urls_answer_the_same(tmp_path, a, 
 
 
 def test_a_refused_url_is_logged_by_scheme_and_host_only(tmp_path, a, caplog):
-    """Issue 29: the CG-FETCH-NOT-ALLOWED line carried the URL's path (a token in it reached the log)."""
+    """The CG-FETCH-NOT-ALLOWED line leaves out the URL's path (a token in it must not reach the log)."""
     config = settings(tmp_path, [f"{a.origin}/public", f"{a.origin}/redirect"], private=["127.0.0.1"])
     secret = "tok-" + uuid.uuid4().hex
     with caplog.at_level(logging.WARNING, logger="clausegate.security.fetch"):
@@ -415,7 +415,7 @@ def test_a_refused_url_is_logged_by_scheme_and_host_only(tmp_path, a, caplog):
 
 
 def test_the_gateway_no_longer_reaches_other_ports_through_an_allowed_url(tmp_path, a, prefect_server):
-    """The issue's example, over the real inbox route: userinfo to the Prefect API's port vs a closed port."""
+    """The userinfo example, over the real inbox route: userinfo to the Prefect API's port vs a closed port."""
     config = inbox_settings(tmp_path, url_allow_list=[a.origin], url_allow_private_hosts=["127.0.0.1"])
     key, _ = make_key(f"fetch-{uuid.uuid4().hex[:8]}")
     app = create_app(GatewayConfig(inbox=Inbox(config, ui_url="http://ui.example")))

@@ -97,7 +97,7 @@ def test_bad_pdf_gives_an_explicit_failed_review(tmp_path):
 
 
 def test_a_changed_input_misses_the_cache(tmp_path, monkeypatch):
-    """Issue 12: whatever makes the cache cheaper, a rerun with other categories, another minimum confidence or
+    """Whatever makes the cache cheaper, a rerun with other categories, another minimum confidence or
     a retrained offline model recomputes what depends on it (and only that)."""
     import clausegate.pipeline.review as review_module
 
@@ -131,8 +131,8 @@ def test_a_changed_input_misses_the_cache(tmp_path, monkeypatch):
 
 
 def test_a_deleted_report_is_written_again_by_a_cached_rerun(tmp_path):
-    """Issue 20: the runbook says to delete a report to re-review; the rerun's report step was a cache hit that
-    wrote nothing while the run said it had.  The files are the step's side effect: missing ones are written."""
+    """The runbook says to delete a report to re-review; the rerun's report step must not be a cache hit that
+    writes nothing while the run says it has.  The files are the step's side effect: missing ones are written."""
     pdf = make_text_pdf(tmp_path / "supply.pdf", SUPPLY_PAGES)
     out = tmp_path / "reports"
     first, _ = run_review(pdf, out)

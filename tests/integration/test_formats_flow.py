@@ -1,5 +1,5 @@
-"""Word .docx and plain-text contracts through the contract-review flow on the session's Prefect server (issue 23
-items 1 and 4): the parse step sniffs the bytes, the .docx is read in the sandboxed child, the report locates
+"""Word .docx and plain-text contracts through the contract-review flow on the session's Prefect server:
+the parse step sniffs the bytes, the .docx is read in the sandboxed child, the report locates
 findings by section and paragraph and lists the other side's pending change inside the Cap on Liability; hidden text
 asks a person; a .docm stops the run with its code; a link to a .docx or a text is fetched, typed by its bytes and
 reviewed."""
@@ -84,7 +84,8 @@ def test_hidden_text_in_a_word_draft_asks_a_person(tmp_path):
 
 
 def test_an_uncapped_liability_clause_in_a_text_box_is_reviewed_and_asks_a_person(tmp_path):
-    """Issue 29: the same contract with its uncapped-liability clause moved into a text box ended `complete`."""
+    """The same contract with its uncapped-liability clause moved into a text box still asks a person (never
+    `complete`): the text box is read."""
     uncapped, payment = GATED_PAGES[2].split("\n")
     body = [d.para(d.run(line)) for line in GATED_PAGES[0].split("\n")] + [d.para(d.run(payment))]
     path = d.make_docx(tmp_path / "boxed.docx", body + [d.para(d.drawing_textbox(d.para(d.run(uncapped))))])
@@ -154,7 +155,7 @@ def test_the_model_cascade_reads_a_word_draft_and_its_quotes_are_located_by_para
 
 
 def test_an_opendocument_draft_is_reviewed_located_by_paragraph_and_its_hidden_text_asks_a_person(tmp_path):
-    """Issue 31 item 2: a format is its parser plus one row of the table; the flow, the report and the gate take it
+    """A format is its parser plus one row of the table; the flow, the report and the gate take it
     from there (an .odt with an uncapped-liability clause, and a hidden sentence)."""
     uncapped, payment = GATED_PAGES[2].split("\n")
     body = "".join(f"<text:p>{line}</text:p>" for line in [*GATED_PAGES[0].split("\n"), payment, uncapped])

@@ -1,4 +1,4 @@
-"""Acknowledge, reassign and extend-once at a per-finding gate, and the roles the CLI cannot satisfy (issue 24).
+"""Acknowledge, reassign and extend-once at a per-finding gate, and the roles the CLI cannot satisfy.
 
 A synthetic gate (tests.support.gates.open_synthetic_gate) really Suspended on the session Prefect server; the
 actions are the same calls the gateway makes for a verified Slack user (``via="slack"``) and the CLI makes

@@ -121,8 +121,8 @@ MEMBERS = {"legal": ["U0LOU", "U0LEE"], "finance": ["U0FAY"]}
 
 
 def test_ack_extend_and_reassign_follow_the_decisions_rule(slack, fake_slack, settings):
-    """Issue 29 (b): from a DM, or from a person in none of the gate's roles, an acknowledgement, an extension or a
-    reassignment is refused like a decision (before: all accepted, the gate showed them)."""
+    """From a DM, or from a person in none of the gate's roles, an acknowledgement, an extension or a reassignment
+    is refused like a decision (none accepted, none shown on the gate)."""
     from prefect.client.orchestration import get_client
 
     from clausegate.gates import store
@@ -149,8 +149,8 @@ def test_ack_extend_and_reassign_follow_the_decisions_rule(slack, fake_slack, se
 
 
 def test_a_refused_resolve_says_refused_at_once(slack, fake_slack, settings):
-    """Issue 29 (b): a non-member's ``/resolve RUN F1 approve`` is answered "refused: … not in role legal" at once
-    (before: "Resolving run … F1 approve…", then the refusal), audited, and the run keeps waiting."""
+    """A non-member's ``/resolve RUN F1 approve`` is answered "refused: … not in role legal" at once (no
+    "Resolving run … F1 approve…" first), audited, and the run keeps waiting."""
     gate = open_synthetic_gate(settings, filename="refused-now.pdf", roles=ROLES, role_members=MEMBERS)
     sent = slack.command("/resolve", f"{gate.flow_run_id} F1 approve", user=("U0FAY", "fay"),
                          response_url=fake_slack.response_url("fay-f1"))

@@ -1,4 +1,4 @@
-"""A gate cannot be skipped (issue 9, class 3): the fast checks, against the session Prefect server.
+"""A gate cannot be skipped: the fast checks, against the session Prefect server.
 
 * Why the fence exists: Prefect accepts ``Crashed → Completed`` and ``Scheduled → Completed`` from a
   process that no longer owns the run.
@@ -139,7 +139,7 @@ def test_outside_a_flow_run_there_is_nothing_to_fence():
 
 
 def test_a_recent_confirmation_stands_in_for_the_read_only_within_the_window(monkeypatch):
-    """Issue 12: checks in quick succession share one read; after the window (or a pause the clocks saw) and
+    """Checks in quick succession share one read; after the window (or a pause the clocks saw) and
     with ``max_age=0`` the server is read again, and the crash made meanwhile is seen."""
     from prefect import flow
     from prefect.context import FlowRunContext
@@ -384,7 +384,7 @@ def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tm
         assert handler.is_alive() and client.read_flow_run(run.id).state_type.value == "CANCELLING"
         client.set_flow_run_state(run.id, Cancelled(message="Flow run was cancelled successfully."), force=True)
         # The worker's Cancelled replaced dead-letters' Cancelling for a moment: to a client it is still a requeue,
-        # in work (a final state is never "pending", issue 29) and not finished.
+        # in work (a final state is never "pending") and not finished.
         inbox = Inbox(InboxSettings(data_dir=tmp_path / "inbox"), ui_url="http://127.0.0.1:4200")
         view = asyncio.run(inbox.view(client.read_flow_run(run.id)))
         assert view.status == "processing" and view.finished is None and view.error is None, view

@@ -1,4 +1,4 @@
-"""How long people take at the gates (issue 24 item 5): gates opened on the session server through the real
+"""How long people take at the gates: gates opened on the session server through the real
 store API (gate records, Suspended runs), decided through ``resolve_gate`` (signed receipts, Prefect's stored
 answer), acknowledgements and reminders written as real audit events; then the stats, ``clausegate gates
 --stats`` at 80 columns, and the ``gate-stats`` flow's artifact."""

@@ -230,7 +230,7 @@ def test_sweeper_fails_visibly_when_the_escalation_notice_cannot_be_delivered(fa
 
 @pytest.mark.usefixtures("prefect_server")
 def test_the_audit_log_reads_at_80_columns():
-    """Issue 21 item 5: `clausegate inbox audit` was a five-column table squeezed unreadable at 80 columns."""
+    """`clausegate inbox audit` stays readable at 80 columns, not a five-column table squeezed unreadable."""
     from clausegate.cli import app
 
     run_id = str(uuid.uuid4())

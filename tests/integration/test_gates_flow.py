@@ -62,8 +62,8 @@ def test_prefect_timeout_is_well_beyond_the_sla():
 
 
 def test_the_resume_form_description_wraps_each_finding_instead_of_a_wide_table():
-    """Issue 21 item 5: the findings table ran past the Resume modal's right edge (a Markdown table does not wrap
-    its cells there); each finding is a short heading line and a quote, which wrap."""
+    """The findings fit the Resume modal's width: a Markdown table does not wrap its cells there and runs past the
+    right edge, so each finding is a short heading line and a quote, which wrap."""
     from datetime import UTC, datetime
 
     from clausegate.gates.model import GateRecord

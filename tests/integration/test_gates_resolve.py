@@ -131,7 +131,7 @@ def test_waiting_gates_and_the_cli(settings, monkeypatch):
     table = runner.invoke(app, ["gates"], env={"COLUMNS": "80"})
     assert table.exit_code == 0, table.output
     assert fresh.flow_run_id in table.output and "fresh.pdf" in table.output and "overdue" in table.output
-    # issue 21 item 5: readable at 80 columns: lines fit, the run id is whole on one line, categories not cut
+    # readable at 80 columns: lines fit, the run id is whole on one line, categories not cut
     lines = table.output.splitlines()
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     assert any(line.startswith(fresh.flow_run_id) for line in lines)

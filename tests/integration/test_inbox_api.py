@@ -244,8 +244,8 @@ def test_bad_requests_get_4xx_with_the_field_and_the_next_step(env, tmp_path):
         detail = response.json()["detail"]
         assert detail["code"] == code and words in detail["message"], detail
         assert detail["hint"], detail
-    # FastAPI's own validation (enums, ranges) is a 422 in the documented shape naming the field (issue 21 item 5:
-    # it answered FastAPI's list), the field list beside it.
+    # FastAPI's own validation (enums, ranges) is a 422 in the documented shape naming the field (not FastAPI's
+    # bare list), the field list beside it.
     bad_priority = submit(env, key, pdf, priority="urgent")
     bad_status = env["client"].get("/inbox/tasks", params={"status": "bogus"}, headers=auth(key))
     bad_limit = env["client"].get("/inbox/tasks", params={"limit": 0}, headers=auth(key))
@@ -363,8 +363,8 @@ def test_schemathesis_finds_no_server_errors(env):
 
 
 def test_a_waiting_task_shows_the_findings_its_gate_asks_about(env, tmp_path):
-    """Issue 29: the task view while a gate waits had ``review: null`` and no findings.  It now lists what the gate
-    asks (from the gate's record); a finding stored sealed (strict text mode) shows no text.  A list item stays
+    """The task view while a gate waits lists what the gate asks (from the gate's record), never ``review: null``
+    with no findings; a finding stored sealed (strict text mode) shows no text.  A list item stays
     light: the gate's links only."""
     task_id = submit(env, env["acme"], pdf_bytes(tmp_path, "Gate view test.")).json()["task_id"]
     clause = "The Supplier's liability under this Agreement is unlimited."
@@ -389,7 +389,7 @@ def test_a_waiting_task_shows_the_findings_its_gate_asks_about(env, tmp_path):
 
 
 def test_the_contract_hash_is_known_from_submission_for_every_kind(env, tmp_path):
-    """Issue 29: a .docx task's ``contract.sha256`` was null (it came from the finished review only)."""
+    """Every kind of task (.docx too) has its ``contract.sha256`` from submission, not only from the finished review."""
     docx = docx_bytes(["SUPPLY AGREEMENT (hash test)", "The Supplier shall deliver the goods."])
     for data, name in ((docx, "hash-test.docx"), (pdf_bytes(tmp_path, "Hash test."), "hash-test.pdf")):
         task_id = submit(env, env["acme"], data, name=name).json()["task_id"]
@@ -398,7 +398,7 @@ def test_the_contract_hash_is_known_from_submission_for_every_kind(env, tmp_path
 
 
 def test_the_list_carries_no_review_and_decodes_none_it_has_recorded(env, tmp_path, monkeypatch):
-    """Issue 29: a list of 100 tasks decoded every task's review (60 s at load 13).  A list item carries no review;
+    """A list of 100 tasks must not decode every task's review (60 s at load 13).  A list item carries no review;
     a Completed run labels itself with its review's outcome, and a run without that label gets one from its first
     single view (which decodes the review): lists read the labels.  Here the reviews cannot even be decoded any
     more (another at-rest key), yet the list still says ``done`` while the single view says why it cannot."""

@@ -2,7 +2,7 @@
 pasted text (a JSON body), .txt/.md and .docx uploads, and .eml messages taken apart into linked tasks.
 
 Each submission goes through the real gateway app (TestClient), is stored sealed, and becomes a
-contract-review run whose ``source`` is the stored file; issue 23 items 2 and 3.
+contract-review run whose ``source`` is the stored file.
 """
 
 from __future__ import annotations
@@ -137,8 +137,8 @@ ANSI_TEXT = "\x1b[1;31mERROR\x1b[0m \x1b[32mThe Supplier shall pay\x1b[0m the fe
 
 
 def test_control_character_text_is_refused_at_intake_as_the_parser_would_refuse_it(env):
-    """Issue 29: text full of ANSI colour codes was accepted (201) and then failed CG-PDF-NOT-PDF ("export to
-    PDF") in the review.  The inbox now judges text by the parser's own rule and refuses it at once."""
+    """Text full of ANSI colour codes is refused at once: the inbox judges text by the parser's own rule, rather
+    than accepting it (201) for the review to fail with CG-PDF-NOT-PDF ("export to PDF")."""
     with pytest.raises(DocumentError) as parsed:  # what the review would say of these bytes
         formats.sniff("terminal.txt", ANSI_TEXT.encode())
     assert parsed.value.code == "CG-PDF-NOT-PDF"
@@ -162,7 +162,7 @@ def test_control_character_text_is_refused_at_intake_as_the_parser_would_refuse_
 
 
 def test_json_nested_too_deep_is_a_coded_4xx_not_a_server_error(env):
-    """Issue 29: JSON nested 20,000 deep answered 500 (a RecursionError in the log)."""
+    """JSON nested 20,000 deep is a coded 422, never a 500 (a RecursionError in the log)."""
     client = env["client"]  # raises a server error (here, 500 for a real client)
     for body in ("[" * 20_000 + "]" * 20_000, '{"content": ' + '{"a": ' * 20_000 + "1" + "}" * 20_001):
         response = client.post("/inbox/tasks", headers={**auth(env["acme"]), "Content-Type": "application/json"},
@@ -173,8 +173,8 @@ def test_json_nested_too_deep_is_a_coded_4xx_not_a_server_error(env):
 
 
 def test_a_team_s_own_playbooks_are_listed_taken_and_a_broken_one_refused_at_submission(env):
-    """Issue 29: only shipped playbook names were usable in practice: nothing named the team's folder's playbooks,
-    and a malformed one was accepted to fail later.  GET /inbox/playbooks lists both; a broken file is refused."""
+    """The team folder's playbooks are usable like the shipped ones: GET /inbox/playbooks lists both; a broken file
+    is refused at submission, not accepted to fail later."""
     folder = env["settings"].playbooks_dir
     (folder / "team-nda.yaml").write_text(NO_GATES_PLAYBOOK.replace("name: deploy-test", "name: team-nda"))
     (folder / "team-broken.yaml").write_text("name: team-broken\ncategories: [\n")

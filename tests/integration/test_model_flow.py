@@ -1,7 +1,7 @@
 """The contract-review flow with a model provider: cascade, error classes, budgets, generation and
 the repeat-nothing guarantee — against fake Anthropic/OpenAI servers over real HTTP.
 
-Issue 10 (the model adds evidence, never removes it): a steering contract + an empty answer keeps the
+The model adds evidence, never removes it: a steering contract + an empty answer keeps the
 gate; bad quotes are dropped one by one; a failed model step keeps the offline result (degraded); a
 step timeout that cannot hold the HTTP calls is rejected at load; a 503's Retry-After is honoured."""
 
@@ -91,7 +91,7 @@ def result_expirations(flow_run_id) -> dict[str, datetime]:
 
 def test_every_task_of_a_review_expires_with_the_playbook_cache_model_calls_included(tmp_path, anthropic, openai):
     """One options applier: the model calls get the playbook's cache expiration (capped by its retention) like
-    every other cached step; they used to be cached without an expiry."""
+    every other cached step, never a cache without an expiry."""
     # a text of its own: steps after parsing are keyed on the text, and another test's review of the same
     # text (another file name) would otherwise answer for them, with its own expiry
     pdf = make_text_pdf(tmp_path / "expiry.pdf", [*LIABILITY_PAGES, "Schedule E. Cache expiry test."])
@@ -220,7 +220,7 @@ def test_truncated_output_asks_once_more_with_a_bigger_output_budget(tmp_path, a
     assert any(w.code == "CG-MODEL-TRUNCATED" for w in state.result().warnings)
 
 
-# ------------------------------------------------------------------ issue 10: the model adds, never removes
+# ------------------------------------------------------------------ the model adds, never removes
 
 GATED = "[Uncapped Liability, Liquidated Damages, Cap on Liability]"
 GATES = "[{category: Uncapped Liability}, {category: Liquidated Damages}, {category: Cap on Liability}]"
@@ -367,8 +367,8 @@ def test_a_503_retry_after_is_honoured(tmp_path, anthropic):
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
 def test_a_low_confidence_confirmation_cannot_clear_a_gated_finding(tmp_path, anthropic, openai, protocol):
-    """Issue 20, HIGH 1: a model that "confirms" gated findings at 0.01 under min_confidence 0.5 used to replace
-    them with its own clause, which the threshold then dropped: the review ended complete with nothing gated."""
+    """A model that "confirms" gated findings at 0.01 under min_confidence 0.5 must not replace them with its own
+    clause: the threshold would drop it and the review would end complete with nothing gated."""
     server = anthropic if protocol == "anthropic" else openai
     pdf = make_text_pdf(tmp_path / "msa.pdf", LIABILITY_PAGES)
     threshold = ", min_confidence: 0.5"

@@ -1,4 +1,4 @@
-"""Contracts that lie: hidden text and garbled text layers (issue 9, class 7).
+"""Contracts that lie: hidden text and garbled text layers.
 
 PDFs are built by the tests with raw content streams (tests/support/pdf_factory.py): text in render mode
 3/7, white on white, black on a black box, transparent, off the page, clipped away, microscopic,

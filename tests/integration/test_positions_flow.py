@@ -1,4 +1,4 @@
-"""Playbook positions in the contract-review flow (issue 24 item 4): PDFs written here (fpdf2), reviewed by the real
+"""Playbook positions in the contract-review flow: PDFs written here (fpdf2), reviewed by the real
 flow on the session Prefect server with a playbook that has no gates but a position on Cap on Liability.  A
 deviating cap and a missing required cap each send the review to a person (no deployment here, so the run ends
 ``pending_decision`` instead of suspending); a cap at the standard does not."""

@@ -1,4 +1,4 @@
-"""A contract-review run's ``source`` as a URL or an inbox task id (issue 21, item 3), in-process on the session
+"""A contract-review run's ``source`` as a URL or an inbox task id, in-process on the session
 server: an allow-listed URL served over real HTTP on loopback is fetched, stored sealed and reviewed; a URL off the
 allow-list stops the run with ``CG-SOURCE-URL`` before anything is fetched; a task id reviews that task's contract
 again; an unknown task id is ``CG-SOURCE-TASK``."""

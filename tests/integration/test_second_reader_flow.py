@@ -1,4 +1,4 @@
-"""The model as a second reader, end to end (issue 30, item 3): the contract-review flow, a fake Anthropic server
+"""The model as a second reader, end to end: the contract-review flow, a fake Anthropic server
 over real HTTP, and the LeadersOnline sample, where the offline model reads a "possible" Liquidated Damages (CUAD
 labels none).  A reasoned "not there" that saw the passage takes it off the gate, and it stays listed;
 ``model_review: never`` keeps it on the gate; strict text mode seals it and the model's reason."""

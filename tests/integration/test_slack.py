@@ -150,7 +150,7 @@ def test_gate_message_has_findings_buttons_link_and_run_id(fake, client):
 
 def test_gate_message_keeps_its_line_breaks():
     """Each reason is a bullet on its own line and the SLA line is its own line (mrkdwn needs real line breaks in
-    one section's text; they used to be collapsed into one run-on paragraph)."""
+    one section's text; never collapsed into one run-on paragraph)."""
     rec = record(reasons={"Uncapped Liability": "no cap\non damages", "Liquidated Damages": "fixed sum per day"})
     _, blocks = gate_message(rec, "http://prefect.example/runs/flow-run/" + rec.flow_run_id)
     summary = blocks[1]["text"]

@@ -1,4 +1,4 @@
-"""Issue 24 item 3: a reply in a gate message's thread acknowledges the gate, like "I'm on it".
+"""A reply in a gate message's thread acknowledges the gate, like "I'm on it".
 
 The gateway runs on uvicorn in a thread; Slack's Events API requests are signed like Slack's (a bad signature
 is refused before anything is read); the gate is a run really Suspended on the session Prefect server with its

@@ -1,4 +1,5 @@
-"""Strict text mode (issue 20, "Contract text at rest"): no clause text in Prefect's database or an unsealed file.
+"""Strict text mode (docs/security.md, *Contract text at rest*): no clause text in Prefect's database or an
+unsealed file.
 
 A real in-process review on the session Prefect server, once as today and once with
 ``CLAUSEGATE_STRICT_TEXT=true`` + ``CLAUSEGATE_SEAL_REPORTS=true``: the strict run's Markdown artifact (read back

@@ -1,4 +1,4 @@
-"""Runs a crash or a restart leaves stuck (issue 29): found by evidence and requeued once, or failed with a code, by
+"""Runs a crash or a restart leaves stuck: found by evidence and requeued once, or failed with a code, by
 the stuck-run sweep (clausegate/ops/stuck_runs.py) and dead-letters (clausegate/ops/dead_letters.py); and the inbox
 never shows a final Prefect state as ``pending``.
 
@@ -118,7 +118,7 @@ def _view(client, run_id, tmp_path):
 def test_a_run_claimed_by_a_worker_that_died_is_crashed_then_requeued_once():
     """Pending and Submitting (the claim of a worker killed before it started the process): crashed with
     CG-RUN-STUCK past the threshold, then requeued by dead-letters (the worker is offline); a fresh claim is left
-    alone. Before: nothing looked at them (the backstop swept Crashed runs only): they stayed Pending."""
+    alone. A sweep of Crashed runs only would leave them Pending for good."""
     from prefect.states import Pending, Submitting
 
     from clausegate.ops import dead_letters, stuck_runs
@@ -246,8 +246,8 @@ def test_a_requeued_run_late_behind_its_stale_process_is_stopped_and_requeued_ag
 
 def test_a_crash_booked_before_the_requeued_attempt_ran_is_not_a_dead_letter():
     """Warm start: the stale fork of attempt 1 is continued after the requeue and its exit is booked as a crash of
-    the run, still Late. Before: the second crash failed the run with CG-RUN-DEAD-LETTER and the contract was never
-    reviewed. Now it is requeued again (once); a crash of the requeued attempt after it ran is a dead letter."""
+    the run, still Late. It is requeued again (once), not failed with CG-RUN-DEAD-LETTER with the contract never
+    reviewed; a crash of the requeued attempt after it ran is a dead letter."""
     from prefect.states import Crashed, Pending, Running
 
     from clausegate.ops import dead_letters
@@ -270,8 +270,8 @@ def test_a_crash_booked_before_the_requeued_attempt_ran_is_not_a_dead_letter():
 
 def test_a_crash_whose_worker_was_restarted_since_is_requeued_without_waiting_for_it():
     """`clausegate down && up` after a worker was killed: a worker of the same name is online again but holds none
-    of the old processes. Before: dead-letters asked it to stop the process (Cancelling), nobody did, and the run
-    was dead-lettered at the stop timeout."""
+    of the old processes. dead-letters must not ask it to stop the process (Cancelling): nobody would, and the run
+    would be dead-lettered at the stop timeout."""
     from prefect.states import Crashed, Pending, Running
 
     from clausegate.ops import dead_letters
@@ -301,8 +301,8 @@ def test_a_crash_whose_worker_was_restarted_since_is_requeued_without_waiting_fo
 
 def test_a_requeue_interrupted_after_the_cancelled_is_completed_and_the_inbox_never_says_pending(tmp_path):
     """dead-letters set Cancelling (CG-RUN-REQUEUING) and died with its worker; the server's cancellation timeout
-    stored Cancelled. Before: nobody requeued it and the inbox said ``pending`` with ``finished`` set, for good.
-    Now the inbox says ``processing`` (no ``finished``) and the sweep completes the requeue."""
+    stored Cancelled. The inbox says ``processing`` (no ``finished``), never ``pending`` with ``finished`` set, and
+    the sweep completes the requeue."""
     from prefect.states import Cancelled, Cancelling, Crashed, Pending, Running
 
     from clausegate.ops import dead_letters
@@ -329,9 +329,9 @@ def test_a_requeue_interrupted_after_the_cancelled_is_completed_and_the_inbox_ne
 
 
 def test_a_cancelled_run_after_an_earlier_requeue_is_cancelled_not_pending(tmp_path):
-    """The issue's run: requeued once (its history has dead-letters' CG-RUN-REQUEUING Cancelling), then cancelled
-    ("Flow run cancellation timed out") in its second attempt. Before: the inbox showed ``pending`` with
-    ``finished`` set, forever. A final state is never ``pending``; the sweep leaves a real cancel alone."""
+    """A run requeued once (its history has dead-letters' CG-RUN-REQUEUING Cancelling), then cancelled ("Flow run
+    cancellation timed out") in its second attempt: the inbox must not show ``pending`` with ``finished`` set.
+    A final state is never ``pending``; the sweep leaves a real cancel alone."""
     from prefect.states import Cancelled, Cancelling, Crashed, Pending, Running, Scheduled
 
     from clausegate.ops import dead_letters

@@ -1,4 +1,4 @@
-"""Issue 23 item 6: when the passages are over the model's context window even shrunk to one, the review takes
+"""When the passages are over the model's context window even shrunk to one, the review takes
 the summary path (CG-MODEL-SUMMARY-PATH): the model is asked about an offline, cited summary of the key terms
 plus the gated passages, and the report shows that summary.  Against the fake model's context window (its
 ``context_too_long`` answer) on both protocols, over real HTTP."""
@@ -83,9 +83,9 @@ class PassageWindow(FakeModelServer):
 
 
 def test_the_summary_prompt_is_sent_even_when_it_is_not_smaller_than_the_refused_passage_prompts(tmp_path):
-    """Issue 29: the summary prompt was sent only when our token count made it smaller than the smallest prompt
-    refused (the one-passage prompt); with short passages and several gated categories it never is, so the
-    model was never asked and "it could not take it either" was a guess.  It is always sent now."""
+    """The summary prompt is always sent, whatever our token count says: with short passages and several gated
+    categories our count never puts it below the smallest prompt refused (the one-passage prompt), so a
+    count-based rule would never ask the model and "it could not take it either" would be a guess."""
     from tests.support.contracts import LIABILITY_PAGES
 
     fake = PassageWindow("anthropic", api_key=KEY, responder=contract_responder).start()

@@ -1,4 +1,4 @@
-"""Issue 23 item 5: the same text is reviewed once.  A re-saved copy of a PDF (pypdf writer round trip: new
+"""The same text is reviewed once.  A re-saved copy of a PDF (pypdf writer round trip: new
 bytes, same text) reuses the pre-filter, the extraction and the model answers of the first review (0 new
 requests to the fake model), and its report names the review it reused, while naming its own file and
 asking for its own decision at the gate.  The PDF and the .docx of one text share it too, each finding re-located
@@ -180,7 +180,7 @@ def test_the_docx_of_a_reviewed_pdf_asks_the_model_nothing_and_cites_its_own_pla
 
 def test_the_same_bytes_under_another_name_are_reported_under_this_name(tmp_path, monkeypatch):
     """The parse is keyed on the file's bytes: a copy under another name reuses it, and its review and report
-    still name the copy (before: the cached parse's first name, e.g. ``msa-<hash>-….json`` for ``copy.pdf``)."""
+    still name the copy (not the cached parse's first name, e.g. ``msa-<hash>-….json`` for ``copy.pdf``)."""
     import asyncio
     import shutil
 
@@ -200,7 +200,7 @@ def test_the_same_bytes_under_another_name_are_reported_under_this_name(tmp_path
     assert [p.name.split("-")[0] for p in (tmp_path / "copy").glob("*.json")] == ["copy"]
 
 
-# ------------------------------------------------------------------ issue 29: a real CUAD contract in three formats
+# ------------------------------------------------------------------ a real CUAD contract in three formats
 
 FUEL = "USASYNTHETICFUELCORP_10_21_2010-EX-10.10-STRATEGIC ALLIANCE AGREEMENT"
 

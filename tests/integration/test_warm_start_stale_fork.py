@@ -1,10 +1,10 @@
 """Warm start (clausegate/stack/warmstart.py): a child whose client was killed dies with it, even while it is stopped.
 
-The issue-29 scenario: a flow-run child of the warm-start process is SIGSTOPped (a hung run), the worker's
+The scenario: a flow-run child of the warm-start process is SIGSTOPped (a hung run), the worker's
 cancellation kills its ``warm-run`` client (SIGKILL after the 30 s grace; the SIGTERM it relayed waits in the stopped
-child), the run is requeued. Before: the warm-start process sent the orphaned child SIGTERM, which waited too; when
-the child was continued it ran Prefect's SIGTERM handling and booked a crash on the requeued run (then a dead
-letter). Now the child's process group gets SIGKILL, which a stopped process cannot hold off.
+child), the run is requeued. The warm-start process sends the child's process group SIGKILL, which a stopped process
+cannot hold off. A SIGTERM would wait in the stopped child too; once continued, the child would run Prefect's
+SIGTERM handling and book a crash on the requeued run (then a dead letter).
 """
 
 from __future__ import annotations
