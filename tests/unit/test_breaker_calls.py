@@ -1,4 +1,4 @@
-"""The circuit breaker counts calls, not requests, and probes a hanging endpoint briefly (issue 29).
+"""The circuit breaker counts calls, not requests, and probes a hanging endpoint briefly.
 
 A call's retries failing one after the other (529, 500, a hang) are one bad call of an endpoint that
 answers most others; only failures of distinct calls open the breaker.  Once open, the call that meets

@@ -1,4 +1,4 @@
-"""Clause types a team defines (issue 22 item 4): defined in a playbook by a question and examples, found offline
+"""Clause types a team defines: defined in a playbook by a question and examples, found offline
 by similarity (clausegate.review.custom_categories), on contracts written for this test."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ _COMMAND = re.compile(r"(?:^|[`$(]|&& |\| )\s*clausegate ([a-z][a-z-]*)(?: ([a-z
 EVENT_NAMESPACES = ("clausegate.audit", "clausegate.review.failed", "clausegate.review.completed",
                     "clausegate.contract")
 NOT_MODULES = {"md", "py", "yaml", "json", "toml", "com", "org", "net"}
-# Names the renovation retired (issue 11): the docs must not send a reader to them.
+# Names the code no longer has: the docs must not send a reader to them.
 RETIRED = re.compile(r"(?<![\w/.])(model_tasks|model_extraction|model_steps|review_pipeline|pdf_worker"
                      r"|offline_model\.py|gates/notify|clausegate[/.]fakes|scripts/|cuad_split|local_secrets|inline_as|chunk_reviews"
                      r"|inline_threads|`dispatch`|inbox/settings|stack\.up\b|stack\.py|steps\.py|repair_error)")

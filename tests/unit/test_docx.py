@@ -1,4 +1,4 @@
-"""Word .docx contracts (issue 23 item 1): real files built by the tests (tests/support/docx_factory.py), parsed in
+"""Word .docx contracts: real files built by the tests (tests/support/docx_factory.py), parsed in
 the sandboxed child; tracked changes accepted and reported, comments, hidden text gated, tables, headers and footers
 left out, Word's numbering, and each hostile file refused with its code."""
 

@@ -1,4 +1,4 @@
-"""What a reader of a .docx sees is what the review reads (issue 29): text boxes (VML, DrawingML, one alternative of
+"""What a reader of a .docx sees is what the review reads: text boxes (VML, DrawingML, one alternative of
 mc:AlternateContent), headers and footers without their page furniture, footnotes and endnotes; an altChunk import
 it cannot read gates on *Document integrity*; hidden text judged as the PDF check judges it (the colour against its
 effective background: highlight, run, paragraph and cell shading; specVanish; size and character scale); an

@@ -1,4 +1,4 @@
-"""An e-mail is reviewed as its reader sees it (issue 29): an HTML body's hidden text (display:none, visibility:hidden,
+"""An e-mail is reviewed as its reader sees it: an HTML body's hidden text (display:none, visibility:hidden,
 font-size:0, the hidden attribute) is left out and said, <noscript> text is read and <svg> text said to be skipped;
 a .zip attachment is skipped with its reason (never reviewed as a PDF it stores), an encrypted .docx refused as
 encrypted.  Each message goes through the real sandboxed parser child."""

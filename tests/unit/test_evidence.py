@@ -1,7 +1,7 @@
 """Clause evidence: the sentences that carry a clause, with section and page (clausegate.review.evidence).
 
 Synthetic passages, plus real CUAD text (skipped when ../shared/data/cuad is absent): the
-LeadersOnline co-branding agreement, whose Cap on Liability passage used to be shown as
+LeadersOnline co-branding agreement, whose Cap on Liability passage must not be shown as
 "POSSIBILITY OF SUCH DAMAGES. 11.4. Indemnification by LeadersOnline." with confidence 1.00.
 """
 
@@ -149,7 +149,7 @@ def test_cuad_possible_gated_clause_reaches_the_gate():
     assert "Minimum Commitment" in quiet.missing_categories  # without "possible" it would be silently missing
 
 
-# ------------------------------------------------------------------- issue 22: sections and whole quotes
+# ------------------------------------------------------------------- sections and whole quotes
 HEALTHCARE_P3 = (  # PDFium's page 3 of the healthcare sample: its headings have lost their numbers
     "Disclaimer of Warranties. THE PRODUCTS ARE PROVIDED ON AN “AS IS” AND “AS AVAILABLE” BASIS, AND SUPPLIER\n"
     "DOES NOT MAKE ANY WARRANTIES, MERCHANTABILITY AND FITNESS FOR A PARTICULAR\n"
@@ -178,8 +178,9 @@ BEYONDCOM_P3_HEAD = "5. PROPRIETARY RIGHTS. NAI retains ownership of the NAI Sit
 
 
 def test_sections_come_from_the_real_headings():
-    """Before: every healthcare clause after the definitions was under "1 Definitions"; beyondcom's "6. TERM AND
-    TERMINATION" was reported as "5 PROPRIETARY RIGHTS" (the printed page numbers "5 6" hid its heading)."""
+    """Healthcare's clauses after the definitions are not all under "1 Definitions"; beyondcom's "6. TERM AND
+    TERMINATION" is not reported as "5 PROPRIETARY RIGHTS" (the printed page numbers "5 6" must not hide its
+    heading)."""
     health = prefilter(make_doc(HEALTHCARE_P1, HEALTHCARE_P3), ["Cap on Liability", "Renewal Term"])
     section = {p.text[:25]: p.section for p in health.passages}
     assert section["Limitation of Liability T"] == "Limitation of Liability", section
@@ -192,7 +193,7 @@ def test_sections_come_from_the_real_headings():
 
 
 def test_a_quote_past_the_length_shown_says_it_was_cut():
-    """Before: a long clause was cut at 1,499 characters mid-word with a bare "…" and nothing else told."""
+    """A long clause is not cut at 1,499 characters mid-word with a bare "…" and nothing else told."""
     from clausegate.review.evidence import CUT_MARKER, MAX_EVIDENCE_CHARS, shorten
 
     long = " ".join(f"Sentence {k} of the clause says the supplier shall deliver the goods on time." for k in range(40))
@@ -210,8 +211,8 @@ def test_a_quote_past_the_length_shown_says_it_was_cut():
 
 
 def test_a_lead_in_is_quoted_with_its_list():
-    """Before: beyondcom's Price Restrictions finding stopped at "... of any such increase and:" (its list, on the
-    next lines, was another passage).  A quote never stops at "... and:" or "...; and" when its sentence goes on."""
+    """beyondcom's Price Restrictions finding does not stop at "... of any such increase and:" (its list, on the
+    next lines, is another passage).  A quote never stops at "... and:" or "...; and" when its sentence goes on."""
     model = load_model()
     lead = ("(c) Price Increase. If NAI increases its suggested retail price for any Product (a product upgrade with a "
             "different part number will not be the same Product) and there is a resulting increase in the price of "
@@ -235,7 +236,7 @@ def _sample_clauses(name: str):
 
 
 def test_shipped_samples_quote_whole_sentences_under_their_sections():
-    """The three samples' findings as `clausegate review` prints them.  Before: "…a Delaware corporation, a.k.a.",
+    """The three samples' findings as `clausegate review` prints them, none like "…a Delaware corporation, a.k.a.",
     "…3 Avraham Giron St., POB.", "…eligibility hereunder within thirty", "…UNDER ANY THEORY 12 OF LIABILITY…",
     "…in which Source: LEADERSONLINE INC, S-1/A, 4/27/2000 such revenue…", and the sections above."""
     found = {name: _sample_clauses(name) for name in (LEADERS_SAMPLE, BEYONDCOM_SAMPLE, HEALTHCARE_SAMPLE)}

@@ -62,7 +62,7 @@ def anyofs(node, where="") -> list[tuple[str, list[dict]]]:
 
 def test_every_either_or_has_one_alternative_per_json_type():
     """The Prefect UI shows the tab of an anyOf whose type matches the value's JSON type: of two alternatives of one
-    type the second cannot be entered (typing in it flips the form back to the first, issue 21)."""
+    type the second cannot be entered (typing in it flips the form back to the first)."""
     checked = 0
     for flow in flows():
         for where, options in anyofs(schema(flow)):

@@ -1,4 +1,4 @@
-"""The one format table (clausegate/review/document/registry.py, issue 31 item 2): the type Literals are its rows,
+"""The one format table (clausegate/review/document/registry.py): the type Literals are its rows,
 and the places that judge bytes (the parse's sniff, the inbox, e-mail attachments, `clausegate review -`, the batch
 folder, the sandboxed child's dispatch) give one answer for one file."""
 

@@ -1,4 +1,4 @@
-"""Per-finding gates (issue 24): slots per role, who may fill them, the status, the Slack view's limits,
+"""Per-finding gates: slots per role, who may fill them, the status, the Slack view's limits,
 the per-finding form, and the decision receipt's evidence. Pure: no Prefect server."""
 
 from __future__ import annotations

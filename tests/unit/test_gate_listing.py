@@ -1,5 +1,5 @@
 """`clausegate gates`: each finding of a waiting gate on its own line, told apart by where it is and how its quote
-starts (issue 29 e). Pure: the lines are built from the gate record; no Prefect server."""
+starts. Pure: the lines are built from the gate record; no Prefect server."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The gate message says why each finding needs a person, and lists what was not asked: possible findings of gated
-categories (``possible_findings: note``) and findings a model took off the gate, with its reason (issue 30)."""
+categories (``possible_findings: note``) and findings a model took off the gate, with its reason."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The gate stats' arithmetic (issue 24 item 5): nearest-rank percentiles, what counts as an SLA breach, a gate
+"""The gate stats' arithmetic: nearest-rank percentiles, what counts as an SLA breach, a gate
 counted once per reviewer whatever its categories.  Over real recorded gates: tests/integration/test_gate_stats.py."""
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ def test_breaches_decisions_and_grouping():
 
 
 def test_per_finding_decisions_count_for_each_reviewer_and_role():
-    """Issue 29 (d): a per-finding gate decided in Slack by lou (legal, F1 then F3) and fay (finance, F2) puts both
-    under "By reviewer" and each role under "By role"; the gate is decided when its last slot is (before: no
-    reviewer, the gate counted as open)."""
+    """A per-finding gate decided in Slack by lou (legal, F1 then F3) and fay (finance, F2) puts both under
+    "By reviewer" and each role under "By role"; the gate is decided when its last slot is (never counted as open
+    with no reviewer)."""
     from clausegate.gates.findings import strictest
     from clausegate.gates.model import DecisionInfo, Finding, GateRecord, text_sha256
     from clausegate.gates.stats import samples_of

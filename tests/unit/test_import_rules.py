@@ -1,4 +1,4 @@
-"""The floor plan's rules (issue 11), checked on the source: each rule is a function that returns the places
+"""The floor plan's rules, checked on the source: each rule is a function that returns the places
 that break it, tested here on the real tree and on a small synthetic tree that breaks it (so no rule passes
 vacuously)."""
 

@@ -180,7 +180,7 @@ def test_step_timeout_shorter_than_the_http_calls_of_one_attempt_is_rejected_nam
     check_step_timeouts(book, timeouts, extractor="offline")  # --extractor offline: only generate is checked
 
 
-# ------------------------------------------------------------------ issue 20: what a paid, unusable answer still holds
+# ------------------------------------------------------------------ what a paid, unusable answer still holds
 
 def test_a_cut_or_malformed_answer_keeps_its_complete_clauses_checked_like_any_answer():
     from clausegate.review.llm.salvage import salvaged_answer

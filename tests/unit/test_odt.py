@@ -1,4 +1,4 @@
-"""OpenDocument .odt contracts (issue 31 item 2): sniffed by the format table, read in the sandboxed child in reading
+"""OpenDocument .odt contracts: sniffed by the format table, read in the sandboxed child in reading
 order (headings, paragraphs, lists, table cells), hidden text left out and reported, an encrypted .odt and hostile
 archives refused with their codes.  The .odt files are written here with zipfile (mimetype first, stored)."""
 

@@ -1,5 +1,5 @@
 """The consistency rules over the offline model's passage scores (``clausegate.review.offline.consistency``), on real
-clause texts: the samples' passages as the pre-filter makes them (issue 30 item 4) and CUAD TRAIN clauses.  The
+clause texts: the samples' passages as the pre-filter makes them and CUAD TRAIN clauses.  The
 shipped model scores them; no mock of our own code."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The offline model's fast paths (issue 13, <= 100 ms per contract) give exactly what the straightforward code gives.
+"""The offline model's fast paths (for <= 100 ms per contract) give exactly what the straightforward code gives.
 
 On real contract text: CUAD TRAIN contracts' text (``tools.cuad``; the holdout is never read) when the data
 is present, else the test fixtures.  Each test fails when its fast path drifts from the reference:

@@ -113,7 +113,7 @@ def test_odd_pages():
     assert ps and all(p.strip() for p in ps)
 
 
-# ------------------------------------------------------------------- issue 22: sentences that end where they end
+# ------------------------------------------------------------------- sentences that end where they end
 # Real text of the shipped samples (samples/README.md), as the parser gives it.
 BEYONDCOM_P1 = (
     " This Co-Hosting Agreement (the \"Agreement\") is made by and between\n"
@@ -169,7 +169,7 @@ def _sentences_of(page: str) -> list[str]:
 
 
 def test_abbreviations_never_end_a_sentence():
-    """Before: "…a Delaware corporation, a.k.a." and "…3 Avraham Giron St., POB." were whole "sentences"."""
+    """Neither "…a Delaware corporation, a.k.a." nor "…3 Avraham Giron St., POB." is a whole "sentence"."""
     beyond = _sentences_of(BEYONDCOM_P1)
     assert beyond[0].endswith('California 94087 ("Co-Host").'), beyond
     assert "a.k.a. Beyond.com, with its principal place" in beyond[0]
@@ -189,7 +189,7 @@ def test_a_lower_case_start_goes_on_the_sentence_before():
 
 
 def test_never_split_before_a_parenthesised_number():
-    """Before: "…eligibility hereunder within thirty" ended a passage; "(30) days…" opened the next."""
+    """A passage does not end at "…eligibility hereunder within thirty" with "(30) days…" opening the next."""
     assert any("within thirty (30) days of receiving notice of such price decreases." in p
                for p in split_passages(BEYONDCOM_P10))
     assert not any(s.endswith("thirty") for s in _sentences_of(BEYONDCOM_P10))
@@ -200,7 +200,7 @@ def test_never_split_before_a_parenthesised_number():
     assert refs == ["The cap does not apply to claims under Section 3.2 hereof or Article 4 below."]
 
 
-# ------------------------------------------------------------------- issue 22: page furniture
+# ------------------------------------------------------------------- page furniture
 LEADERS_P7 = (  # PDFium's page 7 of the LeadersOnline sample (two printed pages, 12 and 13)
     "11.3. Limitation of Liability. EXCEPT IN CONNECTION WITH A BREACH, NEITHER PARTY WILL BE LIABLE FOR ANY\n"
     "SPECIAL, INDIRECT, CONSEQUENTIAL, EXEMPLARY OR INCIDENTAL DAMAGES\n"
@@ -225,8 +225,8 @@ BEYONDCOM_P9_AUDIT = (
 
 
 def test_page_numbers_and_filing_stamps_are_not_passage_text():
-    """Before: "…UNDER ANY THEORY 12 OF LIABILITY…", "3 18 (d) Audit." and "…in which Source: LEADERSONLINE INC,
-    S-1/A, 4/27/2000 such revenue…" were in the quotes.  Page numbers stay right: one list of passages per page."""
+    """No "…UNDER ANY THEORY 12 OF LIABILITY…", "3 18 (d) Audit." or "…in which Source: LEADERSONLINE INC,
+    S-1/A, 4/27/2000 such revenue…" in the quotes.  Page numbers stay right: one list of passages per page."""
     from clausegate.review.passages import page_passages
 
     pages = page_passages([LEADERS_P3, LEADERS_P4, LEADERS_P7, BEYONDCOM_P9_AUDIT])

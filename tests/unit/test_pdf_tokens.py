@@ -1,4 +1,4 @@
-"""The parse worker's fast paths give what pypdf gives (issue 12).
+"""The parse worker's fast paths give what pypdf gives.
 
 * ``tokens.operations`` (the hidden-text check's content-stream tokenizer) returns exactly pypdf's
   ``ContentStream.operations`` — or None, and pypdf parses the stream — on the samples, on every PDF the test

@@ -1,4 +1,4 @@
-"""Per-run costs removed for issue 12: the at-rest key is read once per process (until it changes), and
+"""No per-run costs: the at-rest key is read once per process (until it changes), and
 Prefect's API clients share one *verified* TLS context per CA file (never an insecure one)."""
 
 from __future__ import annotations

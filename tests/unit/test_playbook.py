@@ -62,7 +62,7 @@ def test_unknown_playbook_lists_the_choices():
     ],
 )
 def test_yaml_error_shows_the_expected_characters(text, shown):
-    """Issue 29 (a): the parser's own expected characters are shown (before: "expected '…' or '…'")."""
+    """The parser's own expected characters are shown (not "expected '…' or '…'")."""
     with pytest.raises(PlaybookError) as caught:
         parse_playbook(text)
     assert shown in str(caught.value)
@@ -78,8 +78,8 @@ def test_yaml_error_never_quotes_the_file():
 
 @pytest.mark.parametrize("field", ["categories", "high_risk", "gates"])
 def test_unknown_category_points_at_the_command(field):
-    """Issue 29 (a): an unknown category names `clausegate playbooks --categories` and the closest name, never a
-    Python symbol (before: "see clausegate.review.categories.CATEGORIES")."""
+    """An unknown category names `clausegate playbooks --categories` and the closest name, never a Python symbol
+    (such as "see clausegate.review.categories.CATEGORIES")."""
     body = {"categories": "categories: [Uncaped Liability]\n",
             "high_risk": "categories: [Cap On Liability]\nhigh_risk: [Uncaped Liability]\n",
             "gates": "categories: [Cap On Liability]\ngates: [{category: Uncaped Liability, sla_hours: 4}]\n"}[field]

@@ -1,4 +1,4 @@
-"""Playbook positions (issue 24 item 4): the figures a walk-away condition reads, the verdict of a finding
+"""Playbook positions: the figures a walk-away condition reads, the verdict of a finding
 against its standard, and the gate a deviating or missing required clause opens (assembled offline, no server)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Positions judged on substance (issue 30 item 5): the figures a clause states, set against the playbook's
+"""Positions judged on substance: the figures a clause states, set against the playbook's
 walk-away rules with the fees and value the contract states; wording only when no figure applies, and every
 verdict says which was used.  Clause texts are quotes from CUAD (CC BY 4.0) and the shipped samples."""
 

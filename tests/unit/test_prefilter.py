@@ -27,7 +27,7 @@ def test_artifact_loads_without_pickle_and_has_metadata():
     model = load_model()
     assert model.version == meta["version"] and model.categories == CATEGORIES
     size = sum(p.stat().st_size for p in MODEL_DIR.glob("offline_model.*"))
-    assert size <= 30_000_000  # issue 13: the shipped artifact stays <= 30 MB
+    assert size <= 30_000_000  # the shipped artifact stays <= 30 MB
 
 
 def test_scores_are_probabilities_in_artifact_order():

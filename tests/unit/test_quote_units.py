@@ -1,4 +1,4 @@
-"""Quotes as whole units (issue 22 item 1): list items read to their sentence's end, tables of contents never quoted,
+"""Quotes as whole units: list items read to their sentence's end, tables of contents never quoted,
 a table's column of figures kept, a line that stops on a preposition read on (review/passages.py, furniture.py,
 toc.py, evidence.py, offline/extract.py, prefilter.py; measured by bench/quotes.py)."""
 

@@ -1,5 +1,5 @@
-"""The report's positions table says where a finding is the way the rest of the report does (issue 29 g): a
-PDF's page, a .docx's § and ¶, a text's character span (before: "p. 1" for every .docx or text finding)."""
+"""The report's positions table says where a finding is the way the rest of the report does: a
+PDF's page, a .docx's § and ¶, a text's character span (never "p. 1" for every .docx or text finding)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Review artifact (the report's Markdown, shown in the Prefect UI) keeps each clause's quote readable (issue 29
-i): the quote on its own line under its category, place and confidence, never squeezed into a table cell (the UI
+"""The Review artifact (the report's Markdown, shown in the Prefect UI) keeps each clause's quote readable:
+the quote on its own line under its category, place and confidence, never squeezed into a table cell (the UI
 cut a table's quote column after about 25 characters at a 1400-pixel window)."""
 
 from __future__ import annotations

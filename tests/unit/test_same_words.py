@@ -1,4 +1,4 @@
-"""Issue 29: the same words in another layout are one text.  A PDF's line-end hyphen (``one-`` then ``third`` on
+"""The same words in another layout are one text.  A PDF's line-end hyphen (``one-`` then ``third`` on
 the next line), the .docx of its words (``one-third``) and a soft hyphen share the text's identity, and the
 pre-filter's re-joined word (``onethird``) is found again in every layout; a review that computes its own does
 not report another review's answers as reused."""

@@ -1,4 +1,4 @@
-"""The model as a second reader (issue 30, item 3): when a model answer may take an offline finding off the gate,
+"""The model as a second reader: when a model answer may take an offline finding off the gate,
 and the attacks on that rule.  The answer goes the real way: rendered prompt -> the model's JSON -> grounding
 (``ground_answer`` / ``ground_absences``) -> ``merge_findings`` -> ``assemble_review`` (what gates, what is listed)."""
 

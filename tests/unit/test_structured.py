@@ -143,7 +143,7 @@ def test_extraction_repair_prompt_shows_the_strict_schema(model_server):
 
 
 def test_the_repair_prompt_neutralises_the_echoed_answer_like_contract_text(model_server):
-    """Issue 20: the model's unusable answer goes back into the repair prompt.  It can echo contract text, so it
+    """The model's unusable answer goes back into the repair prompt.  It can echo contract text, so it
     is neutralised like contract text: it cannot close its block, open a passage or a schema of its own."""
     from clausegate.review.llm.extract import PromptPassage, render_extraction_prompt
 

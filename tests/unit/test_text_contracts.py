@@ -1,5 +1,5 @@
-"""Plain-text contracts (UTF-8 .txt / .md, a pasted clause) through the parse step's sniffing (issue 23 item 2's parse
-side): parts with offsets, a single clause as a valid review located by character span, the limits and refusals."""
+"""Plain-text contracts (UTF-8 .txt / .md, a pasted clause) through the parse step's sniffing:
+parts with offsets, a single clause as a valid review located by character span, the limits and refusals."""
 
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ ANSI_TEXT = "\x1b[1;31mWARNING\x1b[0m \x1b[32mThe Supplier shall pay\x1b[0m the 
     (b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "PNG image"),
 ])
 def test_bytes_of_no_known_format_say_what_is_read_not_only_pdf(tmp_path, data, looks_like):
-    """Issue 29: unrecognised bytes (and control-character text) said only "export or print the contract to PDF",
-    though .docx and UTF-8 text are read too."""
+    """Unrecognised bytes (and control-character text) are refused with what is read (.docx and UTF-8 text too),
+    not only "export or print the contract to PDF"."""
     with pytest.raises(DocumentError) as caught:
         parse(write(tmp_path, "upload.bin", data))
     error = caught.value

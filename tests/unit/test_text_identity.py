@@ -1,5 +1,5 @@
-"""Issue 23 items 5 and 6 as plain logic: what counts as the same text (``text_id``), prompts without the file's
-identity, and the summary path's offline summary and prompt size."""
+"""Text reuse and the summary path as plain logic: what counts as the same text (``text_id``), prompts without the
+file's identity, and the summary path's offline summary and prompt size."""
 
 from __future__ import annotations
 
