@@ -21,7 +21,7 @@ time that perfect 2-core parallel plain-Python review would not need.  "Prefect'
 CPU" = 1 - plain review CPU / the stack's CPU *during the batch* (server + worker + flow-run processes,
 from trigger to end; stack start-up excluded).
 
-Ends with the issue-12 targets and whether each is met: >= 250 contracts/minute (issue: on 400 CUAD
+Ends with the targets and whether each is met: >= 250 contracts/minute (on 400 CUAD
 contracts, ``--n 400``, default configuration), Prefect's share of the stack's CPU <= 33%; and the
 figures it tracks without a target: "database is locked" retries (SQLite; none on PostgreSQL), median queue wait of the
 batch's runs.  Also prints the batch's own "where the time went" (its summary artifact).

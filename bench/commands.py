@@ -14,7 +14,7 @@
    without the launcher, so Prefect starts its temporary server when the flow first needs it).  A warm-up
    run on one contract migrates the temporary server's new database first (reported, not counted).  Prints
    the whole command's wall time and the rate the batch itself reports ("N contracts/min"), which is the
-   figure the issue's 20.9/min was; target >= 250 contracts/min; and checks the result table fits 80 columns.
+   figure the 20.9/min baseline is in; target >= 250 contracts/min; and checks the result table fits 80 columns.
 
 Ratios between the two ways in one run matter, not absolute times (shared 2-core machine).
 """

@@ -1,4 +1,4 @@
-"""Issue 29's crash scenario: N inbox tasks on `clausegate up`, then one `kill -9` each of the worker, the gateway and
+"""The crash scenario: N inbox tasks on `clausegate up`, then one `kill -9` each of the worker, the gateway and
 the Prefect server, each followed by the runbook's `clausegate down && clausegate up`, and a SIGSTOP of the
 warm-start process; then count where every task ended.
 

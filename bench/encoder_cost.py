@@ -2,7 +2,7 @@
 
     python bench/encoder_cost.py [--n 20] [--max-len 256]
 
-Issue 13 limits the offline extractor to <= 100 ms of CPU per contract on one core after parsing.  A
+The offline extractor's budget is <= 100 ms of CPU per contract on one core after parsing.  A
 pretrained contextual encoder (the usual way past a bag-of-words ranker) has to run over every passage
 the pre-filter keeps.  This script times, on the same contracts and in the same process:
 
@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20, help="TRAIN contracts to time (default 20)")
     ap.add_argument("--max-len", type=int, default=256, help="tokens per passage at most (default 256)")
     args = ap.parse_args()
-    with threadpool_limits(limits=1):  # BLAS on one thread: the issue's limit is per core
+    with threadpool_limits(limits=1):  # BLAS on one thread: the limit is per core
         run(args.n, args.max_len)
 
 

@@ -14,7 +14,7 @@ product's .docx reader (``clausegate.review.document.docx``, in this process); `
 plain-text contract (``clausegate.review.document.plain_text``).  Either also runs the PDF path and prints both
 contract-level micro-F1s and their difference (the passage-level figures of a .docx or text use its parts, not CUAD's
 pages: compare contract level only).  Prints per-category
-precision / recall / F1 and the issue-13 table with its targets:
+precision / recall / F1 and the table of targets:
 
 * contract level ("is the clause present"): predicted when at least one clause of the
   category is found (``possible`` clauses are not findings; "found or possible" is shown apart

@@ -19,7 +19,7 @@
    Prefect server holds exactly one new flow run per 201 (the runs tagged with this bench's topic:
    count of runs == count of 201s, same ids).
 
-Prints p50 / p95 / max, accepted / refused / lost, and the issue-12 target (p95 <= 2 s at 20 parallel
+Prints p50 / p95 / max, accepted / refused / lost, and the target (p95 <= 2 s at 20 parallel
 clients, nothing lost) with met / not met.  The machine is shared: compare runs made together.
 
     python bench/inbox_load.py --reads 60 [--limit 100]      # reading: the list and the single task view

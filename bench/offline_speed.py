@@ -2,7 +2,7 @@
 
     python bench/offline_speed.py [--n 12] [--rounds 3] [--tree DIR ...] [--cache DIR] [--out DIR]
 
-Issue 13 asks for <= 100 ms per contract on one core after parsing; ``bench/extractor.py`` reports it on
+The target is <= 100 ms per contract on one core after parsing; ``bench/extractor.py`` reports it on
 the holdout, this script on the ``--n`` biggest TRAIN contracts (by CUAD text size; the holdout is never
 read), so a speed change can be measured without touching the holdout.  Each ``--tree`` (a checkout of
 this repository, default: this one) is run in its own child process (``PYTHONPATH=tree``), the trees

@@ -17,7 +17,7 @@ KEYWORD_PRIORS = {  # words of CUAD's category questions
                     r"|extend(?:ed)? for (?:an? )?(?:additional|successive)",
     # 2.4: a carve-out from a limitation of liability (CUAD's Uncapped Liability), not the limitation itself nor its
     # boilerplate ("including, without limitation", "regardless of the theory of liability"): the healthcare
-    # sample's "THE FOREGOING EXCLUSIONS AND LIMITATIONS SHALL APPLY: …" gated as one (issue 22 item 3)
+    # sample's "THE FOREGOING EXCLUSIONS AND LIMITATIONS SHALL APPLY: …" gated as one
     "Uncapped Liability": r"(?:shall|will|does|do) not (?:apply|limit|restrict|exclude)|not be limited|no limit"
                           r"|unlimited|without (?:any )?(?:cap|limit\b)|except(?:ing)? (?:for|with respect to|in the "
                           r"case of|as (?:otherwise|set forth|provided)|to the extent|that)|exclusions? (?:from|to) "
