@@ -7,6 +7,7 @@ while a gate of it is undecided (clausegate/review/versions/signing.py).
 from __future__ import annotations
 
 import getpass
+import json
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,26 +38,34 @@ Out = Annotated[Path, typer.Option(help="the reports folder")]
 
 
 @versions_app.callback(invoke_without_command=True)
-def versions(ctx: typer.Context, out: Out = Path("reports")) -> None:
+def versions(ctx: typer.Context, out: Out = Path("reports"),
+             as_json: Annotated[bool, typer.Option("--json", help="one JSON list, for scripts")] = False) -> None:
     """List each contract's versions in the reports folder, with a status per version."""
     if ctx.invoked_subcommand is not None:
         return
     groups: dict[tuple[str, ...], list[tuple[Path, dict[str, Any]]]] = {}
     for path, review in reports(out):
         groups.setdefault(identity(review) or (review["contract_id"],), []).append((path, review))
-    if not groups:
+    if not groups and not as_json:
         console.print(f"No review reports in {out}.", highlight=False)
         return
-    table = Table("Contract", "Version", "File", "Review id", "Review", "Version status", "Changed since")
+    rows = []
     for key, items in groups.items():
         title = (key[0] if len(key) == 2 else items[0][1]["filename"])[:40] or items[0][1]["filename"]
         for number, (path, review) in enumerate(items, 1):
             v = review.get("versions") or {}
             counts = ", ".join(f"{n} {s}" for s, n in (v.get("counts") or {}).items() if n and s != "unchanged")
-            table.add_row(title if number == 1 else "", f"v{number}", review["filename"],
-                          (review.get("flow_run_id") or "-")[:36], review.get("status", ""),
-                          version_status(review, number == 1, signing.read_signatures(path)),
-                          counts or ("-" if number == 1 else "not compared"))
+            rows.append({"contract": title, "version": f"v{number}", "file": review["filename"],
+                         "review_id": review.get("flow_run_id") or "-", "review": review.get("status", ""),
+                         "version_status": version_status(review, number == 1, signing.read_signatures(path)),
+                         "changed_since": counts or ("-" if number == 1 else "not compared")})
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("Contract", "Version", "File", "Review id", "Review", "Version status", "Changed since")
+    for row in rows:
+        table.add_row(row["contract"] if row["version"] == "v1" else "", row["version"], row["file"],
+                      row["review_id"][:36], row["review"], row["version_status"], row["changed_since"])
     console.print(table)
 
 

@@ -57,6 +57,7 @@ from clausegate.inbox.status import (
 )
 from clausegate.inbox.views import TaskDetail
 from clausegate.ops.dead_letters import REQUEUING
+from clausegate.ops.stuck_runs import requeuing_cancel
 from clausegate.review.schemas import Review
 from clausegate.runs.tags import CLAUSEGATE, contract_tag, playbook_tag, read_tag
 from clausegate.security import (  # at_rest also registers the serializer of sealed reviews
@@ -320,9 +321,8 @@ class Inbox:
         (``CG-RUN-REQUEUING``; not an earlier one), for a moment before the requeue. Not a cancel: say requeueing."""
         async with self._client() as client:
             states = sorted(await client.read_flow_run_states(run.id), key=lambda s: s.timestamp)
-        before = states[-2] if len(states) >= 2 and states[-1].type == StateType.CANCELLED else None
-        ours = before is not None and before.type == StateType.CANCELLING and REQUEUING in (before.message or "")
-        return before.message if ours else None
+        before = requeuing_cancel(states)
+        return before.message if before is not None else None
 
     async def _review(self, run: FlowRun) -> Review | at_rest.AtRestKeyError | at_rest.AtRestCorrupt | None:
         """The run's review; the at-rest error when it is sealed with another key (or damaged)."""

@@ -28,6 +28,7 @@ backstop. Every change is in the audit log (``clausegate.audit.run.stuck``) and 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from prefect import get_run_logger
 from prefect.client.orchestration import get_client
@@ -140,14 +141,25 @@ def stuck_late(client, run, now: datetime, stuck_seconds: float) -> Found | None
                                       "a duplicate")
 
 
+def requeuing_cancel(states: list) -> Any | None:
+    """The Cancelling with ``CG-RUN-REQUEUING`` that the run's trailing Cancelled states follow (``states`` oldest
+    first), else None. The worker's cancellation and the flow-run process may each store a Cancelled, so the state
+    before the last is not always the Cancelling."""
+    i = len(states) - 1
+    while i >= 0 and states[i].is_cancelled():
+        i -= 1
+    before = states[i] if 0 <= i < len(states) - 1 else None
+    ours = before is not None and before.is_cancelling() and dead_letters.REQUEUING in (before.message or "")
+    return before if ours else None
+
+
 def interrupted_requeue(client, run, now: datetime, settle_seconds: float) -> Found | None:
     """Cancelled right after dead-letters' ``CG-RUN-REQUEUING`` Cancelling, and no requeue followed it within
     ``settle_seconds`` (the live handler requeues within ``CANCELLED_GRACE_SECONDS`` of the Cancelled)."""
     if dead_letters.REQUEUED not in run.tags or _age(run, now) < settle_seconds:
         return None
-    history = dead_letters.read_history(client, run)
-    before = history[-2] if len(history) >= 2 else None
-    if before is None or not before.is_cancelling() or dead_letters.REQUEUING not in (before.message or ""):
+    before = requeuing_cancel(dead_letters.read_history(client, run))
+    if before is None:
         return None
     how = f"the requeue after stopping its hung attempt was interrupted (the run stayed {run.state.message!r})"
     handled = dead_letters.requeue(client, run, f"{how}; requeue completed by the stuck-run sweep",

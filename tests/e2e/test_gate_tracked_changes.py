@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -71,6 +72,9 @@ def record_of(run_id: str):
         return store.current_record(client, client.read_flow_run(uuid.UUID(run_id)))
 
 
+_ROUND = re.compile(r"-a\d+$")  # an answer round's suffix (a gate key's hex digest may start with 'a')
+
+
 def pause_key(run_id: str) -> str | None:
     from prefect.client.orchestration import get_client
 
@@ -81,7 +85,8 @@ def pause_key(run_id: str) -> str | None:
 
 def wait_round(run_id: str, n: int) -> None:
     try:
-        wait_until(lambda: (key := pause_key(run_id)) and (key.endswith(f"-a{n}") if n else "-a" not in key), 180,
+        wait_until(lambda: (key := pause_key(run_id)) and (key.endswith(f"-a{n}") if n else not _ROUND.search(key)),
+                   180,
                    step=0.2, what=f"run {run_id} suspended at answer round {n}", ignore=())
     except WaitTimeout as exc:
         raise WaitTimeout(f"{exc}: {state_history(run_id)[-3:]}") from None

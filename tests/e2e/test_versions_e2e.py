@@ -96,5 +96,7 @@ def test_the_next_version_gates_only_on_the_changed_clause_and_carries_the_other
     signed = CliRunner().invoke(app, ["versions", "sign", second, "--by", "Dana Lee", "--date", "2026-12-07",
                                       "--out", out])
     assert signed.exit_code == 0, signed.output
-    listing = CliRunner().invoke(app, ["versions", "--out", out], env={"COLUMNS": "250"})
-    assert "signed (Dana Lee, 2026-12-07)" in listing.output and "approved" in listing.output, listing.output
+    listing = CliRunner().invoke(app, ["versions", "--out", out, "--json"])
+    assert listing.exit_code == 0, listing.output
+    status = {row["file"]: row["version_status"] for row in json.loads(listing.output)}
+    assert status == {"msa-v1.pdf": "approved", "msa-v2.pdf": "signed (Dana Lee, 2026-12-07)"}, listing.output

@@ -45,6 +45,9 @@ def test_each_version_has_a_status(tmp_path, monkeypatch) -> None:
     result = CliRunner().invoke(app, ["versions", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "approved" in result.output and "counterparty's revision" in result.output and "2 changed" in result.output
+    rows = json.loads(CliRunner().invoke(app, ["versions", "--out", str(tmp_path), "--json"]).output)
+    assert [(r["file"], r["version"], r["version_status"], r["changed_since"]) for r in rows] == [
+        ("acme-v1.pdf", "v1", "approved", "-"), ("acme-v2.docx", "v2", "counterparty's revision", "2 changed")]
 
 
 def test_a_version_with_an_undecided_gate_is_not_signed(tmp_path, monkeypatch) -> None:
