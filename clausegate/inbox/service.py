@@ -321,7 +321,7 @@ class Inbox:
         (``CG-RUN-REQUEUING``; not an earlier one), for a moment before the requeue. Not a cancel: say requeueing."""
         async with self._client() as client:
             states = sorted(await client.read_flow_run_states(run.id), key=lambda s: s.timestamp)
-        before = requeuing_cancel(states)
+        before = requeuing_cancel(states, as_of=run.state.id if run.state else None)  # the requeue may follow
         return before.message if before is not None else None
 
     async def _review(self, run: FlowRun) -> Review | at_rest.AtRestKeyError | at_rest.AtRestCorrupt | None:

@@ -141,11 +141,13 @@ def stuck_late(client, run, now: datetime, stuck_seconds: float) -> Found | None
                                       "a duplicate")
 
 
-def requeuing_cancel(states: list) -> Any | None:
+def requeuing_cancel(states: list, as_of: Any = None) -> Any | None:
     """The Cancelling with ``CG-RUN-REQUEUING`` that the run's trailing Cancelled states follow (``states`` oldest
-    first), else None. The worker's cancellation and the flow-run process may each store a Cancelled, so the state
-    before the last is not always the Cancelling."""
-    i = len(states) - 1
+    first; ``as_of``: a state's id, the history up to it, as a view read it before the requeue was stored), else
+    None. The worker's cancellation and the flow-run process may each store a Cancelled, so the state before the
+    last is not always the Cancelling."""
+    i = next((n for n, s in enumerate(states) if s.id == as_of), len(states) - 1) if as_of else len(states) - 1
+    states = states[:i + 1]
     while i >= 0 and states[i].is_cancelled():
         i -= 1
     before = states[i] if 0 <= i < len(states) - 1 else None

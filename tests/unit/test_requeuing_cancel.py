@@ -28,3 +28,11 @@ def test_any_other_cancel_is_a_cancel() -> None:
 def test_a_cancelling_not_yet_followed_by_cancelled_or_already_requeued_is_not_this_moment() -> None:
     assert requeuing_cancel([Running(), Crashed(), STOPPING]) is None  # the inbox reads the Cancelling itself
     assert requeuing_cancel([Running(), Crashed(), STOPPING, Cancelled(), Scheduled()]) is None
+
+
+def test_a_view_of_the_cancelled_state_reads_the_history_up_to_it() -> None:
+    """The inbox read the run Cancelled; the requeue's Scheduled may be stored before it reads the history."""
+    cancelled = Cancelled()
+    history = [Running(), Crashed(), STOPPING, cancelled, Scheduled()]
+    assert requeuing_cancel(history, as_of=cancelled.id) is STOPPING
+    assert requeuing_cancel(history) is None
