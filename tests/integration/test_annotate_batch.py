@@ -14,15 +14,10 @@ from clausegate.cli import app
 from clausegate.review.annotate import readback
 from clausegate.review.annotate.notes import notes_for
 from clausegate.review.schemas import Review
+from tests.support.contracts import BATCH_PAGES
 from tests.support.pdf_factory import make_encrypted_pdf, make_text_pdf
 
-PAGES = [
-    "MASTER SUPPLY AGREEMENT\nThis Master Supply Agreement is entered into by Acme Corp. and Widget Ltd.",
-    "Governing Law. This Agreement shall be governed by and construed in accordance with the laws of the "
-    "State of New York, without regard to its conflict of laws principles.",
-    "Limitation of Liability. In no event shall either party's aggregate liability arising out of or related "
-    "to this Agreement exceed the total fees paid by Customer in the twelve months preceding the claim.",
-]
+PAGES = BATCH_PAGES
 PLAYBOOK = """\
 name: annotate-batch
 description: no human gates (the batch's reviews complete)

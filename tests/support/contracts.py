@@ -27,6 +27,15 @@ SUPPLY_PAGES = [
     "$1,000,000 per occurrence and shall name Customer as an additional insured.",
 ]
 
+# A short supply agreement the batch tests review by the folder (no gated finding).
+BATCH_PAGES = [
+    "MASTER SUPPLY AGREEMENT\nThis Master Supply Agreement is entered into by Acme Corp. and Widget Ltd.",
+    "Governing Law. This Agreement shall be governed by and construed in accordance with the laws of the "
+    "State of New York, without regard to its conflict of laws principles.",
+    "Limitation of Liability. In no event shall either party's aggregate liability arising out of or related "
+    "to this Agreement exceed the total fees paid by Customer in the twelve months preceding the claim.",
+]
+
 LIABILITY_PAGES = SUPPLY_PAGES + [
     "6. Liquidated Damages. If Supplier fails to deliver on time, Supplier shall pay Customer as liquidated "
     "damages an amount equal to two percent of the order value for each week of delay.\n"
