@@ -11,7 +11,7 @@ import pytest
 
 from flows.contract_review import contract_review
 from tests.support.contracts import SUPPLY_PAGES
-from tests.support.flow_runs import MODEL_STEPS, review_artifact_keys, steps_by_state, task_states
+from tests.support.flow_runs import MODEL_STEPS, review_artifact_keys, review_task_states, steps_by_state
 from tests.support.hostile_playbooks import MARKER, hostile_playbooks
 from tests.support.pdf_factory import make_text_pdf
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("prefect_server")
 
 def run_review(pdf: Path, out: Path, playbook: str = "default"):
     state = asyncio.run(contract_review(str(pdf), playbook=playbook, out_dir=str(out), return_state=True))
-    return state, task_states(state.state_details.flow_run_id, expected=5)
+    return state, review_task_states(state)
 
 
 def test_review_caches_on_content_and_repeats_no_finished_task(tmp_path):

@@ -22,7 +22,7 @@ from tests.support import docx_factory as d
 from tests.support import model_flow
 from tests.support import odt_factory as odt
 from tests.support.contracts import GATED_PAGES, LIABILITY_PAGES, SUPPLY_PAGES
-from tests.support.flow_runs import steps_by_state, task_states
+from tests.support.flow_runs import review_task_states, steps_by_state
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -41,7 +41,7 @@ def draft_body(extra: list[str] = ()) -> list[str]:
 
 def run(source, out):
     state = asyncio.run(contract_review(str(source), playbook="default", out_dir=str(out), return_state=True))
-    return state, task_states(state.state_details.flow_run_id, expected=5)
+    return state, review_task_states(state)
 
 
 def report_of(out) -> tuple[dict, str]:

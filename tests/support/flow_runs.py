@@ -29,6 +29,12 @@ def task_states(flow_run_id, expected: int, timeout: float = 20.0, last: str | N
     return poll(final, timeout, step=0.1, max_step=0.5) or dict(seen)
 
 
+def review_task_states(state) -> dict[str, str]:
+    """:func:`task_states` of a finished contract-review run: at least 5 tasks when it completed; when it failed, at
+    least the fingerprint, the step that failed and the report (a review that stops at parse has only those 3)."""
+    return task_states(state.state_details.flow_run_id, expected=5 if state.is_completed() else 3)
+
+
 def executed(states: dict[str, str]) -> Counter:
     return Counter(state for state in states.values())
 

@@ -1,6 +1,6 @@
 """A tiny flow that asks the real human gate (``run_gate``) about a synthetic review, for gate tests.
 
-Served as a deployment by ``python -m tests.support.gate_probe serve NAME`` (runner poll 1 s): each run
+Served as a deployment by ``python -m tests.support.gate_probe serve NAME`` (tests/support/serve_review.py): each run
 suspends at a real gate (record, Slack message, form), and after the resume writes what
 ``run_gate`` returned (decisions, status, notices) as JSON to ``out``. No PDF, no extractor: the
 gate is all it exercises, so a resumed run finishes in a few seconds.
@@ -38,6 +38,6 @@ def gate_probe(label: str, out: str) -> str:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
-    from prefect import serve
+    from tests.support.serve_review import serve_warm
 
-    serve(gate_probe.to_deployment(name=sys.argv[2]), limit=8, pause_on_shutdown=False)
+    serve_warm(gate_probe, sys.argv[2], 8)

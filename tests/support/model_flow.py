@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from clausegate.config import AnthropicModel, OpenAICompatibleModel
 from clausegate.demo.model_server import FakeModelServer, prompts_of
 from flows.contract_review import contract_review
-from tests.support.flow_runs import task_states
+from tests.support.flow_runs import review_task_states
 
 KEY = "sk-ant-test-SECRET-abcdef0123456789"
 
@@ -62,7 +62,7 @@ steps:
 def review(tmp_path, pdf, book, out="reports"):
     """One in-process contract-review run: (its final state, task name -> final state name)."""
     state = asyncio.run(contract_review(str(pdf), playbook=book, out_dir=str(tmp_path / out), return_state=True))
-    return state, task_states(state.state_details.flow_run_id, expected=5)
+    return state, review_task_states(state)
 
 
 _PASSAGE = re.compile(r'<contract_passage id="(?P<id>[^"]+)" page="\d+">\n(?P<text>.*?)\n</contract_passage>', re.S)

@@ -72,10 +72,10 @@ def wait_for_deployment(name: str, proc: subprocess.Popen, log: Path, timeout: f
 
 def start_served(module_args: list[str], deployment: str, log: Path, env: dict[str, str], *,
                  api_url: str | None = None) -> subprocess.Popen:
-    """``python -m <module_args>`` (a ``serve`` of ``deployment``) in its own session, once the deployment is
-    registered (on the server at ``api_url`` when given, else the session's). Stop it with
-    :func:`stop_process_group`."""
-    env = {"PREFECT_RUNNER_POLL_FREQUENCY": "1", **env, "PYTHONPATH": str(ROOT)}
+    """``python -m <module_args>`` (tests/support/serve_review.py's warm-started worker of ``deployment``) in its
+    own session, once the deployment is registered (on the server at ``api_url`` when given, else the session's).
+    Stop it with :func:`stop_process_group`."""
+    env = {"PREFECT_WORKER_QUERY_SECONDS": "1", **env, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", *module_args], cwd=ROOT, env=env, stdout=open(log, "wb"),
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
