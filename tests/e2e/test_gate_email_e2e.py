@@ -1,6 +1,6 @@
 """End to end on a served stack: a per-finding gate where legal approves by e-mail and finance in Slack.
 
-The session Prefect server, ``serve`` of the contract-review deployment, the gateway (``clausegate gateway``), the
+The session Prefect server, the served contract-review deployment, the gateway (``clausegate gateway``), the
 fake Slack Web API and a real local SMTP server (aiosmtpd, tests/support/mailbox.py). Who decides is a Deciders
 block (lou: a Slack id and an address, legal; fay: finance); the SmtpSettings block points at the local server
 and its links at the gateway. Lou confirms each legal finding on the link page (POST), Fay clicks in Slack; the

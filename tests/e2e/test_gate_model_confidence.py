@@ -1,7 +1,7 @@
 """A deployed review whose model "confirms" its gated findings at a very low confidence still suspends at the gate.
 
-With real processes and real HTTP: the session Prefect server, a ``serve`` process running
-the contract-review flow as a deployment, a fake Claude (Messages API on 127.0.0.1) that quotes every gated
+With real processes and real HTTP: the session Prefect server, a warm-started process worker
+running the contract-review flow as a deployment, a fake Claude (Messages API on 127.0.0.1) that quotes every gated
 offline finding at confidence 0.01, and a playbook with ``min_confidence: 0.5``. The model's quote must not
 replace a finding: the threshold would drop it and the run would complete with nothing gated.
 """

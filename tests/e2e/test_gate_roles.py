@@ -1,6 +1,6 @@
 """End to end: per-finding gates with roles, on the real gateway with the fake Slack.
 
-Processes as in test_gates_e2e.py: the session Prefect server, ``serve`` of the contract-review deployment,
+Processes as in test_gates_e2e.py: the session Prefect server, the served contract-review deployment,
 the gateway (``clausegate gateway``), the fake Slack Web API (real HTTP, in this process). The playbook
 gates Uncapped Liability for role ``legal`` and Liquidated Damages for role ``finance``; the block maps
 legal to U0LEGAL and U0LEE, finance to U0FIN.

@@ -1,7 +1,7 @@
 """End to end: a served contract review of a .docx whose gated Cap on Liability clause the other side rewrote as
 tracked changes (a deletion and an insertion) suspends on those changes, and resumes through ``clausegate resolve``.
 
-Processes as in test_gate_roles.py (the session Prefect server, ``serve`` of the contract-review deployment, the
+Processes as in test_gate_roles.py (the session Prefect server, the served contract-review deployment, the
 gateway, the fake Slack). The run suspends at the gate; ``clausegate resolve RUN approve`` decides the finding, but
 the run suspends again: its two tracked changes are undecided. ``--change C1=counter`` without text is refused
 (exit 2, nothing resumed); ``--change C1=reject --change C2=counter:"…"`` decides them and the review completes

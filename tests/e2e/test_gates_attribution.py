@@ -1,7 +1,7 @@
 """Decisions are attributed by the path that received them, and each one is audited once, by the flow.
 
-Real processes and real HTTP: the session Prefect server (basic auth), a ``serve`` process running
-the ``gate-probe`` deployment (``tests/support/gate_probe.py``: the real ``run_gate`` on a synthetic review,
+Real processes and real HTTP: the session Prefect server (basic auth), a warm-started process worker
+running the ``gate-probe`` deployment (``tests/support/gate_probe.py``: the real ``run_gate`` on a synthetic review,
 so every run really suspends, is resumed and re-runs from the top), and the fake Slack Web API.
 Answers come through the Prefect API as an attacker or the UI form would send them (``POST
 /api/flow_runs/{id}/resume`` with the credential), or through ``resolve_gate`` as the gateway

@@ -1,9 +1,9 @@
 """End to end with real processes: a gated contract waits, a person answers, the review carries on.
 
-Processes: the session Prefect server (SQLite); ``prefect.serve`` of the contract-review deployment
-(``python -m tests.support.serve_review gates-e2e``, runner poll 1 s); the gateway (``clausegate gateway``,
-uvicorn); the fake Slack Web API (in this process, real HTTP). Each run reviews its own synthetic
-PDF (an uncapped-liability and a liquidated-damages clause; the ``payment-liability`` playbook
+Processes: the session Prefect server (SQLite); the contract-review deployment served by a
+warm-started process worker (``python -m tests.support.serve_review gates-e2e``, worker poll 1 s); the gateway
+(``clausegate gateway``, uvicorn); the fake Slack Web API (in this process, real HTTP). Each run reviews its own
+synthetic PDF (an uncapped-liability and a liquidated-damages clause; the ``payment-liability`` playbook
 gates them) and must reach Suspended with one Slack message; it is then answered by a signed Slack
 click, the CLI, the Prefect UI's API call (with Slack down for that run), or the SLA sweeper, and
 must complete with the decision in its JSON report while Prefect's task-run records show that no
@@ -166,7 +166,7 @@ def latency_report(prefect_server):
     summary = {"poll_frequency_s": 1, "answers": {k: len(v) for k, v in LATENCIES.items()}, "median": rows,
                "each": LATENCIES}
     (prefect_server.home / "gate-latency.json").write_text(json.dumps(summary, indent=2))
-    print(f"\nanswer → run latency (median seconds over {len(every)} answers; runner poll 1 s):")
+    print(f"\nanswer → run latency (median seconds over {len(every)} answers; worker poll 1 s):")
     for kind, row in rows.items():
         print(f"  {kind:5s} n={len(LATENCIES.get(kind, every))}: left Suspended {row['left_suspended']:.2f}, "
               f"picked up {row['picked_up']:.2f}, Running {row['running']:.2f}, Completed {row['completed']:.2f}")

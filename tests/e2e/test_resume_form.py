@@ -2,7 +2,7 @@
 skipped without Chromium).
 
 One real review, suspended by the flow itself at a per-finding gate: a Prefect server with its UI
-(tests/support/prefect_ui.py), ``serve`` of the contract-review deployment, a playbook whose two gated
+(tests/support/prefect_ui.py), the served contract-review deployment, a playbook whose two gated
 categories name a role each (as tests/e2e/test_gate_roles.py builds it; no Slack block: the gate waits anyway).
 The flow run's *Resume* button opens the form :func:`clausegate.gates.findings.findings_form` built for that gate:
 one drop-down per finding (F1, F2), each saying its role must decide it in Slack. (That a UI answer is not

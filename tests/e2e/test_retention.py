@@ -1,8 +1,8 @@
 """Retention: expired uploads, persisted results and reports are deleted; fresh ones and whatever an
 unfinished run still needs are kept.
 
-The end-to-end test suspends a real gated contract-review run (a ``serve`` subprocess of the
-deployment, the session Prefect server), ages its upload and step results past the period together
+The end-to-end test suspends a real gated contract-review run (the served deployment, a
+warm-started process worker, the session Prefect server), ages its upload and step results past the period together
 with decoys, runs the ``retention`` flow, then resumes the run: it must complete with every finished
 step from the cache (the records the sweep kept), while the expired decoys are gone.
 """
@@ -186,7 +186,7 @@ def test_review_artifacts_older_than_the_period_are_deleted_unless_their_run_wai
 # ------------------------------------------------------------------------------------ end to end
 @pytest.fixture(scope="module")
 def served(prefect_server, tmp_path_factory):
-    """``serve`` of the contract-review deployment (runner poll 1 s), no Slack block: gates wait in the UI."""
+    """The served contract-review deployment (worker poll 1 s), no Slack block: gates wait in the UI."""
     log = tmp_path_factory.mktemp("retention-serve") / "serve.log"
     env = {**os.environ, "CLAUSEGATE_SLACK_BLOCK": "retention-e2e-no-slack"}
     proc = start_served(["tests.support.serve_review", DEPLOYMENT, "4"], f"contract-review/{DEPLOYMENT}", log, env)

@@ -1,6 +1,6 @@
 """Strict text mode at the gate (docs/security.md, *Contract text at rest*), with real processes and real HTTP.
 
-A ``serve`` process runs the ``gate-probe`` deployment (the real ``run_gate`` on a synthetic review) with
+A warm-started process worker runs the ``gate-probe`` deployment (the real ``run_gate`` on a synthetic review) with
 ``CLAUSEGATE_STRICT_TEXT=true``; its run suspends at the gate. Nothing Prefect stores for the run (gate record,
 form description, any flow-run input) nor the Slack message holds the clause text; ``clausegate gate-text RUN``,
 with the API credential and the at-rest key, prints it.

@@ -3,7 +3,7 @@ digit of the liquidated damages) and one untouched (the uncapped liability) gate
 Slack message shows the earlier decision and the redline, and the report carries the others (the untouched gated
 clauses) with their receipts.
 
-Processes as in test_gates_e2e: the session Prefect server, ``prefect.serve`` of the contract-review deployment,
+Processes as in test_gates_e2e: the session Prefect server, the served contract-review deployment,
 the gateway, the fake Slack Web API (real HTTP)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The annotated copy is written again once a person decided: a served contract review (the session's Prefect server,
-``serve`` of the contract-review deployment, the gateway, the fake Slack) of the gated PDF writes its annotated
+the served contract-review deployment, the gateway, the fake Slack) of the gated PDF writes its annotated
 copy before the gate, each gated finding's note saying ``Decision: pending``; ``clausegate resolve RUN changes``
 resumes it, and the copy next to the report then says the decision, who (the CLI's login) and when, on each gated
 finding's highlight, and nothing is pending any more."""

@@ -1,5 +1,6 @@
 """The served stack the gate end-to-end tests share (tests/e2e/test_gates_e2e.py, test_gate_roles.py): the session
-Prefect server, ``serve`` of the contract-review deployment (``python -m tests.support.serve_review NAME SLOTS``),
+Prefect server, the contract-review deployment served by a warm-started process worker
+(``python -m tests.support.serve_review NAME SLOTS``),
 the gateway (``clausegate gateway``) and the fake Slack Web API (real HTTP, in the test's process); and the gated
 contract each of their runs reviews."""
 
