@@ -51,6 +51,7 @@ def _set(run_id, state) -> None:
         client.set_flow_run_state(run_id, state, force=True)
 
 
+@pytest.mark.slow
 def test_handle_requeues_once_then_fails_for_good(tmp_path):
     from prefect.client.orchestration import get_client
     from prefect.states import Cancelled, Crashed, Running

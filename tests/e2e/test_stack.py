@@ -240,6 +240,7 @@ def test_review_without_a_stack_starts_a_quiet_temporary_server(tmp_path):
     assert "Starting temporary server" not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_batch_without_a_stack_ends_without_server_tracebacks(tmp_path):
     """`clausegate batch` on a temporary server: when Prefect stops that server at exit, its task-run recorder
     still holds the last events and logged a traceback per event ("Error flushing ... events"); the temporary

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clausegate.review.annotate import readback
 from clausegate.review.annotate.notes import fallback_wording, notes_for
 from clausegate.review.playbook import load_playbook
@@ -32,6 +34,7 @@ def review_in(folder: Path) -> Review:
     return Review.model_validate(json.loads(report.read_text()))
 
 
+@pytest.mark.slow
 def test_review_annotate_writes_the_copy_it_prints(prefect_server, tmp_path):
     contract = tmp_path / "msa-cli.docx"
     contract.write_bytes(docx_bytes("\n".join(GATED_PAGES)))

@@ -70,6 +70,7 @@ def contracts(tmp_path, n: int, tag: str):
             for i in range(n)]
 
 
+@pytest.mark.slow
 def test_an_outage_costs_a_batch_seconds_not_minutes(tmp_path, hung):
     read_timeout, retries = 3.0, 3
     block = save_block("anthropic", hung, read_timeout_seconds=read_timeout, connect_timeout_seconds=1.0,

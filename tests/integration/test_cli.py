@@ -33,6 +33,7 @@ def clausegate(*args: str, timeout: float = 240, cwd: Path = ROOT, env: dict | N
                           env=env, timeout=timeout, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_review_sample_prints_findings_and_writes_report(prefect_server, tmp_path):
     done = clausegate("review", str(SAMPLE), "--playbook", "payment-liability", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -71,6 +72,7 @@ def test_review_uses_the_running_local_stack(prefect_server, tmp_path):
     assert run.state.is_completed() and run.name == f"review-{SAMPLE.name}"
 
 
+@pytest.mark.slow
 def test_review_runs_in_the_stacks_warm_start_process(prefect_server, tmp_path):
     """A stack with a warm-start process is up: `clausegate review` runs as a fork of it (Prefect, the flow and the
     model loaded already; clausegate/cli/launch.py), prints as usual and exits with the review's status;

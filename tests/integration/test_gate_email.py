@@ -97,6 +97,7 @@ def test_each_person_decides_their_finding_by_e_mail_and_bad_links_are_refused(g
     assert prog.get("F2").answers["finance"].via == "email"
 
 
+@pytest.mark.slow
 def test_smtp_down_is_a_coded_retried_failure_and_the_gate_keeps_waiting(gateway):
     record = per_finding_gate()
     port = free_port()  # nothing listens here yet

@@ -398,6 +398,7 @@ def test_a_hung_attempt_is_stopped_through_its_live_worker_before_the_requeue(tm
             client.set_flow_run_state(rid, Cancelled(message="test cleanup"), force=True)
 
 
+@pytest.mark.slow
 def test_the_worker_s_cancelled_requeues_after_a_grace_when_its_executed_event_never_comes():
     """The worker killed the hung process and stored Cancelled, but its executed event is lost (CI: the run sat
     Cancelled until the stop timeout, then would have been dead-lettered). Not at once: the worker reports the

@@ -286,6 +286,7 @@ def test_an_authenticated_chunked_upload_is_cut_off_at_the_upload_limit(gateway)
     assert "MB" in detail["message"] and str(gateway.log.parent) not in response.body.decode(), detail
 
 
+@pytest.mark.slow
 def test_parallel_uploads_stream_to_disk_without_growing_the_gateway(tmp_path_factory):
     """8 uploads of 19 MB at once (a valid key, under a 20 MB limit): each is sealed to disk while it streams
     in, so the gateway's peak RSS grows by a fraction of the 152 MB sent, not by several copies of each."""

@@ -55,6 +55,7 @@ def one_call(protocol: str, url: str) -> str:
     return client.complete("sys", "this process").text
 
 
+@pytest.mark.slow
 def test_a_used_up_limit_seen_by_another_process_holds_this_one(prefect_server):
     protocol = "openai"  # the sharing is the same for both; each protocol's headers: the test above
     with fake_model_server(protocol, request_limit=1, limit_window_seconds=15) as server:

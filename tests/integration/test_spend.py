@@ -137,6 +137,7 @@ def test_the_fake_bills_delivered_answers_only(anthropic):
 
 # ------------------------------------------------------------------ the fault storm
 
+@pytest.mark.slow
 def test_ledger_and_reports_equal_what_the_fakes_billed_over_a_fault_storm(tmp_path, anthropic, openai):
     """12 contracts at 30 % faults, under daily, monthly and yearly playbooks: the ledger grows by
     exactly what the fakes billed, whichever period reads it, and so do the reports' costs."""

@@ -30,6 +30,7 @@ def _summary_prompt(record) -> bool:
     return "<key_terms>" in prompts_of(record.body)[1]
 
 
+@pytest.mark.slow
 def test_context_too_long_after_shrinking_takes_the_summary_path(tmp_path, server):
     pdf = make_text_pdf(tmp_path / "long.pdf", [*LONG_PASSAGE_PAGES, f"Schedule S. Summary path ({server.protocol})."])
     book = playbook(tmp_path, save_block(server.protocol, server))

@@ -43,6 +43,7 @@ def _probe(tmp_path: Path, **env: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_temporary_server_answers_and_its_log_is_in_prefect_home(tmp_path):
     outcome = _probe(tmp_path)
     assert outcome["ready"], outcome
