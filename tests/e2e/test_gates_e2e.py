@@ -1,6 +1,6 @@
 """End to end with real processes: a gated contract waits, a person answers, the review carries on.
 
-Processes: the session Prefect server (SQLite); the contract-review deployment served by a
+Processes: the session Prefect server; the contract-review deployment served by a
 warm-started process worker (``python -m tests.support.serve_review gates-e2e``, worker poll 1 s); the gateway
 (``clausegate gateway``, uvicorn); the fake Slack Web API (in this process, real HTTP). Each run reviews its own
 synthetic PDF (an uncapped-liability and a liquidated-damages clause; the ``payment-liability`` playbook

@@ -2,10 +2,10 @@
 
 A work unit is a module (its module fixtures start once), or one test of its own when it is listed in
 ``TEST_SECONDS`` (long, and sharing no module fixture with the rest of its module: it may run on another
-worker at the same time).  The figures are seconds on one core of a loaded 2-core machine (whole-suite runs with
-``--durations``, and single files with ``-n 0 --durations=0`` for modules those runs did not list), rounded up;
-a module not listed is estimated from its folder and its number of tests (``PER_TEST_SECONDS``).  They only
-order the work, so they need to be roughly right, not exact.  To see them again from a run::
+worker at the same time).  The figures are seconds of a whole-suite run with ``--durations`` (4 workers on
+2 cores, so each test shares its core), rounded; a module not listed is estimated from its folder and its number
+of tests (``PER_TEST_SECONDS``).  They only order the work, so they need to be roughly right, not exact.  To
+see them again from a run::
 
     python -m pytest -q --durations=0 > /tmp/suite.log; python -m tests.support.unit_costs /tmp/suite.log
 """
@@ -22,37 +22,46 @@ TEST_SECONDS: dict[str, float] = {}
 
 # Modules (seconds: all their tests, minus those in TEST_SECONDS).
 MODULE_SECONDS: dict[str, float] = {
-    "tests/e2e/test_gate_roles.py": 260,
-    "tests/e2e/test_hung_runs.py": 250,
-    "tests/e2e/test_stack.py": 320,
-    "tests/e2e/test_dead_letters.py": 165,
-    "tests/e2e/test_gates_e2e.py": 120,
-    "tests/e2e/test_deployments.py": 110,
-    "tests/e2e/test_gates_attribution.py": 100,
-    "tests/e2e/test_scaleout_postgres.py": 90,
-    "tests/e2e/test_versions_e2e.py": 80,
-    "tests/e2e/test_inbox_e2e.py": 80,
-    "tests/e2e/test_retention.py": 80,
-    "tests/e2e/test_gate_email_e2e.py": 70,
-    "tests/e2e/test_resume_form.py": 70,
-    "tests/e2e/test_gateway_restart.py": 70,
-    "tests/e2e/test_cli_servers.py": 70,
-    "tests/e2e/test_priority_queues.py": 60,
-    "tests/e2e/test_positions_e2e.py": 60,
-    "tests/integration/test_model_flow.py": 150,
-    "tests/integration/test_spend.py": 120,
-    "tests/integration/test_gateway_limits.py": 120,
-    "tests/integration/test_text_reuse.py": 100,
-    "tests/integration/test_gate_email_one_decision.py": 90,
-    "tests/integration/test_summary_path.py": 70,
-    "tests/integration/test_circuit_breaker.py": 61,
-    "tests/integration/test_second_reader_flow.py": 60,
-    "tests/integration/test_versions_tokens.py": 60,
-    "tests/integration/test_gate_fencing.py": 55,
-    "tests/integration/test_budget_cap.py": 50,
-    "tests/integration/test_gate_email.py": 50,
-    "tests/integration/test_gate_authority.py": 50,
-    "tests/unit/test_import_rules.py": 60,
+    "tests/e2e/test_stack.py": 319,
+    "tests/e2e/test_hung_runs.py": 304,
+    "tests/e2e/test_key_terms_e2e.py": 199,
+    "tests/e2e/test_gate_roles.py": 175,
+    "tests/e2e/test_inbox_e2e.py": 165,
+    "tests/e2e/test_gates_e2e.py": 135,
+    "tests/integration/test_cli.py": 128,
+    "tests/e2e/test_cli_servers.py": 116,
+    "tests/e2e/test_gate_tracked_changes.py": 105,
+    "tests/e2e/test_scaleout_postgres.py": 102,
+    "tests/integration/test_spend.py": 92,
+    "tests/e2e/test_dead_letters.py": 90,
+    "tests/integration/test_model_flow.py": 84,
+    "tests/e2e/test_deployments.py": 80,
+    "tests/integration/test_cli_text.py": 79,
+    "tests/integration/test_circuit_breaker.py": 67,
+    "tests/integration/test_gateway_limits.py": 63,
+    "tests/e2e/test_resume_form.py": 63,
+    "tests/e2e/test_gates_attribution.py": 62,
+    "tests/integration/test_annotate_cli.py": 59,
+    "tests/e2e/test_versions_e2e.py": 57,
+    "tests/e2e/test_gate_email_e2e.py": 49,
+    "tests/integration/test_gate_fencing.py": 46,
+    "tests/e2e/test_api_auth.py": 45,
+    "tests/e2e/test_gateway_restart.py": 41,
+    "tests/integration/test_annotate_decision.py": 41,
+    "tests/integration/test_summary_path.py": 40,
+    "tests/integration/test_temporary_server.py": 40,
+    "tests/e2e/test_positions_e2e.py": 39,
+    "tests/integration/test_prefect_servers.py": 35,
+    "tests/e2e/test_ui_form.py": 34,
+    "tests/integration/test_provider_limits.py": 34,
+    "tests/e2e/test_priority_queues.py": 34,
+    "tests/integration/test_inbox_api.py": 33,
+    "tests/integration/test_providers.py": 29,
+    "tests/integration/test_gate_email.py": 29,
+    "tests/integration/test_stuck_runs.py": 27,
+    "tests/e2e/test_retention.py": 27,
+    "tests/integration/test_text_reuse.py": 25,
+    "tests/integration/test_inbox_sources.py": 23,
 }
 
 PER_TEST_SECONDS = {"unit": 0.12, "integration": 2.0, "e2e": 40.0, "other": 1.0}
