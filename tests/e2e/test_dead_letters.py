@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 
 from clausegate.ops import dead_letters
-from clausegate.stack import automations
-from clausegate.stack.state import StackError
 from tests.support.contracts import NO_GATES_PLAYBOOK
 from tests.support.deployments import SLACK_BLOCK, cancel_unfinished, deploy_once, start_worker, stop_worker
 from tests.support.inbox_support import poll
@@ -76,21 +74,6 @@ def test_handle_requeues_once_then_fails_for_good(tmp_path):
             assert f"/inbox/tasks/{run.id}/retry" in dead.state.message  # the next step is in the message
     finally:
         _set(run.id, Cancelled(message="test cleanup"))
-
-
-def test_zombie_window_is_configurable_and_guarded(monkeypatch):
-    path = Path(automations.__file__).resolve().parents[2] / "deployments" / "automations.yaml"
-    spec = next(s for s in automations.load_automations(path) if s["name"] == automations.ZOMBIE_AUTOMATION)
-    assert automations.zombie_window(spec)["trigger"]["within"] == 150
-    monkeypatch.setenv("CLAUSEGATE_ZOMBIE_SECONDS", "90")
-    changed = automations.zombie_window(spec)
-    assert changed["trigger"]["within"] == 90 and "90 s" in changed["actions"][0]["message"]
-    assert "prefect.flow-run.Suspended" in changed["trigger"]["expect"]  # waiting gates stay alive
-    # the window opens on Running too: a process that hangs before its first heartbeat is a zombie
-    assert {"prefect.flow-run.Running", "prefect.flow-run.heartbeat"} <= set(changed["trigger"]["after"])
-    monkeypatch.setenv("CLAUSEGATE_ZOMBIE_SECONDS", "20")
-    with pytest.raises(StackError, match="too short"):
-        automations.zombie_window(spec)
 
 
 @pytest.mark.slow

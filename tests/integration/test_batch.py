@@ -443,6 +443,7 @@ def test_cli_batch_without_a_deployment_leaves_gated_contracts_pending(tmp_path)
     assert [c.filename for c in todo] == ["contract-00.pdf"]  # pending_decision is not "already reviewed"
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("prefect_server")
 def test_cli_batch_shows_a_progress_bar_and_says_who_waits(tmp_path):
     """A real `clausegate batch` process: one progress bar instead of Prefect's INFO line per task (not 5+

@@ -147,6 +147,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_concurrent_processes_lose_no_ledger_update(prefect_server, tmp_path):
     _delete_lock()  # no `clausegate up`: the writers must create the lock themselves, and use it
     before = spent_this_period("year")

@@ -108,6 +108,7 @@ def test_an_outage_costs_a_batch_seconds_not_minutes(tmp_path, hung):
         CircuitBreaker(PrefectVariableStore(), failures=2).before_call(hung.url + "/v1/messages")
 
 
+@pytest.mark.slow
 def test_the_breaker_closes_after_the_cooldown_when_the_provider_answers(tmp_path, hung):
     cooldown = 4.0
     block = save_block("anthropic", hung, read_timeout_seconds=0.5, connect_timeout_seconds=0.5,
@@ -187,6 +188,7 @@ def test_a_storm_that_retries_cure_does_not_open_the_breaker():
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_529_outage_opens_the_breaker_like_a_hang(tmp_path):
     server = FakeModelServer("anthropic", api_key=KEY, responder=contract_responder).start()
     server.down("529")  # overloaded, on every attempt: an outage the retries do not cure

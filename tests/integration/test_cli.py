@@ -55,6 +55,7 @@ def test_review_sample_prints_findings_and_writes_report(prefect_server, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == written
 
 
+@pytest.mark.slow
 def test_review_uses_the_running_local_stack(prefect_server, tmp_path):
     """No PREFECT_API_URL, but a `clausegate up` stack of this project folder is up: the review runs on its server
     (found like `clausegate status` finds it: the state file + health check; the API credential), no temporary one."""
@@ -110,6 +111,7 @@ def test_review_runs_in_the_stacks_warm_start_process(prefect_server, tmp_path):
         stop_process(zygote)
 
 
+@pytest.mark.slow
 def test_expected_failure_prints_code_and_next_step_and_keeps_the_traceback_in_the_run_logs(prefect_server, tmp_path):
     pdf = make_truncated_pdf(tmp_path / "broken.pdf")
     done = clausegate("review", str(pdf), "--out", str(tmp_path / "reports"), timeout=120)
@@ -150,6 +152,7 @@ def test_playbooks_lists_builtins():
     assert done.returncode == 0 and "payment-liability" in done.stdout
 
 
+@pytest.mark.slow
 def test_an_unknown_category_names_the_command_that_lists_them(tmp_path):
     """The message names `clausegate playbooks --categories` (never a Python symbol), and that
     command lists the names, the suggested one among them."""

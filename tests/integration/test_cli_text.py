@@ -24,6 +24,7 @@ def clausegate(*args: str, stdin: bytes | None = None, tmpdir: Path) -> subproce
                           env=env, timeout=300, cwd=ROOT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["stdin", "text"])
 def test_a_clause_from_stdin_or_text_is_reviewed_and_its_copy_removed(prefect_server, tmp_path, how):
     scratch, out = tmp_path / "tmp", tmp_path / "out"
@@ -41,6 +42,7 @@ def test_a_clause_from_stdin_or_text_is_reviewed_and_its_copy_removed(prefect_se
     assert not [p for p in scratch.iterdir() if p.name.startswith("clausegate-review-")]  # cleaned up
 
 
+@pytest.mark.slow
 def test_empty_or_binary_input_is_refused_with_a_code(tmp_path):
     for args, stdin in ((["review", "-"], b"  \n"), (["review", "-"], b"\xff\xfe\x00binary"),
                         (["review", "--text", ""], None), (["review"], None)):
@@ -91,6 +93,7 @@ def test_sigterm_while_stdin_is_read_stops_the_command_at_once(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_single_clause_is_not_a_contract_missing_every_other_category(prefect_server, tmp_path):
     """One pasted clause is said to be a clause, lists what it has and reports no category missing (no
     "Missing (40): …" in the output, no 40 names in the report)."""

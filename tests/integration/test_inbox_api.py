@@ -336,6 +336,7 @@ def test_cancel_and_retry_follow_the_task_state_and_are_audited(env, tmp_path):
     assert submitted.payload["contract_sha256"] and key not in str(submitted.payload)
 
 
+@pytest.mark.slow
 def test_schemathesis_finds_no_server_errors(env):
     """Property-based requests from the OpenAPI schema (fuzzed forms, params, ids) never get a 5xx.
 

@@ -43,6 +43,7 @@ def openai():
     server.stop()
 
 
+@pytest.mark.slow
 def test_cascade_with_claude_and_repeat_nothing(tmp_path, anthropic, openai):
     pdf = make_text_pdf(tmp_path / "msa.pdf", LIABILITY_PAGES)
     book = playbook(tmp_path, save_block("anthropic", anthropic), generate=save_block("openai", openai))
@@ -340,6 +341,7 @@ def test_step_timeout_shorter_than_the_http_calls_is_rejected_at_load(tmp_path, 
     assert anthropic.calls == 0
 
 
+@pytest.mark.slow
 def test_a_step_timeout_during_a_call_is_coded_and_keeps_the_offline_result(tmp_path, anthropic):
     pdf = make_text_pdf(tmp_path / "t2.pdf", LIABILITY_PAGES)
     anthropic.retry_after = 8  # the retry waits 8 s for the 503's Retry-After: longer than the step allows

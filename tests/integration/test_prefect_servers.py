@@ -31,6 +31,7 @@ print("analytics=" + str(seen.get("PREFECT_SERVER_ANALYTICS_ENABLED")).lower())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configured", [None, "true"])  # not set (Prefect's default: on), or switched on
 def test_the_temporary_server_of_a_command_runs_without_analytics(tmp_path, configured):
     env = {k: v for k, v in os.environ.items()

@@ -54,6 +54,7 @@ def test_the_temporary_server_answers_and_its_log_is_in_prefect_home(tmp_path):
     assert "PREFECT_UI_ENABLED=0" in outcome["server_env"]
 
 
+@pytest.mark.slow
 def test_a_server_that_cannot_start_is_a_clear_error_naming_its_log(tmp_path):
     outcome = _probe(tmp_path, PREFECT_SERVER_DATABASE_CONNECTION_URL="sqlite+aiosqlite:////no/such/dir/x.db")
     assert not outcome["ready"]

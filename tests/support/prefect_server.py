@@ -48,6 +48,9 @@ class PrefectServer:
             "PREFECT_SERVER_API_AUTH_STRING": self.auth_string,
             "PREFECT_API_AUTH_STRING": self.auth_string,
             "CLAUSEGATE_SECRETS_DIR": str(self.home / "secrets"),
+            # The server checks no CSRF token (Prefect's default): clients ask for none, as the stack's do
+            # (clausegate/stack/environment.py csrf_client_env), instead of a refused GET /csrf-token per new client.
+            "PREFECT_CLIENT_CSRF_SUPPORT_ENABLED": "false",
             # Plain HTTP on loopback everywhere: a CA bundle of one certificate keeps TLS verification on, cheaply.
             "PREFECT_API_SSL_CERT_FILE": str(self._one_certificate_bundle()),
             "SSL_CERT_FILE": str(self._one_certificate_bundle()),

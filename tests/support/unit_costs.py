@@ -41,7 +41,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/integration/test_gateway_limits.py": 63,
     "tests/e2e/test_resume_form.py": 63,
     "tests/e2e/test_gates_attribution.py": 62,
-    "tests/integration/test_annotate_cli.py": 59,
+    "tests/e2e/test_annotate_cli.py": 59,
     "tests/e2e/test_versions_e2e.py": 57,
     "tests/e2e/test_gate_email_e2e.py": 49,
     "tests/integration/test_gate_fencing.py": 46,

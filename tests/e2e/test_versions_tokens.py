@@ -34,6 +34,7 @@ def _billed(server: FakeModelServer) -> int:
     return sum(server.billed_tokens())
 
 
+@pytest.mark.slow
 def test_a_one_word_change_in_a_20_page_contract_costs_at_most_a_fifth(tmp_path, cuad_dir):
     item = _twenty_pages()
     paras = [*item["paragraphs"], f"Schedule R. Reference {uuid.uuid4().hex}."]  # a text of this test's own

@@ -58,6 +58,7 @@ def test_review_annotate_writes_the_copy_it_prints(prefect_server, tmp_path):
     assert not list(plain.glob("*.annotated.*"))
 
 
+@pytest.mark.slow
 def test_review_text_annotate_writes_the_html_page(prefect_server, tmp_path):
     out = tmp_path / "text"
     done = clausegate("review", "--text", "\n".join(GATED_PAGES), "--playbook", "payment-liability", "--out",

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clausegate.stack.processes import start_process, stop_process
 from clausegate.stack.warmstart import serve_argv
 from tests.support.deployments import wait_for
@@ -54,6 +56,7 @@ def _answers(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+@pytest.mark.slow
 def test_a_stopped_child_dies_when_its_client_is_killed(prefect_server, tmp_path):
     sock = tmp_path / "warm.sock"
     zygote = start_process("warm-start", serve_argv(sock), env=dict(os.environ), log=tmp_path / "warm-start.log",
