@@ -12,8 +12,7 @@ deployment (flows/dead_letters.py: its trigger in prefect.yaml, plus a backstop 
   flow-run retry`` does; finished steps come from the cache, nothing is paid twice);
 * second crash → Failed with ``CG-RUN-DEAD-LETTER`` (the inbox lists it under ``status=failed``
   with that code; ``POST /inbox/tasks/{id}/retry`` or ``prefect flow-run retry`` runs it again
-  by hand), tag ``dead-letter:failed``, and a message to the Slack alert channel.
-
+  by hand), tag ``dead-letter:failed``, and a message to the Slack alert channel;
 * a crash of a run that was waiting at a gate (Suspended: it has no process, so it cannot be a
   zombie — a stray heartbeat of a stale process made the automation fire) → the gate is put back
   as it was (same pause key, form and timeout), ``restored``; nothing else changes.
@@ -27,11 +26,11 @@ flow-run`` event after the attempt's Running state) or the worker is offline (th
 another worker takes the run), the handler sets the run **Cancelling**: Prefect's cancellation
 observer in the worker that owns the process kills it (SIGTERM, SIGKILL after 30 s — a stopped
 process only dies of SIGKILL), frees the slot, stores Cancelled and reports the run executed; then the handler
-requeues (20 s after the Cancelled when no executed event came). If that does not happen within
+requeues (20 s after the Cancelled when no executed event came; the attempt starts 75 s after the Cancelling at
+the earliest, :func:`clausegate.runs.states.not_before`). If that does not happen within
 ``CLAUSEGATE_REQUEUE_STOP_SECONDS`` (default 120) the run is dead-lettered instead (a requeue would race the
-worker's late Cancelled). A stale process that
-survives anyway (its worker died) is fenced by :mod:`clausegate.runs.attempts`: it exits without
-touching the run.
+worker's late Cancelled). A stale process that survives anyway (its worker died) is fenced by
+:mod:`clausegate.runs.attempts`: it exits without touching the run.
 
 Each step is written to the audit log (``clausegate.audit.run.requeued`` / ``run.dead-lettered`` /
 ``run.gate-restored``); a dead letter is posted to the alert channel (``clausegate.ops.alerts.post_alert``).
@@ -66,6 +65,7 @@ from pydantic import BaseModel
 from clausegate import audit
 from clausegate.config import load_slack_settings, settings
 from clausegate.ops.alerts import post_alert
+from clausegate.runs.states import not_before
 from clausegate.slack import SlackError
 
 REQUEUED = "dead-letter:requeued"
@@ -153,7 +153,8 @@ def requeue(client, run, message: str, *, crash: str, how: str) -> Handled:
     if now is None or not (now.is_crashed() or now.is_cancelling() or now.is_cancelled()):
         return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="skipped",
                        reason=f"requeued by another handler meanwhile (it is {now.name if now else 'gone'})")
-    client.set_flow_run_state(run.id, Scheduled(message=f"{REQUEUED_CODE}: {message}"), force=True)
+    when = not_before(read_history(client, run))
+    client.set_flow_run_state(run.id, Scheduled(message=f"{REQUEUED_CODE}: {message}", scheduled_time=when), force=True)
     audit.record(audit.audit_event("run.requeued", actor=ACTOR, flow_run_id=rid, crash=crash[:500],
                                    stale_attempt=how, attempt=run.run_count))
     return Handled(flow_run_id=rid, flow_run_name=run.name, outcome="requeued", reason=f"{crash} ({how})")

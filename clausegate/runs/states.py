@@ -1,6 +1,8 @@
 """Flow runs as ClauseGate reads them: the CG-RUN-* code of a run's final state, and the one place
 that polls flow runs until they settle (used by the batch for its gate runs and its chunk runs).
 
+Also when a requeued run may start again (:func:`not_before`).
+
 Codes (runbook: docs/runbook.md): ``CG-RUN-CRASHED``, ``CG-RUN-CANCELLED``, ``CG-RUN-FAILED`` (a failed
 run whose message names no code).
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from prefect.client.orchestration import get_client
@@ -55,3 +58,18 @@ def wait_for_runs(run_ids: Iterable[Any], *, poll_seconds: float, deadline: floa
         settled.update(found)
         pending -= set(found)
     return settled
+
+
+REPLAY_SECONDS = 75  # Prefect replays the last minute of events to a new event subscriber
+
+
+def not_before(history: list) -> datetime | None:
+    """When a requeued attempt may start: ``REPLAY_SECONDS`` after the run's last Cancelling (none: at once).
+
+    A process worker watches each attempt it starts for a ``prefect.flow-run.Cancelling`` event of that run id,
+    on a new event subscription, and Prefect replays the last minute of events to a new subscriber
+    (prefect/events/clients.py). An attempt started within that minute of the Cancelling that stopped its
+    predecessor may be given that old event once its process is registered, and killed (SIGTERM) 20 ms after it
+    starts. The time is the server's own (the state's timestamp), so no clock needs to agree."""
+    cancelling = [s.timestamp for s in history if s.is_cancelling()]
+    return cancelling[-1] + timedelta(seconds=REPLAY_SECONDS) if cancelling else None

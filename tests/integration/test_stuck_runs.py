@@ -328,6 +328,37 @@ def test_a_requeue_interrupted_after_the_cancelled_is_completed_and_the_inbox_ne
             _cleanup(client, run)
 
 
+def test_a_requeue_after_a_cancelling_waits_out_prefects_event_replay_and_one_without_starts_at_once():
+    """A worker's new cancellation watch is replayed the last minute of events: an attempt requeued within that
+    minute of the Cancelling that stopped its predecessor would be killed by it. The requeue is scheduled
+    REPLAY_SECONDS after that Cancelling (the server's timestamps); a run never cancelled is scheduled at once."""
+    from prefect.states import Cancelled, Cancelling, Crashed, Pending, Running
+
+    from clausegate.ops import dead_letters
+    from clausegate.runs import states
+
+    tag = _tag()
+    with _client() as client:
+        stopped, crashed = _run(client, tag, worker="w"), _run(client, tag, worker="w")
+        _set(client, stopped.id, Pending(), Running(), Crashed(message="CG-RUN-CRASHED: no heartbeat"),
+             Cancelling(message=f"{dead_letters.REQUEUING}: stopping the hung attempt 1"), Cancelled())
+        _set(client, crashed.id, Pending(), Running(), Crashed(message="CG-RUN-CRASHED: no heartbeat"))
+        try:
+            for run in (stopped, crashed):
+                assert dead_letters.requeue(client, client.read_flow_run(run.id), "test", crash="c",
+                                            how="h").outcome == "requeued"
+            history = dead_letters.read_history(client, client.read_flow_run(stopped.id))
+            cancelling = [s for s in history if s.is_cancelling()][-1]
+            requeued = client.read_flow_run(stopped.id).state
+            assert requeued.is_scheduled() and requeued.state_details.scheduled_time == (
+                cancelling.timestamp + timedelta(seconds=states.REPLAY_SECONDS))
+            at_once = client.read_flow_run(crashed.id).state
+            assert at_once.is_scheduled() and at_once.state_details.scheduled_time <= at_once.timestamp + timedelta(
+                seconds=1)
+        finally:
+            _cleanup(client, stopped, crashed)
+
+
 def test_a_cancelled_run_after_an_earlier_requeue_is_cancelled_not_pending(tmp_path):
     """A run requeued once (its history has dead-letters' CG-RUN-REQUEUING Cancelling), then cancelled ("Flow run
     cancellation timed out") in its second attempt: the inbox must not show ``pending`` with ``finished`` set.
