@@ -52,16 +52,16 @@ def local_timezone() -> str:
 # without a stack) runs without analytics: no "Failed to send telemetry" on a machine without internet.
 NO_ANALYTICS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 _NO_ANALYTICS_SETTINGS: list = []
-CSRF_SERVER_ENV = "PREFECT_SERVER_CSRF_PROTECTION_ENABLED"
 CSRF_CLIENT_ENV = "PREFECT_CLIENT_CSRF_SUPPORT_ENABLED"
 
 
-def csrf_client_env(environ: dict[str, str] | os._Environ = os.environ) -> dict[str, str]:
-    """Clients of a server that checks no CSRF token (Prefect's default, and the stack's unless the operator set
-    ``PREFECT_SERVER_CSRF_PROTECTION_ENABLED``) ask for none: otherwise every new Prefect client first sends
-    ``GET /csrf-token``, has it refused (422, "CSRF protection is disabled") and only then its own request, about a
-    tenth of a stack's API requests.  An explicit client setting in the environment stays."""
-    if CSRF_CLIENT_ENV in environ or environ.get(CSRF_SERVER_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+def csrf_client_env() -> dict[str, str]:
+    """Clients of a server that checks no CSRF token (Prefect's default, and the stack's unless the operator switched
+    ``PREFECT_SERVER_CSRF_PROTECTION_ENABLED`` on, in the environment or a profile) ask for none: otherwise every new
+    Prefect client first sends ``GET /csrf-token``, has it refused (422, "CSRF protection is disabled") and only then
+    its own request.  A client setting the operator made stays."""
+    current = get_current_settings()
+    if current.server.api.csrf_protection_enabled or "csrf_support_enabled" in current.client.model_fields_set:
         return {}
     return {CSRF_CLIENT_ENV: "false"}
 
