@@ -1,6 +1,7 @@
 """Run a command and say where its CPU went, by kind of process (Linux: reads /proc twice a second).
 
     python tools/cpu_by_process.py -- python -m pytest -q -m "not slow"
+    python tools/cpu_by_process.py --each /tmp/each.tsv -- python -m pytest -q   # and one line per process
 
 Every process on the machine is sampled while the command runs (its own and anything else: run it on an idle
 machine); each is counted once, at the most CPU seen for it (less what it had used before the command started),
@@ -41,7 +42,8 @@ def sample(seen: dict[tuple[str, str], list], tick: int) -> None:
             cpu = (int(fields[11]) + int(fields[12])) / tick
             if key not in seen:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    seen[key] = [kind_of(f.read().replace(b"\0", b" ").decode(errors="replace")), cpu]
+                    command = f.read().replace(b"\0", b" ").decode(errors="replace")
+                seen[key] = [kind_of(command), cpu, command[:300]]
             seen[key][1] = max(seen[key][1], cpu)
         except (OSError, IndexError, ValueError):
             continue  # gone meanwhile
@@ -53,14 +55,14 @@ def main(argv: list[str]) -> int:
         return 2
     tick, seen = os.sysconf("SC_CLK_TCK"), {}
     sample(seen, tick)
-    before = {key: cpu for key, (_, cpu) in seen.items()}  # what the processes already running had used
+    before = {key: cpu for key, (_, cpu, _) in seen.items()}  # what the processes already running had used
     started = time.monotonic()
     command = subprocess.Popen(argv[argv.index("--") + 1:])
     while command.poll() is None:
         sample(seen, tick)
         time.sleep(0.5)
     totals, counts = defaultdict(float), defaultdict(int)
-    for key, (kind, cpu) in seen.items():
+    for key, (kind, cpu, _) in seen.items():
         if cpu - before.get(key, 0.0) > 0:
             totals[kind] += cpu - before.get(key, 0.0)
             counts[kind] += 1
@@ -68,6 +70,12 @@ def main(argv: list[str]) -> int:
     print(f"\n{time.monotonic() - started:.1f} s wall, {total:.1f} CPU-s sampled", file=sys.stderr)
     for kind, cpu in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"{cpu:9.1f} CPU-s {cpu / total:6.1%} {counts[kind]:6d} processes  {kind}", file=sys.stderr)
+    if "--each" in argv[:argv.index("--")]:
+        each = argv[argv.index("--each") + 1]
+        with open(each, "w", encoding="utf-8") as out:
+            for key, (kind, cpu, line) in sorted(seen.items(), key=lambda kv: -kv[1][1]):
+                if cpu - before.get(key, 0.0) > 0:
+                    out.write(f"{cpu - before.get(key, 0.0):.2f}\t{kind}\t{line}\n")
     return command.returncode
 
 
